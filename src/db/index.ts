@@ -1,0 +1,47 @@
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import * as schema from "./schema";
+import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+
+const MIGRATIONS = embeddedMigrations();
+
+export class NewerDatabaseError extends Error {}
+
+/** Opens (creating if needed) the SQLite file, sets the pragmas and applies pending migrations. */
+export function openDatabase(path: string): Db {
+  const sqlite = new Database(path, { create: true, strict: true });
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  sqlite.exec("PRAGMA temp_store = MEMORY");
+  sqlite.exec("PRAGMA cache_size = -32000");
+  migrate(sqlite);
+  return drizzle({ client: sqlite, schema }) as Db;
+}
+
+/** Applies pending migrations in one transaction; refuses a database written by a newer ao. */
+function migrate(sqlite: Database) {
+  sqlite.exec(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
+  const applied = sqlite.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get();
+  const lastApplied = applied ? Number(applied.created_at) : 0;
+  const newestKnown = MIGRATIONS.at(-1)?.folderMillis ?? 0;
+  if (lastApplied > newestKnown) {
+    throw new NewerDatabaseError(
+      "this database was written by a newer version of ao; run that version, or restore a backup made before the upgrade",
+    );
+  }
+  const pending = MIGRATIONS.filter((m) => m.folderMillis > lastApplied);
+  if (pending.length === 0) return;
+  sqlite.transaction(() => {
+    for (const m of pending) {
+      for (const statement of m.sql) if (statement.trim()) sqlite.exec(statement);
+      sqlite.query("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)").run(m.hash, m.folderMillis);
+    }
+  }).immediate();
+}
+
+export { schema };

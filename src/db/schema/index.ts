@@ -1,0 +1,3 @@
+// Every table of ao. Each feature's tables live in their own file.
+export * from "./identity";
+export * from "./tasks";

@@ -1,0 +1,125 @@
+import { sqliteTable, text, integer, primaryKey, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { orgs } from "./identity";
+
+export const projects = sqliteTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => orgs.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    knowledge: text("knowledge").notNull().default(""),
+    policy: text("policy", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    archived: integer("archived", { mode: "boolean" }).notNull().default(false),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    index("projects_org").on(t.orgId, t.id),
+    // Names are unique among an org's live projects; archived ones free their name.
+    uniqueIndex("projects_org_name_live").on(t.orgId, t.name).where(sql`archived = 0`),
+  ],
+);
+
+export const repositories = sqliteTable(
+  "repositories",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => orgs.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    name: text("name").notNull(),
+    branch: text("branch").notNull().default("main"),
+    primary: integer("is_primary", { mode: "boolean" }).notNull().default(false),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    index("repositories_project").on(t.projectId),
+    uniqueIndex("repositories_project_url").on(t.projectId, t.url),
+    uniqueIndex("repositories_one_primary").on(t.projectId).where(sql`is_primary = 1`),
+  ],
+);
+
+export type TaskStatus = "queued" | "running" | "paused" | "needs_input" | "needs_approval" | "completed" | "failed" | "cancelled";
+export type Priority = "LOW" | "MEDIUM" | "HIGH" | "URGENT";
+export type TaskKind = "task" | "review" | "plan";
+
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull().references(() => orgs.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull().references(() => projects.id),
+    title: text("title").notNull(),
+    prompt: text("prompt").notNull(),
+    priority: text("priority").$type<Priority>().notNull(),
+    // Numeric rank of priority (URGENT 3 .. LOW 0) so the queue orders by an index.
+    priorityRank: integer("priority_rank").notNull(),
+    kind: text("kind").$type<TaskKind>().notNull(),
+    review: text("review", { mode: "json" }).$type<{ base: string; head: string } | null>(),
+    status: text("status").$type<TaskStatus>().notNull(),
+    // The state a paused task returns to on resume.
+    pausedFrom: text("paused_from").$type<TaskStatus | null>(),
+    attempt: integer("attempt").notNull().default(0),
+    workerId: text("worker_id"),
+    // Fences worker writes: only the holder of the current attempt's lease may write.
+    leaseTokenHash: text("lease_token_hash"),
+    parentId: text("parent_id"),
+    // Position in the parent plan's task list: (parent_id, plan_index) is unique, which makes apply-plan idempotent.
+    planIndex: integer("plan_index"),
+    createdByType: text("created_by_type").$type<"user" | "token" | "integration" | "plan">().notNull(),
+    createdById: text("created_by_id").notNull(),
+    summary: text("summary"),
+    needs: text("needs", { mode: "json" }).$type<{ kind: "input" | "approval"; message: string } | null>(),
+    plan: text("plan", { mode: "json" }).$type<{ tasks: unknown[] } | null>(),
+    source: text("source", { mode: "json" }).$type<Record<string, unknown> | null>(),
+    lastSeq: integer("last_seq").notNull().default(0),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    startedAt: text("started_at"),
+    finishedAt: text("finished_at"),
+  },
+  (t) => [
+    index("tasks_org").on(t.orgId, t.id),
+    index("tasks_org_status").on(t.orgId, t.status, t.id),
+    index("tasks_org_project").on(t.orgId, t.projectId, t.id),
+    index("tasks_org_kind").on(t.orgId, t.kind, t.id),
+    index("tasks_org_parent").on(t.orgId, t.parentId, t.id),
+    index("tasks_queue").on(t.priorityRank, t.id).where(sql`status = 'queued'`),
+    uniqueIndex("tasks_plan_child").on(t.parentId, t.planIndex),
+  ],
+);
+
+export const taskEvents = sqliteTable(
+  "task_events",
+  {
+    taskId: text("task_id").notNull().references(() => tasks.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    type: text("type").notNull(),
+    at: text("at").notNull(),
+    actor: text("actor", { mode: "json" }).$type<{ type: string; id: string } | null>(),
+    data: text("data", { mode: "json" }).$type<unknown>(),
+    // Events a worker sends carry its own per-attempt seq; (task, attempt, worker seq) dedupes resends.
+    attempt: integer("attempt"),
+    workerSeq: integer("worker_seq"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.taskId, t.seq] }),
+    uniqueIndex("task_events_worker_seq").on(t.taskId, t.attempt, t.workerSeq),
+  ],
+);
+
+export const artifacts = sqliteTable(
+  "artifacts",
+  {
+    taskId: text("task_id").notNull().references(() => tasks.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    contentType: text("content_type").notNull(),
+    size: integer("size").notNull(),
+    etag: text("etag").notNull(),
+    attempt: integer("attempt").notNull().default(0),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.name] })],
+);

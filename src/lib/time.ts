@@ -1,0 +1,1 @@
+export const iso = (ms: number = Date.now()): string => new Date(ms).toISOString();

@@ -1,0 +1,45 @@
+#!/usr/bin/env bun
+// The ao executable: server, worker and command-line client in one.
+import { VERSION } from "./version";
+
+type Command = (args: string[]) => Promise<number | void>;
+
+const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }> = {
+  serve: { summary: "run the server", run: async () => (await import("./cli/serve")).serve },
+  healthcheck: { summary: "exit 0 when the local server answers /api/v1/health", run: async () => (await import("./cli/serve")).healthcheck },
+  version: { summary: "print the version", run: async () => async () => void console.log(VERSION) },
+};
+
+export function registerCommand(name: string, summary: string, run: () => Promise<Command>) {
+  COMMANDS[name] = { summary, run };
+}
+
+function usage() {
+  const lines = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)} ${c.summary}`);
+  console.log(`ao ${VERSION}\n\nusage: ao <command> [options]\n\ncommands:\n${lines.join("\n")}`);
+}
+
+async function main(argv: string[]) {
+  const [name, ...rest] = argv;
+  if (!name || name === "help" || name === "--help" || name === "-h") return usage();
+  if (name === "--version") return void console.log(VERSION);
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`ao: unknown command '${name}'`);
+    usage();
+    return 2;
+  }
+  return (await command.run())(rest);
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (typeof code === "number") process.exitCode = code;
+    },
+    (err) => {
+      console.error(`ao: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,81 @@
+// Who is calling: resolved from the Authorization header on every request.
+// Prepared statements are created once per core: this runs on every request.
+import type { Core } from "../../server/core";
+import { isWellFormedToken, sha256Hex } from "../../lib/tokens";
+import { lesserRole, type Role } from "../orgs/roles";
+import { iso } from "../../lib/time";
+
+export type Principal =
+  | { kind: "user"; userId: string; sessionId: string; isAdmin: boolean }
+  | { kind: "token"; userId: string; tokenId: string; orgId: string; role: Role | null };
+
+export interface AccessClaims {
+  sub: string;
+  sid: string;
+}
+
+export type Actor = { type: "user" | "token"; id: string };
+
+export const actorOf = (p: Principal): Actor =>
+  p.kind === "user" ? { type: "user", id: p.userId } : { type: "token", id: p.tokenId };
+
+interface TokenRow {
+  id: string;
+  user_id: string;
+  org_id: string;
+  role: Role;
+  expires_at: string | null;
+  member_role: Role | null;
+}
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    token: q.query<TokenRow, [string]>(
+      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, m.role AS member_role
+         FROM api_tokens t LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
+        WHERE t.token_hash = ?`,
+    ),
+    touchToken: q.query<unknown, [string, string]>("UPDATE api_tokens SET last_used_at = ? WHERE id = ?"),
+    session: q.query<{ revoked_at: string | null; is_admin: number; user_id: string }, [string]>(
+      "SELECT s.revoked_at, s.user_id, u.is_admin FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?",
+    ),
+    membership: q.query<{ role: Role }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?"),
+  };
+}
+
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+/** Resolves a personal API token, or null when it is unknown, malformed or expired. */
+export function principalFromApiToken(core: Core, value: string): Principal | null {
+  if (!isWellFormedToken(value, "aot_")) return null; // no database read for garbage
+  const row = stmts(core).token.get(sha256Hex(value));
+  if (!row) return null;
+  if (row.expires_at && row.expires_at <= iso()) return null;
+  return {
+    kind: "token",
+    userId: row.user_id,
+    tokenId: row.id,
+    orgId: row.org_id,
+    role: row.member_role ? lesserRole(row.role, row.member_role) : null,
+  };
+}
+
+/** Resolves verified access-token claims; null when the session was revoked. */
+export function principalFromClaims(core: Core, claims: AccessClaims): Principal | null {
+  const row = stmts(core).session.get(claims.sid);
+  if (!row || row.revoked_at || row.user_id !== claims.sub) return null;
+  return { kind: "user", userId: claims.sub, sessionId: claims.sid, isAdmin: row.is_admin === 1 };
+}
+
+/** The caller's role in an org, or null when the caller has no access to it. */
+export function roleIn(core: Core, principal: Principal, orgId: string): Role | null {
+  if (principal.kind === "token") return principal.orgId === orgId ? principal.role : null;
+  return stmts(core).membership.get(orgId, principal.userId)?.role ?? null;
+}

@@ -1,0 +1,81 @@
+// Authorization is declared on each route and enforced here, in one place:
+//   { auth: "any" }       any signed-in user or personal API token
+//   { auth: "session" }   a person's signed-in session only (tokens refused with 403)
+//   { auth: "admin" }     an instance administrator's session
+//   { permission: P }     org-scoped (needs :orgId); P is "member" (any role) or a permission name
+import { Elysia } from "elysia";
+import { jwt } from "@elysiajs/jwt";
+import type { Core } from "./core";
+import { ApiError, forbidden, notFound, unauthorized } from "./errors";
+import { actorOf, principalFromApiToken, principalFromClaims, roleIn, type AccessClaims, type Principal } from "../modules/auth/principal";
+import { can, type Permission, type Role } from "../modules/orgs/roles";
+
+export const ACCESS_TOKEN_TTL_SEC = 900;
+
+function bearer(headers: Record<string, string | undefined>): string | null {
+  const h = headers.authorization;
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  if (!m) throw unauthorized("the Authorization header must be 'Bearer <token>'");
+  return m[1];
+}
+
+const plugins = new WeakMap<Core, ReturnType<typeof build>>();
+
+/** The auth plugin of one server instance (memoised, so every module shares one instance). */
+export function authPlugin(core: Core) {
+  let p = plugins.get(core);
+  if (!p) plugins.set(core, (p = build(core)));
+  return p;
+}
+
+function build(core: Core) {
+  const accessJwt = jwt({ name: "accessJwt", secret: core.jwtSecret, exp: `${ACCESS_TOKEN_TTL_SEC}s`, alg: "HS256" });
+
+  async function authenticate(headers: Record<string, string | undefined>, verify: (t: string) => Promise<unknown>): Promise<Principal> {
+    const value = bearer(headers);
+    if (!value) throw unauthorized();
+    if (value.startsWith("aot_")) {
+      const p = principalFromApiToken(core, value);
+      if (!p) throw unauthorized("the API token is invalid, expired or revoked");
+      return p;
+    }
+    if (value.startsWith("aow_")) throw forbidden("a worker credential cannot be used here");
+    const claims = (await verify(value)) as (AccessClaims & { typ?: string }) | false;
+    if (!claims || claims.typ !== "access" || typeof claims.sid !== "string" || typeof claims.sub !== "string") {
+      throw unauthorized("the access token is invalid or expired");
+    }
+    const p = principalFromClaims(core, claims);
+    if (!p) throw unauthorized("the session was revoked");
+    return p;
+  }
+
+  return new Elysia({ name: "ao-auth", seed: core.instanceId })
+    .use(accessJwt)
+    .macro({
+      auth: (level: "any" | "session" | "admin") => ({
+        async resolve({ headers, accessJwt }) {
+          const principal = await authenticate(headers, accessJwt.verify);
+          if (level !== "any" && principal.kind !== "user") throw forbidden("personal API tokens cannot be used here");
+          if (level === "admin" && !(principal.kind === "user" && principal.isAdmin)) throw forbidden("instance administrators only");
+          return { principal, actor: actorOf(principal) };
+        },
+      }),
+      permission: (permission: Permission | "member") => ({
+        async resolve({ headers, params, accessJwt }) {
+          const principal = await authenticate(headers, accessJwt.verify);
+          const orgId = (params as Record<string, string | undefined>).orgId;
+          if (!orgId) throw new ApiError(500, "internal", "route declares a permission but has no :orgId");
+          if (principal.kind === "token" && principal.orgId !== orgId) throw forbidden("this token belongs to another organization");
+          const role: Role | null = roleIn(core, principal, orgId);
+          if (!role) {
+            if (principal.kind === "token") throw forbidden("the token's owner is no longer a member of this organization");
+            throw notFound("organization");
+          }
+          if (!can(role, permission)) throw forbidden(`your role (${role}) lacks the permission ${permission}`);
+          return { principal, actor: actorOf(principal), orgId, role };
+        },
+      }),
+    })
+    .as("global");
+}

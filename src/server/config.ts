@@ -1,0 +1,36 @@
+// Server configuration from flags and environment variables (SPEC §2).
+import { resolve } from "node:path";
+import type { Config } from "./core";
+
+export function defaultConfig(overrides: Partial<Config> = {}): Config {
+  const env = process.env;
+  const port = overrides.port ?? numberEnv("AO_PORT", 7070);
+  const host = overrides.host ?? env.AO_HOST ?? "0.0.0.0";
+  const dataDir = resolve(overrides.dataDir ?? env.AO_DATA_DIR ?? "./ao-data");
+  return {
+    port,
+    host,
+    dataDir,
+    publicUrl: (overrides.publicUrl ?? env.AO_PUBLIC_URL ?? "").replace(/\/+$/, ""),
+    passwordCost: overrides.passwordCost ?? { memoryCost: 19456, timeCost: 2 },
+    jsonLimitBytes: overrides.jsonLimitBytes ?? 1024 * 1024,
+    artifactLimitBytes: overrides.artifactLimitBytes ?? 50 * 1024 * 1024,
+    allowPrivateCallbacks: overrides.allowPrivateCallbacks ?? env.AO_ALLOW_PRIVATE_CALLBACKS === "1",
+    workerTimeouts: overrides.workerTimeouts ?? { offerMs: 10_000, offlineMs: 30_000, heartbeatMs: 10_000 },
+  };
+}
+
+function numberEnv(name: string, fallback: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === "") return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number, got ${v}`);
+  return n;
+}
+
+/** The public URL: configured, or derived from host and the port actually bound. */
+export function publicUrlFor(config: Config, boundPort: number): string {
+  if (config.publicUrl) return config.publicUrl;
+  const host = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
+  return `http://${host.includes(":") ? `[${host}]` : host}:${boundPort}`;
+}

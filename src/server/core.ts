@@ -1,0 +1,71 @@
+// Everything a server instance owns. There are no module-level singletons: tests run several
+// servers in one process, and services take the core they act on.
+import type { Database } from "bun:sqlite";
+import type { Db } from "../db";
+import type { Sealer } from "../lib/seal";
+import type { Sockets } from "./sockets";
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  publicUrl: string;
+  /** argon2id cost; tests lower it. */
+  passwordCost: { memoryCost: number; timeCost: number };
+  jsonLimitBytes: number;
+  artifactLimitBytes: number;
+  allowPrivateCallbacks: boolean;
+  /** Worker timings; tests shorten them. */
+  workerTimeouts: { offerMs: number; offlineMs: number; heartbeatMs: number };
+}
+
+/** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */
+export interface Publisher {
+  publish(topic: string, message: string): void;
+}
+
+export interface Logger {
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+}
+
+export interface Core {
+  /** Unique per server instance (plugin de-duplication seed). */
+  instanceId: string;
+  config: Config;
+  db: Db;
+  sqlite: Database;
+  sealer: Sealer;
+  /** Key for signing access tokens. */
+  jwtSecret: string;
+  hub: Publisher;
+  /** WebSocket paths; modules register their socket handlers here. */
+  sockets: Sockets;
+  log: Logger;
+  /** Hooks other features attach to, e.g. "a task changed state" for the worker dispatcher and outbox. */
+  events: CoreEvents;
+  /** Cleanups to run at shutdown (timers, relays). */
+  onClose: (() => void | Promise<void>)[];
+}
+
+type Listener<T> = (payload: T) => void;
+
+export class CoreEvents {
+  private listeners = new Map<string, Listener<any>[]>();
+
+  on<K extends keyof CoreEventMap>(name: K, fn: Listener<CoreEventMap[K]>) {
+    const list = this.listeners.get(name) ?? [];
+    list.push(fn);
+    this.listeners.set(name, list);
+  }
+
+  emit<K extends keyof CoreEventMap>(name: K, payload: CoreEventMap[K]) {
+    for (const fn of this.listeners.get(name) ?? []) fn(payload);
+  }
+}
+
+/** Emitted after the transaction that made the change has committed. */
+export interface CoreEventMap {
+  "task.changed": { orgId: string; taskId: string; status: string; previousStatus: string | null };
+}

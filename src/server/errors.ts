@@ -1,0 +1,33 @@
+// The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
+export class ApiError extends Error {
+  constructor(
+    public readonly status: number,
+    public readonly code: string,
+    message: string,
+    public readonly details?: unknown,
+    public readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+
+  toBody() {
+    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
+  }
+}
+
+export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);
+export const forbidden = (message = "you do not have permission to do this") => new ApiError(403, "forbidden", message);
+export const unauthorized = (message = "missing or invalid credentials") => new ApiError(401, "unauthorized", message);
+export const conflict = (message: string, details?: unknown) => new ApiError(409, "conflict", message, details);
+export const invalid = (message: string, details?: unknown) => new ApiError(400, "validation_failed", message, details);
+export const rateLimited = (retryAfterSec: number) =>
+  new ApiError(429, "rate_limited", "too many failed attempts; try again later", { retryAfterSec }, { "Retry-After": String(retryAfterSec) });
+export const payloadTooLarge = (limit: number) =>
+  new ApiError(413, "payload_too_large", `body is larger than the limit of ${limit} bytes`, { limit });
+
+export function errorResponse(err: ApiError): Response {
+  return new Response(JSON.stringify(err.toBody()), {
+    status: err.status,
+    headers: { "content-type": "application/json; charset=utf-8", ...err.headers },
+  });
+}
