@@ -1,5 +1,12 @@
-// The feature modules, in mounting order. Each is (core) => Elysia plugin.
-import type { Elysia } from "elysia";
+// The feature modules, in mounting order. Each is (core) => Elysia plugin; a module's factory
+// may also register socket handlers (core.sockets), listeners (core.events) and timers (core.onClose).
 import type { Core } from "./core";
+import auth from "../modules/auth";
+import orgs from "../modules/orgs";
+import projects from "../modules/projects";
+import tasks from "../modules/tasks";
+import live from "../modules/live";
+import workers from "../modules/workers";
+import integrations from "../modules/integrations";
 
-export const MODULES: ((core: Core) => Elysia<any, any, any, any, any, any, any>)[] = [];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations];
