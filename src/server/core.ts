@@ -4,6 +4,9 @@ import type { Database } from "bun:sqlite";
 import type { Db } from "../db";
 import type { Sealer } from "../lib/seal";
 import type { Sockets } from "./sockets";
+import type { TaskChange } from "../modules/tasks/store";
+import type { Action } from "../modules/tasks/machine";
+import type { Actor } from "../modules/auth/principal";
 
 export interface Config {
   port: number;
@@ -45,6 +48,11 @@ export interface Core {
   log: Logger;
   /** Hooks other features attach to, e.g. "a task changed state" for the worker dispatcher and outbox. */
   events: CoreEvents;
+  /**
+   * Run inside the transaction of every task change (e.g. the outbox row of a callback), so the
+   * change and what follows from it commit together. Must be synchronous.
+   */
+  taskHooks: ((change: TaskChange) => void)[];
   /** Cleanups to run at shutdown (timers, relays). */
   onClose: (() => void | Promise<void>)[];
 }
@@ -67,5 +75,8 @@ export class CoreEvents {
 
 /** Emitted after the transaction that made the change has committed. */
 export interface CoreEventMap {
-  "task.changed": { orgId: string; taskId: string; status: string; previousStatus: string | null };
+  /** A task was created or its record changed (not emitted for events-only appends). */
+  "task.changed": TaskChange;
+  /** A person applied an action; the worker running the task may need a control message. */
+  "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
 }

@@ -55,6 +55,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     sockets: new Sockets(),
     log: logger ?? createLogger(),
     events: new CoreEvents(),
+    taskHooks: [],
     onClose: [],
   };
 

@@ -7,7 +7,7 @@ import { startServer, type RunningServer, type StartOptions } from "../../src/se
 export interface TestServer extends RunningServer {
   dataDir: string;
   /** fetch relative to /api/v1 with JSON in and out. */
-  api(method: string, path: string, opts?: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: BodyInit }): Promise<ApiResponse>;
+  api(method: string, path: string, opts?: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: RequestInit["body"] }): Promise<ApiResponse>;
 }
 
 export interface ApiResponse {
@@ -30,7 +30,7 @@ export async function startTestServer(options: StartOptions = {}): Promise<TestS
   const api: TestServer["api"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: BodyInit | undefined = opts.raw;
+    let body: RequestInit["body"] = opts.raw;
     if (opts.body !== undefined) {
       headers["content-type"] ??= "application/json";
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);

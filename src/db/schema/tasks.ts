@@ -62,6 +62,8 @@ export const tasks = sqliteTable(
     // The state a paused task returns to on resume.
     pausedFrom: text("paused_from").$type<TaskStatus | null>(),
     attempt: integer("attempt").notNull().default(0),
+    // How the next attempt starts: retry continues the previous attempt's work, restart starts fresh.
+    runMode: text("run_mode").$type<"fresh" | "continue">().notNull().default("fresh"),
     workerId: text("worker_id"),
     // Fences worker writes: only the holder of the current attempt's lease may write.
     leaseTokenHash: text("lease_token_hash"),

@@ -1,0 +1,1 @@
+ALTER TABLE `tasks` ADD `run_mode` text DEFAULT 'fresh' NOT NULL;

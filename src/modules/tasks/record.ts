@@ -1,0 +1,81 @@
+// The task row as SQLite returns it, and the record the API shows.
+import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
+
+export interface TaskRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  title: string;
+  prompt: string;
+  priority: Priority;
+  priority_rank: number;
+  kind: TaskKind;
+  review: string | null;
+  status: TaskStatus;
+  paused_from: TaskStatus | null;
+  attempt: number;
+  run_mode: "fresh" | "continue";
+  worker_id: string | null;
+  lease_token_hash: string | null;
+  parent_id: string | null;
+  plan_index: number | null;
+  created_by_type: "user" | "token" | "integration" | "plan";
+  created_by_id: string;
+  summary: string | null;
+  needs: string | null;
+  plan: string | null;
+  source: string | null;
+  last_seq: number;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+export interface ArtifactInfo {
+  name: string;
+  contentType: string;
+  size: number;
+  createdAt: string;
+}
+
+export interface TaskEvent {
+  seq: number;
+  type: string;
+  at: string;
+  actor?: { type: string; id: string };
+  data: unknown;
+}
+
+export const PRIORITY_RANK: Record<Priority, number> = { LOW: 0, MEDIUM: 1, HIGH: 2, URGENT: 3 };
+
+const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[]) {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    projectId: row.project_id,
+    title: row.title,
+    prompt: row.prompt,
+    priority: row.priority,
+    kind: row.kind,
+    review: json<{ base: string; head: string }>(row.review),
+    status: row.status,
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    parentId: row.parent_id,
+    createdBy: { type: row.created_by_type, id: row.created_by_id },
+    summary: row.summary,
+    needs: json<{ kind: "input" | "approval"; message: string }>(row.needs),
+    plan: json<{ tasks: unknown[] }>(row.plan),
+    source: json<Record<string, unknown>>(row.source),
+    artifacts,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+export type TaskRecord = ReturnType<typeof toTaskRecord>;

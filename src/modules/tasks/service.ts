@@ -1,0 +1,156 @@
+// Task rules: creating tasks and applying people's actions through the state machine.
+import type { Core } from "../../server/core";
+import { ApiError, invalid, notFound } from "../../server/errors";
+import type { Actor } from "../auth/principal";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
+import { ACTION_TABLE, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
+import { PRIORITY_RANK, type TaskRow } from "./record";
+import { changeTask, publishChanges, txChangeTask, txInsertTask, type EventInput, type TaskChange, type TaskPatch } from "./store";
+
+export interface NewTask {
+  projectId: string;
+  title: string;
+  prompt: string;
+  priority?: Priority;
+  kind?: TaskKind;
+  review?: { base: string; head: string } | null;
+  createdBy: { type: TaskRow["created_by_type"]; id: string };
+  parentId?: string | null;
+  planIndex?: number | null;
+  /** Where the task came from (integration, delivery, item link). */
+  source?: Record<string, unknown> | null;
+}
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  return {
+    project: core.sqlite.query<{ archived: number }, [string, string]>("SELECT archived FROM projects WHERE id = ? AND org_id = ?"),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+/** Creates a task inside the caller's transaction; publish the change after commit. */
+export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskChange {
+  const project = stmts(core).project.get(input.projectId, orgId);
+  if (!project) throw invalid("projectId does not name a project of this organization", [{ field: "projectId", message: "unknown project" }]);
+  if (project.archived) throw new ApiError(409, "conflict", "the project is archived and takes no new tasks");
+  const kind = input.kind ?? "task";
+  if (kind === "review" && !input.review) throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
+  const priority = input.priority ?? "MEDIUM";
+  const id = newId("tsk");
+  return txInsertTask(
+    core,
+    {
+      id,
+      org_id: orgId,
+      project_id: input.projectId,
+      title: input.title,
+      prompt: input.prompt,
+      priority,
+      priority_rank: PRIORITY_RANK[priority],
+      kind,
+      review: kind === "review" && input.review ? JSON.stringify({ base: input.review.base, head: input.review.head }) : null,
+      status: "queued",
+      paused_from: null,
+      attempt: 0,
+      run_mode: "fresh",
+      worker_id: null,
+      lease_token_hash: null,
+      parent_id: input.parentId ?? null,
+      plan_index: input.planIndex ?? null,
+      created_by_type: input.createdBy.type,
+      created_by_id: input.createdBy.id,
+      summary: null,
+      needs: null,
+      plan: null,
+      source: input.source ? JSON.stringify(input.source) : null,
+      started_at: null,
+      finished_at: null,
+    },
+    [{ type: "status", data: { from: null, to: "queued" }, actor: input.createdBy.type === "user" || input.createdBy.type === "token" ? (input.createdBy as Actor) : null }],
+  );
+}
+
+export function createTask(core: Core, orgId: string, input: NewTask): TaskChange {
+  const change = core.sqlite.transaction(() => txCreateTask(core, orgId, input)).immediate();
+  publishChanges(core, [change]);
+  return change;
+}
+
+export interface ActionInput {
+  action: Action;
+  input?: string;
+  reason?: string;
+}
+
+/** The patch an action makes, given the current row. The stop of a running attempt is told to the worker after commit. */
+function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
+  const target = ACTION_TABLE[action].to;
+  switch (action) {
+    case "pause":
+      return { status: "paused", paused_from: row.status };
+    case "resume": {
+      // Paused from a worker-held state, but the worker is gone: back to the queue.
+      const back = (target === "paused-from" ? row.paused_from : target) ?? "queued";
+      const to: TaskStatus = back !== "queued" && !row.worker_id ? "queued" : back;
+      return { status: to, paused_from: null };
+    }
+    case "cancel":
+      return { status: "cancelled", paused_from: null, needs: null, lease_token_hash: null, finished_at: now };
+    case "retry":
+    case "restart":
+      return {
+        status: "queued",
+        paused_from: null,
+        needs: null,
+        worker_id: null,
+        lease_token_hash: null,
+        run_mode: action === "retry" ? "continue" : "fresh",
+        finished_at: null,
+      };
+    case "input":
+    case "approve":
+    case "deny":
+      return { status: "running", needs: null };
+  }
+}
+
+export function applyAction(core: Core, orgId: string, taskId: string, req: ActionInput, actor: Actor): TaskChange {
+  const change = changeTask(core, orgId, taskId, (row) => {
+    if (!isAllowed(req.action, row.status)) {
+      throw new ApiError(409, "invalid_transition", `cannot ${req.action} a task that is ${row.status}`, {
+        status: row.status,
+        allowedActions: allowedActions(row.status),
+      });
+    }
+    if (req.action === "input" && (req.input === undefined || req.input === "")) {
+      throw invalid("action input needs a non-empty input", [{ field: "input", message: "required with action input" }]);
+    }
+    const patch = actionPatch(req.action, row, iso());
+    const events: EventInput[] = [
+      {
+        type: "action",
+        actor,
+        data: { action: req.action, ...(req.reason !== undefined ? { reason: req.reason } : {}), ...(req.input !== undefined ? { input: req.input } : {}) },
+      },
+    ];
+    if (patch.status && patch.status !== row.status) events.push({ type: "status", actor, data: { from: row.status, to: patch.status } });
+    return { patch, events };
+  });
+  core.events.emit("task.action", { change, action: req.action, input: req.input, reason: req.reason, actor });
+  return change;
+}
+
+export function getTaskRow(core: Core, orgId: string, taskId: string): TaskRow {
+  const row = core.sqlite.query<TaskRow, [string, string]>("SELECT * FROM tasks WHERE id = ? AND org_id = ?").get(taskId, orgId);
+  if (!row) throw notFound("task");
+  return row;
+}
+
+export { TERMINAL, txChangeTask, publishChanges };

@@ -1,0 +1,146 @@
+// The one way a task is written. Every change runs in an IMMEDIATE transaction that reads the
+// row, applies the change, allocates the next timeline seqs (no gaps, even with concurrent
+// writers), runs core.taskHooks, and commits; live updates go out after the commit.
+import type { Core } from "../../server/core";
+import { notFound } from "../../server/errors";
+import type { Actor } from "../auth/principal";
+import { iso } from "../../lib/time";
+import { toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+
+export interface EventInput {
+  type: string;
+  data: unknown;
+  actor?: Actor | null;
+  /** Worker events: the attempt and the worker's own seq, which dedupe resends. */
+  attempt?: number;
+  workerSeq?: number;
+}
+
+export interface TaskChange {
+  before: TaskRow | null;
+  after: TaskRow;
+  events: TaskEvent[];
+}
+
+/** Columns a change may set. */
+export type TaskPatch = Partial<
+  Pick<
+    TaskRow,
+    "status" | "paused_from" | "attempt" | "run_mode" | "worker_id" | "lease_token_hash" | "summary" | "needs" | "plan" | "started_at" | "finished_at"
+  >
+>;
+
+const COLUMNS = [
+  "id", "org_id", "project_id", "title", "prompt", "priority", "priority_rank", "kind", "review", "status", "paused_from",
+  "attempt", "run_mode", "worker_id", "lease_token_hash", "parent_id", "plan_index", "created_by_type", "created_by_id",
+  "summary", "needs", "plan", "source", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
+] as const;
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    byId: q.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?"),
+    insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
+    update: q.query(
+      `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
+        needs = ?, plan = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+    ),
+    insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+    artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
+      "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name",
+    ),
+  };
+}
+
+export function taskStatements(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+export function artifactsOf(core: Core, taskId: string): ArtifactInfo[] {
+  return taskStatements(core)
+    .artifacts.all(taskId)
+    .map((a) => ({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at }));
+}
+
+/** A task of this org, or null (another org's task is as good as missing). */
+export function findTask(core: Core, orgId: string, taskId: string): TaskRow | null {
+  const row = taskStatements(core).byId.get(taskId);
+  return row && row.org_id === orgId ? row : null;
+}
+
+function writeEvents(core: Core, taskId: string, firstSeq: number, inputs: EventInput[], at: string): TaskEvent[] {
+  const insert = taskStatements(core).insertEvent;
+  return inputs.map((e, i) => {
+    const seq = firstSeq + i;
+    insert.run(taskId, seq, e.type, at, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.data ?? null), e.attempt ?? null, e.workerSeq ?? null);
+    return { seq, type: e.type, at, ...(e.actor ? { actor: e.actor } : {}), data: e.data ?? null };
+  });
+}
+
+/** Inserts a new task with its first events. Call inside a transaction; publish the result after commit. */
+export function txInsertTask(core: Core, row: Omit<TaskRow, "last_seq" | "created_at" | "updated_at">, events: EventInput[]): TaskChange {
+  const now = iso();
+  const full: TaskRow = { ...row, last_seq: events.length, created_at: now, updated_at: now };
+  taskStatements(core).insert.run(...COLUMNS.map((c) => full[c] as string | number | null));
+  const written = writeEvents(core, full.id, 1, events, now);
+  const change = { before: null, after: full, events: written };
+  for (const hook of core.taskHooks) hook(change);
+  return change;
+}
+
+/**
+ * Changes a task inside the caller's transaction. `decide` sees the current row and returns the
+ * patch and events, or throws (e.g. invalid_transition) to change nothing.
+ */
+export function txChangeTask(
+  core: Core,
+  orgId: string | null,
+  taskId: string,
+  decide: (row: TaskRow) => { patch?: TaskPatch; events: EventInput[] },
+): TaskChange {
+  const s = taskStatements(core);
+  const before = s.byId.get(taskId);
+  if (!before || (orgId !== null && before.org_id !== orgId)) throw notFound("task");
+  const { patch = {}, events } = decide(before);
+  const changed = Object.keys(patch).length > 0;
+  const now = iso();
+  const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? now : before.updated_at };
+  if (!changed && events.length === 0) return { before, after, events: [] };
+  s.update.run(
+    after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
+    after.needs, after.plan, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
+  );
+  const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
+  const change = { before, after, events: written };
+  if (changed) for (const hook of core.taskHooks) hook(change);
+  return change;
+}
+
+/** txChangeTask in its own IMMEDIATE transaction, published after commit. */
+export function changeTask(core: Core, orgId: string | null, taskId: string, decide: Parameters<typeof txChangeTask>[3]): TaskChange {
+  const change = core.sqlite.transaction(() => txChangeTask(core, orgId, taskId, decide)).immediate();
+  publishChanges(core, [change]);
+  return change;
+}
+
+/** Live updates and after-commit listeners for committed changes. */
+export function publishChanges(core: Core, changes: TaskChange[]) {
+  for (const change of changes) {
+    const { after, before, events } = change;
+    const recordChanged = before === null || after.updated_at !== before.updated_at;
+    const topics = [`org:${after.org_id}`, `task:${after.id}`];
+    if (recordChanged) {
+      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifactsOf(core, after.id)) });
+      for (const t of topics) core.hub.publish(t, message);
+    }
+    for (const event of events) {
+      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event });
+      for (const t of topics) core.hub.publish(t, message);
+    }
+    if (recordChanged) core.events.emit("task.changed", change);
+  }
+}
