@@ -1,0 +1,52 @@
+// Builds the single executable `dist/ao` (SPEC §2): `npm run build` / `bun run build`.
+// `bun scripts/build.ts [outfile]` writes elsewhere (the end-to-end tests build their own copy).
+// The executable carries Bun, our code as bytecode and the migrations (embedded by the
+// macro in src/db/migrations.macro.ts), so it runs from any directory with nothing beside it.
+import { mkdirSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+
+const root = join(import.meta.dir, "..");
+
+export async function buildExecutable(outfile = join(root, "dist", "ao")): Promise<string> {
+  outfile = resolve(outfile);
+  mkdirSync(dirname(outfile), { recursive: true });
+  rmSync(outfile, { force: true });
+  const result = await Bun.build({
+    entrypoints: [join(root, "src", "main.ts")],
+    target: "bun",
+    format: "esm",
+    bytecode: true,
+    // No minify: Elysia compiles its handlers from function source and breaks on renamed identifiers.
+    minify: false,
+    // Compile mode embeds the map (zstd) in the executable, so stack traces name src/ lines.
+    sourcemap: "linked",
+    compile: {
+      outfile,
+      // A server started in some directory must not pick up that directory's bunfig.toml or
+      // .env (a repository's test settings, someone else's secrets): configuration is flags + env.
+      autoloadDotenv: false,
+      autoloadBunfig: false,
+      autoloadTsconfig: false,
+      autoloadPackageJson: false,
+    },
+  });
+  if (!result.success) {
+    throw new AggregateError(result.logs, `build failed:\n${result.logs.map(String).join("\n")}`);
+  }
+  for (const log of result.logs) console.warn(String(log));
+  // The map is already inside the executable; the copy Bun also writes beside it is not needed.
+  rmSync(`${outfile}.map`, { force: true });
+  return outfile;
+}
+
+if (import.meta.main) {
+  const started = performance.now();
+  try {
+    const outfile = await buildExecutable(process.argv[2]);
+    const mib = (Bun.file(outfile).size / 1024 / 1024).toFixed(1);
+    console.log(`built ${outfile} (${mib} MiB) in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  } catch (err) {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  }
+}

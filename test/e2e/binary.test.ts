@@ -1,0 +1,195 @@
+// The compiled executable, as a user gets it: built from the current source by scripts/build.ts
+// (always, into a temp dir, so it never tests a stale dist/ao), copied alone into an empty
+// directory and run from another empty directory.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+
+const root = join(import.meta.dir, "..", "..");
+const journal = JSON.parse(readFileSync(join(root, "migrations", "meta", "_journal.json"), "utf8")) as { entries: unknown[] };
+
+let tmp: string;
+let ao: string;
+
+// The child sees no AO_* variables of ours, so only what a test passes configures it.
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_")));
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-binary-"));
+  ao = join(tmp, "bin", "ao");
+  const build = Bun.spawn([process.execPath, join(root, "scripts", "build.ts"), ao], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [code, err] = await Promise.all([build.exited, new Response(build.stderr).text()]);
+  if (code !== 0) throw new Error(`scripts/build.ts failed (exit ${code}):\n${err}`);
+}, 120_000);
+
+afterAll(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A fresh empty working directory for one run. */
+function workdir(name: string): string {
+  const dir = join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+interface Running {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  port: number;
+  stderr: () => string;
+}
+
+/** Starts `ao serve` and waits for its "listening on" line, which names the bound port. */
+async function startServe(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+  const proc = Bun.spawn([ao, "serve", "--port", "0", "--host", "127.0.0.1", ...args], {
+    cwd,
+    env: { ...baseEnv, ...env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let text = "";
+  const decoder = new TextDecoder();
+  const reading = (async () => {
+    for await (const chunk of proc.stderr) text += decoder.decode(chunk);
+  })();
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const m = /listening on http:\/\/[^:]+:(\d+)/.exec(text);
+    if (m) return { proc, port: Number(m[1]), stderr: () => text };
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      await reading;
+      throw new Error(`ao serve did not start (exit ${proc.exitCode}):\n${text}`);
+    }
+    await Bun.sleep(20);
+  }
+}
+
+async function run(cwd: string, args: string[], env: Record<string, string> = {}) {
+  const proc = Bun.spawn([ao, ...args], { cwd, env: { ...baseEnv, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  return { code, stdout, stderr };
+}
+
+describe("the compiled executable", () => {
+  test("prints its version from an empty directory", async () => {
+    const r = await run(workdir("version"), ["version"]);
+    expect(r).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    const unknown = await run(workdir("version"), ["no-such-command"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("unknown command 'no-such-command'");
+  });
+
+  test("serves, answers health and the healthcheck, and stops cleanly on SIGTERM", async () => {
+    const cwd = workdir("serve");
+    const s = await startServe(cwd, ["--data-dir", "data"]);
+    const base = `http://127.0.0.1:${s.port}/api/v1`;
+
+    const health = await fetch(`${base}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok", version: pkg.version });
+    // Elysia's compiled handlers and the OpenAPI plugin survive bytecode compilation.
+    const doc = await fetch(`${base}/openapi.json`);
+    expect(doc.status).toBe(200);
+    expect((await doc.json()).paths["/api/v1/health"]).toBeDefined();
+    const missing = await fetch(`${base}/nope`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });
+
+    expect((await run(cwd, ["healthcheck", String(s.port)])).code).toBe(0);
+    expect((await run(cwd, ["healthcheck"], { AO_PORT: String(s.port) })).code).toBe(0);
+
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    expect(s.stderr()).toContain("shutting down");
+    expect((await run(cwd, ["healthcheck", String(s.port)])).code).toBe(1);
+
+    // --data-dir is relative to the working directory; the WAL was folded back on shutdown.
+    const data = join(cwd, "data");
+    expect(existsSync(join(data, "ao.db"))).toBe(true);
+    expect(existsSync(join(data, "ao.db-wal"))).toBe(false);
+    expect(existsSync(join(data, "ao.db-shm"))).toBe(false);
+    expect(existsSync(join(data, "master.key"))).toBe(true);
+    expect(existsSync(join(data, "artifacts"))).toBe(true);
+
+    // The migrations embedded at build time were all applied.
+    const db = new Database(join(data, "ao.db"), { readonly: true });
+    try {
+      const applied = db.query<{ n: number }, []>("SELECT count(*) AS n FROM __drizzle_migrations").get()!.n;
+      expect(applied).toBe(journal.entries.length);
+      const tables = db.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != '__drizzle_migrations'").get()!.n;
+      expect(tables).toBeGreaterThan(0);
+    } finally {
+      db.close();
+    }
+
+    // A second start on the same data directory applies nothing new and stops on SIGINT.
+    const again = await startServe(cwd, ["--data-dir", "data"]);
+    expect((await fetch(`http://127.0.0.1:${again.port}/api/v1/health`)).status).toBe(200);
+    again.proc.kill("SIGINT");
+    expect(await again.proc.exited).toBe(0);
+    const db2 = new Database(join(data, "ao.db"), { readonly: true });
+    try {
+      expect(db2.query<{ n: number }, []>("SELECT count(*) AS n FROM __drizzle_migrations").get()!.n).toBe(journal.entries.length);
+    } finally {
+      db2.close();
+    }
+  });
+
+  test("refuses a database written by a newer version, with exit code 1", async () => {
+    const cwd = workdir("newer");
+    const s = await startServe(cwd, ["--data-dir", "data"]);
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    const path = join(cwd, "data", "ao.db");
+    const db = new Database(path);
+    db.run("INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('from-the-future', 99999999999999)");
+    db.close();
+
+    const r = await run(cwd, ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", "data"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("this database was written by a newer version of ao");
+    expect(r.stderr).not.toContain("listening");
+    expect(r.stderr).not.toContain("    at "); // a message for a person, not a stack trace
+
+    const after = new Database(path, { readonly: true });
+    try {
+      expect(after.query<{ n: number }, []>("SELECT count(*) AS n FROM __drizzle_migrations").get()!.n).toBe(journal.entries.length + 1);
+    } finally {
+      after.close();
+    }
+  });
+
+  test("ignores bunfig.toml and .env in its working directory", async () => {
+    const cwd = workdir("autoload");
+    writeFileSync(join(cwd, ".env"), "AO_DATA_DIR=from-dotenv\nAO_PORT=1\n");
+    writeFileSync(join(cwd, "bunfig.toml"), 'preload = ["./preload.ts"]\n');
+    writeFileSync(join(cwd, "preload.ts"), `require("node:fs").writeFileSync(${JSON.stringify(join(cwd, "preloaded"))}, "x");\n`);
+
+    const s = await startServe(cwd, []);
+    expect((await fetch(`http://127.0.0.1:${s.port}/api/v1/health`)).status).toBe(200);
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    expect(existsSync(join(cwd, "ao-data", "ao.db"))).toBe(true); // the documented default
+    expect(existsSync(join(cwd, "from-dotenv"))).toBe(false);
+    expect(existsSync(join(cwd, "preloaded"))).toBe(false);
+  });
+
+  test("rejects a bad flag with a message", async () => {
+    const cwd = workdir("badflag");
+    const port = await run(cwd, ["serve", "--port", "70000", "--data-dir", "data"]);
+    expect(port.code).toBe(1);
+    expect(port.stderr).toContain("--port must be a port number");
+    const unknown = await run(cwd, ["serve", "--bogus"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("--bogus");
+  });
+});
