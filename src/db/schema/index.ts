@@ -1,3 +1,4 @@
 // Every table of ao. Each feature's tables live in their own file.
 export * from "./identity";
 export * from "./tasks";
+export * from "./workers";

@@ -89,6 +89,8 @@ export const tasks = sqliteTable(
     index("tasks_org_kind").on(t.orgId, t.kind, t.id),
     index("tasks_org_parent").on(t.orgId, t.parentId, t.id),
     index("tasks_queue").on(t.priorityRank, t.id).where(sql`status = 'queued'`),
+    // The attempts a worker holds (recovery when it goes offline or is revoked).
+    index("tasks_worker_held").on(t.workerId).where(sql`status IN ('running', 'paused', 'needs_input', 'needs_approval')`),
     uniqueIndex("tasks_plan_child").on(t.parentId, t.planIndex),
   ],
 );
