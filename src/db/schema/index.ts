@@ -2,3 +2,4 @@
 export * from "./identity";
 export * from "./tasks";
 export * from "./workers";
+export * from "./integrations";
