@@ -20,6 +20,8 @@ export interface Config {
   allowPrivateCallbacks: boolean;
   /** Worker timings; tests shorten them. */
   workerTimeouts: { offerMs: number; offlineMs: number; heartbeatMs: number };
+  /** Outbound callbacks: delays before each retry (the list length + 1 is the number of tries) and the per-try timeout; tests shorten them. */
+  callbacks: { retryDelaysMs: number[]; timeoutMs: number };
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */
