@@ -1,5 +1,95 @@
-import { Elysia } from "elysia";
+// Sign-in routes: password login, refresh, logout, first-run setup; device sign-in, the
+// caller's account and instance administration are mounted from their own files.
+import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { unauthorized } from "../../server/errors";
+import { bootstrap, completeSetup, setupTokenOf } from "../../server/bootstrap";
+import { countUsers, userView } from "./users";
+import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
+import { countingFailures } from "./limits";
+import { clearRefreshCookie, clientIp, isWebClient, noContent, REFRESH_COOKIE, tokenAnswer } from "./http";
+import { ClientHeaders, LoginBody, RefreshBody, SetupBody, SetupState, TokenPair, UserView } from "./model";
+import { OrgView } from "../orgs/model";
+import deviceRoutes from "./device-routes";
+import accountRoutes from "./account-routes";
+import adminRoutes from "./admin-routes";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1" });
+export default (core: Core) => {
+  bootstrap(core);
+  return new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1", tags: ["auth"] })
+    .use(authPlugin(core))
+    .post(
+      "/auth/login",
+      async (ctx) => {
+        const user = await login(core, ctx.body, clientIp(ctx));
+        const web = isWebClient(ctx.headers);
+        return tokenAnswer(core, ctx, startSession(core, user.id, web ? "web" : "cli"), user, web);
+      },
+      {
+        body: LoginBody,
+        headers: ClientHeaders,
+        response: { 200: TokenPair },
+        detail: {
+          summary: "Password sign-in",
+          description:
+            "401 invalid_credentials (same answer for an unknown email), two_factor_required, invalid_two_factor_code. " +
+            "With x-client: web the refresh token is set as the ao_refresh cookie instead of returned. Failures are rate limited (429).",
+        },
+      },
+    )
+    .post(
+      "/auth/refresh",
+      async (ctx) => {
+        const web = isWebClient(ctx.headers);
+        const presented = web ? ctx.cookie[REFRESH_COOKIE].value : ctx.body?.refreshToken;
+        if (typeof presented !== "string" || presented === "") {
+          throw unauthorized(web ? "no ao_refresh cookie" : "refreshToken is required");
+        }
+        const issued = rotateRefreshToken(core, presented);
+        return tokenAnswer(core, ctx, issued, sessionUser(core, issued.userId), web);
+      },
+      {
+        body: t.Optional(RefreshBody),
+        headers: ClientHeaders,
+        response: { 200: TokenPair },
+        detail: {
+          summary: "Rotate the refresh token",
+          description:
+            "Each refresh token works once; the refresh token lives 30 days. Presenting a used one answers 401 refresh_token_reused " +
+            "and revokes the whole sign-in (its access tokens stop at once).",
+        },
+      },
+    )
+    .post(
+      "/auth/logout",
+      ({ principal, cookie }) => {
+        if (principal.kind === "user") revokeSession(core, principal.sessionId, "logout");
+        clearRefreshCookie(core, cookie);
+        return noContent();
+      },
+      { auth: "session", detail: { summary: "Sign out: revokes the caller's session family" } },
+    )
+    .get("/setup", () => ({ required: countUsers(core) === 0 && setupTokenOf(core) !== null }), {
+      response: SetupState,
+      detail: { summary: "Whether first-run setup is still open (no user exists)" },
+    })
+    .post(
+      "/setup",
+      async (ctx) => {
+        const { user, org } = await countingFailures(core, { ip: clientIp(ctx) }, ["unauthorized"], () => completeSetup(core, ctx.body));
+        return ctx.status(201, { user: userView(user), org: { ...org, role: "owner" as const } });
+      },
+      {
+        body: SetupBody,
+        response: { 201: t.Object({ user: UserView, org: OrgView }) },
+        detail: {
+          summary: "First-run setup with the one-time token from the server log",
+          description: "Creates the first user (instance administrator) and their organization. 409 conflict once any user exists.",
+        },
+      },
+    )
+    .use(deviceRoutes(core))
+    .use(accountRoutes(core))
+    .use(adminRoutes(core));
+};

@@ -25,6 +25,7 @@ interface TokenRow {
   org_id: string;
   role: Role;
   expires_at: string | null;
+  last_used_at: string | null;
   member_role: Role | null;
 }
 
@@ -34,7 +35,7 @@ function prepare(core: Core) {
   const q = core.sqlite;
   return {
     token: q.query<TokenRow, [string]>(
-      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, m.role AS member_role
+      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, t.last_used_at, m.role AS member_role
          FROM api_tokens t LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
         WHERE t.token_hash = ?`,
     ),
@@ -57,7 +58,10 @@ export function principalFromApiToken(core: Core, value: string): Principal | nu
   if (!isWellFormedToken(value, "aot_")) return null; // no database read for garbage
   const row = stmts(core).token.get(sha256Hex(value));
   if (!row) return null;
-  if (row.expires_at && row.expires_at <= iso()) return null;
+  const now = iso();
+  if (row.expires_at && row.expires_at <= now) return null;
+  // lastUsedAt to the minute: one write a minute per token, not one per request.
+  if (!row.last_used_at || Date.parse(now) - Date.parse(row.last_used_at) >= 60_000) stmts(core).touchToken.run(now, row.id);
   return {
     kind: "token",
     userId: row.user_id,

@@ -1,5 +1,78 @@
+// Organizations and members (SPEC §3).
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { notFound } from "../../server/errors";
+import { addMember, changeMemberRole, createOrg, getOrg, listMembers, listOrgsOf, orgView, removeMember, updateOrg } from "./service";
+import { AddMemberBody, ChangeRoleBody, CreateOrgBody, MemberParams, MemberView, OrgParams, OrgView, PageQuery, pageOfSchema, UpdateOrgBody } from "./model";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "orgs", seed: core.instanceId, prefix: "/api/v1" });
+export default (core: Core) =>
+  new Elysia({ name: "orgs", seed: core.instanceId, prefix: "/api/v1", tags: ["orgs"] })
+    .use(authPlugin(core))
+    .get("/orgs", ({ principal, query }) => listOrgsOf(core, principal.userId, query), {
+      auth: "session",
+      query: PageQuery,
+      response: { 200: pageOfSchema(OrgView) },
+      detail: { summary: "The caller's organizations with the caller's role, newest first" },
+    })
+    .post("/orgs", ({ principal, body, status }) => status(201, { ...orgView(createOrg(core, body.name, principal.userId)), role: "owner" as const }), {
+      auth: "session",
+      body: CreateOrgBody,
+      response: { 201: OrgView },
+      detail: { summary: "Create an organization; the caller becomes its owner" },
+    })
+    .get(
+      "/orgs/:orgId",
+      ({ orgId, role }) => {
+        const org = getOrg(core, orgId);
+        if (!org) throw notFound("organization");
+        return { ...orgView(org), role };
+      },
+      { permission: "member", params: OrgParams, response: { 200: OrgView }, detail: { summary: "Get an organization" } },
+    )
+    .patch("/orgs/:orgId", ({ orgId, role, body }) => ({ ...orgView(updateOrg(core, orgId, body)), role }), {
+      permission: "settings.manage",
+      params: OrgParams,
+      body: UpdateOrgBody,
+      response: { 200: OrgView },
+      detail: { summary: "Rename, or change requireWorkerApproval" },
+    })
+    .get("/orgs/:orgId/members", ({ orgId, query }) => listMembers(core, orgId, query), {
+      permission: "member",
+      params: OrgParams,
+      query: PageQuery,
+      response: { 200: pageOfSchema(MemberView) },
+      detail: { summary: "Members, most recently joined first" },
+    })
+    .post("/orgs/:orgId/members", ({ orgId, role, body, status }) => status(201, addMember(core, orgId, role, body)), {
+      permission: "settings.manage",
+      params: OrgParams,
+      body: AddMemberBody,
+      response: { 201: MemberView },
+      detail: {
+        summary: "Add an existing user by email",
+        description: "404 for an unknown email, 409 when already a member, 403 when a non-owner gives the owner role.",
+      },
+    })
+    .patch("/orgs/:orgId/members/:userId", ({ orgId, role, params, body }) => changeMemberRole(core, orgId, role, params.userId, body.role), {
+      permission: "settings.manage",
+      params: MemberParams,
+      body: ChangeRoleBody,
+      response: { 200: MemberView },
+      detail: {
+        summary: "Change a member's role",
+        description: "Only an owner gives or takes the owner role (403); the last owner cannot be demoted (409 conflict).",
+      },
+    })
+    .delete(
+      "/orgs/:orgId/members/:userId",
+      ({ orgId, role, params }) => {
+        removeMember(core, orgId, role, params.userId);
+        return new Response(null, { status: 204 });
+      },
+      {
+        permission: "settings.manage",
+        params: MemberParams,
+        detail: { summary: "Remove a member", description: "Only an owner removes an owner (403); the last owner cannot be removed (409 conflict)." },
+      },
+    );

@@ -1,0 +1,82 @@
+// The caller's own account: who am I, personal API tokens, two-factor authentication.
+// Tokens cannot manage tokens or two-factor ({ auth: "session" }).
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { createApiToken, deleteApiToken, listApiTokens } from "./api-tokens";
+import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from "./two-factor";
+import { sessionUser } from "./service";
+import { userView } from "./users";
+import { clientIp, noContent } from "./http";
+import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, TokenView, TwoFactorSetup } from "./model";
+import { PageQuery, pageOfSchema } from "../orgs/model";
+
+export default (core: Core) =>
+  new Elysia({ name: "auth-account", seed: core.instanceId, tags: ["account"] })
+    .use(authPlugin(core))
+    .get(
+      "/me",
+      ({ principal }) => ({
+        ...userView(sessionUser(core, principal.userId)),
+        via:
+          principal.kind === "user"
+            ? { type: "session" as const, sessionId: principal.sessionId }
+            : { type: "token" as const, tokenId: principal.tokenId, orgId: principal.orgId, role: principal.role },
+      }),
+      { auth: "any", response: { 200: Me }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
+    )
+    .post("/me/tokens", ({ principal, body, status }) => status(201, createApiToken(core, principal.userId, body)), {
+      auth: "session",
+      body: CreateTokenBody,
+      response: { 201: CreatedToken },
+      detail: {
+        summary: "Create a personal API token (value shown once)",
+        description:
+          "role defaults to, and may not exceed (403), the caller's current role in orgId; an org the caller is not in is 404. " +
+          "The token then acts with min(its role, the owner's current role), in that org only.",
+      },
+    })
+    .get("/me/tokens", ({ principal, query }) => listApiTokens(core, principal.userId, query), {
+      auth: "session",
+      query: PageQuery,
+      response: { 200: pageOfSchema(TokenView) },
+      detail: { summary: "The caller's personal API tokens, newest first, without their values" },
+    })
+    .delete(
+      "/me/tokens/:id",
+      ({ principal, params }) => {
+        deleteApiToken(core, principal.userId, params.id);
+        return noContent();
+      },
+      { auth: "session", params: t.Object({ id: t.String() }), detail: { summary: "Revoke a personal API token" } },
+    )
+    .post("/me/2fa/setup", ({ principal }) => setupTwoFactor(core, sessionUser(core, principal.userId)), {
+      auth: "session",
+      response: { 200: TwoFactorSetup },
+      detail: { summary: "Start two-factor enrolment: a TOTP secret (enforced only after enable)", description: "409 when already enabled." },
+    })
+    .post(
+      "/me/2fa/enable",
+      async (ctx) => ({ recoveryCodes: await enableTwoFactor(core, sessionUser(core, ctx.principal.userId), ctx.body.code, clientIp(ctx)) }),
+      {
+        auth: "session",
+        body: CodeBody,
+        response: { 200: RecoveryCodes },
+        detail: {
+          summary: "Confirm enrolment with a current code; returns 10 single-use recovery codes",
+          description: "A wrong code is 400 invalid_two_factor_code (not 401: the session is fine) and counts towards the rate limit.",
+        },
+      },
+    )
+    .post(
+      "/me/2fa/disable",
+      async (ctx) => {
+        await disableTwoFactor(core, sessionUser(core, ctx.principal.userId), ctx.body.code, clientIp(ctx));
+        return noContent();
+      },
+      {
+        auth: "session",
+        body: CodeBody,
+        detail: { summary: "Turn two-factor off with a current code or a recovery code", description: "Wrong code: 400 invalid_two_factor_code." },
+      },
+    );

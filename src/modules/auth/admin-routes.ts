@@ -1,0 +1,23 @@
+// Instance administration (administrators' sessions only; tokens are refused).
+import { Elysia } from "elysia";
+import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { createUser, listUsers, userView } from "./users";
+import { CreateUserBody, UserView } from "./model";
+import { PageQuery, pageOfSchema } from "../orgs/model";
+
+export default (core: Core) =>
+  new Elysia({ name: "auth-admin", seed: core.instanceId, tags: ["admin"] })
+    .use(authPlugin(core))
+    .post("/admin/users", async ({ body, status }) => status(201, userView(await createUser(core, body))), {
+      auth: "admin",
+      body: CreateUserBody,
+      response: { 201: UserView },
+      detail: { summary: "Create a user", description: "409 conflict when the email is taken. Add them to orgs with POST /orgs/:orgId/members." },
+    })
+    .get("/admin/users", ({ query }) => listUsers(core, query), {
+      auth: "admin",
+      query: PageQuery,
+      response: { 200: pageOfSchema(UserView) },
+      detail: { summary: "All users, newest first" },
+    });

@@ -1,0 +1,96 @@
+// Personal API tokens (SPEC §4): `aot_` values shown once, stored as SHA-256. A token acts in
+// one org with min(its role, its owner's current role), re-evaluated on every request
+// (see principal.ts).
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { Core } from "../../server/core";
+import { apiTokens, memberships } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+import { newChecksummedToken, sha256Hex } from "../../lib/tokens";
+import { forbidden, invalid, notFound } from "../../server/errors";
+import { roleAtLeast, type Role } from "../orgs/roles";
+import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+
+type TokenRow = typeof apiTokens.$inferSelect;
+
+export interface ApiTokenView {
+  id: string;
+  name: string;
+  orgId: string;
+  role: Role;
+  lastFour: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+}
+
+const view = (r: TokenRow): ApiTokenView => ({
+  id: r.id,
+  name: r.name,
+  orgId: r.orgId,
+  role: r.role,
+  lastFour: r.lastFour,
+  expiresAt: r.expiresAt,
+  lastUsedAt: r.lastUsedAt,
+  createdAt: r.createdAt,
+});
+
+export function createApiToken(
+  core: Core,
+  userId: string,
+  input: { name: string; orgId: string; role?: Role; expiresAt?: string },
+): { id: string; name: string; orgId: string; role: Role; token: string; expiresAt: string | null; createdAt: string } {
+  const membership = core.db
+    .select({ role: memberships.role })
+    .from(memberships)
+    .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, userId)))
+    .get();
+  if (!membership) throw notFound("organization");
+  const role = input.role ?? membership.role;
+  if (!roleAtLeast(membership.role, role)) throw forbidden(`a token cannot have more than your role (${membership.role})`);
+  let expiresAt: string | null = null;
+  if (input.expiresAt !== undefined) {
+    const ms = Date.parse(input.expiresAt);
+    if (Number.isNaN(ms)) throw invalid("expiresAt is not a date", [{ field: "expiresAt", message: "expected an ISO 8601 date-time" }]);
+    if (ms <= Date.now()) throw invalid("expiresAt is in the past", [{ field: "expiresAt", message: "must be in the future" }]);
+    expiresAt = iso(ms);
+  }
+  const token = newChecksummedToken("aot_");
+  const row: TokenRow = {
+    id: newId("tok"),
+    userId,
+    orgId: input.orgId,
+    name: input.name.trim(),
+    role,
+    tokenHash: sha256Hex(token),
+    lastFour: token.slice(-4),
+    expiresAt,
+    lastUsedAt: null,
+    createdAt: iso(),
+  };
+  core.db.insert(apiTokens).values(row).run();
+  return { id: row.id, name: row.name, orgId: row.orgId, role, token, expiresAt, createdAt: row.createdAt };
+}
+
+/** The caller's tokens, newest first, never with their values. */
+export function listApiTokens(core: Core, userId: string, q: PageQuery): Page<ApiTokenView> {
+  return pageOf(
+    q,
+    1,
+    (after, n) =>
+      core.db
+        .select()
+        .from(apiTokens)
+        .where(and(eq(apiTokens.userId, userId), after ? lt(apiTokens.id, after[0]) : undefined))
+        .orderBy(desc(apiTokens.id))
+        .limit(n)
+        .all(),
+    (r) => [r.id],
+    view,
+  );
+}
+
+export function deleteApiToken(core: Core, userId: string, id: string) {
+  const gone = core.db.delete(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId))).returning({ id: apiTokens.id }).all();
+  if (gone.length === 0) throw notFound("token");
+}

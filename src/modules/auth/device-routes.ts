@@ -1,0 +1,94 @@
+// Device sign-in (SPEC §4, RFC 8628): the device starts and polls; the person looks the user
+// code up, then approves or denies it from a signed-in session.
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { notFound } from "../../server/errors";
+import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantRow } from "./device-grants";
+import { countingFailures } from "./limits";
+import { sessionUser, startSession } from "./service";
+import { clientIp, tokenAnswer } from "./http";
+import { DeviceGrantView, DevicePollBody, DeviceStart, DeviceStartBody, TokenPair, UserCodeBody } from "./model";
+
+const view = (g: GrantRow) => {
+  const v = grantView(g);
+  return { userCode: v.userCode, status: v.status, clientName: v.clientName, requestIp: v.requestIp, createdAt: v.createdAt, expiresAt: v.expiresAt };
+};
+
+export default (core: Core) => {
+  // An unknown or expired user code counts as a failure of the person and of the address.
+  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => GrantRow | null) =>
+    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx) }, ["not_found"], () => {
+      const grant = find();
+      if (!grant) throw notFound("device code");
+      return view(grant);
+    });
+
+  return new Elysia({ name: "auth-device", seed: core.instanceId, tags: ["auth"] })
+    .use(authPlugin(core))
+    .post(
+      "/auth/device/start",
+      (ctx) => {
+        const g = createGrant(core, "signin", { clientName: ctx.body?.clientName ?? null, requestIp: clientIp(ctx) });
+        const verificationUri = `${core.config.publicUrl}/device`;
+        return {
+          deviceCode: g.deviceCode,
+          userCode: g.userCode,
+          verificationUri,
+          verificationUriComplete: `${verificationUri}?code=${g.userCode}`,
+          expiresIn: g.expiresIn,
+          intervalSec: g.intervalSec,
+        };
+      },
+      {
+        body: t.Optional(DeviceStartBody),
+        response: { 200: DeviceStart },
+        detail: { summary: "Start device sign-in", description: "The device code expires after 600 s and yields one sign-in." },
+      },
+    )
+    .post(
+      "/auth/device/poll",
+      async (ctx) => {
+        const result = pollGrant(core, "signin", ctx.body.deviceCode);
+        if (result.status !== "approved") throw pollError(result);
+        const user = sessionUser(core, result.grant.decidedBy!);
+        return tokenAnswer(core, ctx, startSession(core, user.id, "device"), user, false);
+      },
+      {
+        body: DevicePollBody,
+        response: { 200: TokenPair },
+        detail: {
+          summary: "Poll device sign-in",
+          description:
+            "400 authorization_pending | slow_down (polled sooner than intervalSec after the previous poll; the interval grows by 5 s, " +
+            "details.intervalSec) | access_denied | expired_token (also for unknown and spent codes); 200 with the token pair once.",
+        },
+      },
+    )
+    .get("/auth/device/:userCode", (ctx) => decide(ctx, () => findPendingGrant(core, "signin", ctx.params.userCode)), {
+      auth: "session",
+      params: t.Object({ userCode: t.String({ maxLength: 20 }) }),
+      response: { 200: DeviceGrantView },
+      detail: { summary: "Describe a pending device sign-in before deciding it" },
+    })
+    .post(
+      "/auth/device/approve",
+      (ctx) => decide(ctx, () => decideGrant(core, "signin", ctx.body.userCode, { approve: true, decidedBy: ctx.principal.userId })),
+      {
+        auth: "session",
+        body: UserCodeBody,
+        response: { 200: DeviceGrantView },
+        detail: { summary: "Approve a device sign-in: the device is signed in as the caller" },
+      },
+    )
+    .post(
+      "/auth/device/deny",
+      (ctx) => decide(ctx, () => decideGrant(core, "signin", ctx.body.userCode, { approve: false, decidedBy: ctx.principal.userId })),
+      {
+        auth: "session",
+        body: UserCodeBody,
+        response: { 200: DeviceGrantView },
+        detail: { summary: "Deny a device sign-in" },
+      },
+    );
+};
