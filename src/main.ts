@@ -8,6 +8,10 @@ const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }>
   serve: { summary: "run the server", run: async () => (await import("./cli/serve")).serve },
   healthcheck: { summary: "exit 0 when the local server answers /api/v1/health", run: async () => (await import("./cli/serve")).healthcheck },
   version: { summary: "print the version", run: async () => async () => void console.log(VERSION) },
+  login: { summary: "sign in to a server by device code", run: async () => (await import("./cli/client")).login },
+  logout: { summary: "end the stored session", run: async () => (await import("./cli/client")).logout },
+  task: { summary: "create, list, follow and control tasks", run: async () => (await import("./cli/client")).task },
+  token: { summary: "create a personal API token", run: async () => (await import("./cli/client")).token },
 };
 
 export function registerCommand(name: string, summary: string, run: () => Promise<Command>) {
@@ -21,6 +25,8 @@ function usage() {
 
 async function main(argv: string[]) {
   const [name, ...rest] = argv;
+  // `ao help task create` is `ao task create --help`.
+  if (name === "help" && rest[0] && COMMANDS[rest[0]]) return (await COMMANDS[rest[0]].run())([...rest.slice(1), "--help"]);
   if (!name || name === "help" || name === "--help" || name === "-h") return usage();
   if (name === "--version") return void console.log(VERSION);
   const command = COMMANDS[name];
