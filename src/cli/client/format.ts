@@ -1,0 +1,96 @@
+// Human-readable output: aligned columns, short timeline lines, task details.
+import type { Task, TaskEvent } from "./types";
+
+export function table(headers: string[], rows: string[][]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join("\n");
+}
+
+const pad2 = (n: number) => String(n).padStart(2, "0");
+
+/** Local "YYYY-MM-DD HH:MM". */
+export function dateTime(isoText: string | null | undefined): string {
+  if (!isoText) return "-";
+  const d = new Date(isoText);
+  if (Number.isNaN(d.getTime())) return isoText;
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${pad2(d.getHours())}:${pad2(d.getMinutes())}`;
+}
+
+/** Local "HH:MM:SS". */
+export function clock(isoText: string): string {
+  const d = new Date(isoText);
+  if (Number.isNaN(d.getTime())) return isoText;
+  return `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+export function truncate(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  return one.length > max ? one.slice(0, max - 1) + "…" : one;
+}
+
+const actorText = (e: TaskEvent) => (e.actor ? ` by ${e.actor.type} ${e.actor.id}` : "");
+
+/** What an event says, in one line; unknown shapes fall back to their JSON. */
+export function eventText(e: TaskEvent): string {
+  const d = (e.data ?? {}) as Record<string, unknown>;
+  const s = (v: unknown) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
+  switch (e.type) {
+    case "status":
+      return `${d.from ? `${s(d.from)} -> ` : ""}${s(d.to)}${actorText(e)}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : ""}`;
+    case "action":
+      return `${s(d.action)}${actorText(e)}${d.reason ? `: ${s(d.reason)}` : ""}${d.input ? ` (input: ${truncate(s(d.input), 80)})` : ""}`;
+    default: {
+      if (typeof e.data === "string") return e.data;
+      const text = d.text ?? d.line ?? d.message ?? d.summary;
+      if (typeof text === "string") return text;
+      if (e.type === "artifact" && typeof d.name === "string") return `${d.name}${d.size !== undefined ? ` (${d.size} bytes)` : ""}`;
+      if (e.type === "tool" && typeof d.name === "string") return `${d.name}${d.input !== undefined ? ` ${truncate(s(d.input), 120)}` : ""}`;
+      return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
+    }
+  }
+}
+
+export function timelineLine(e: TaskEvent): string {
+  return `#${e.seq} ${clock(e.at)} ${e.type} ${eventText(e)}`.trimEnd();
+}
+
+export function taskRows(tasks: Task[]): string {
+  return table(
+    ["ID", "STATUS", "PRIORITY", "KIND", "UPDATED", "TITLE"],
+    tasks.map((t) => [t.id, t.status, t.priority, t.kind, dateTime(t.updatedAt), truncate(t.title, 60)]),
+  );
+}
+
+export function taskDetails(t: Task): string {
+  const rows: [string, string][] = [
+    ["status", `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`],
+    ["project", t.projectId],
+    ["priority", t.priority],
+    ["kind", t.kind + (t.review ? ` (${t.review.base}...${t.review.head})` : "")],
+  ];
+  if (t.workerId) rows.push(["worker", t.workerId]);
+  if (t.parentId) rows.push(["parent", t.parentId]);
+  rows.push(["created", `${dateTime(t.createdAt)}${t.createdBy ? ` by ${t.createdBy.type} ${t.createdBy.id}` : ""}`]);
+  rows.push(["updated", dateTime(t.updatedAt)]);
+  if (t.startedAt) rows.push(["started", dateTime(t.startedAt)]);
+  if (t.finishedAt) rows.push(["finished", dateTime(t.finishedAt)]);
+  if (t.needs) rows.push(["needs", `${t.needs.kind}: ${t.needs.message}`]);
+  if (t.summary) rows.push(["summary", t.summary]);
+  for (const a of t.artifacts ?? []) rows.push(["artifact", `${a.name} (${a.contentType}, ${a.size} bytes)`]);
+  if (t.plan?.tasks?.length) rows.push(["plan", `${t.plan.tasks.length} proposed task(s)`]);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const body = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
+  const prompt = t.prompt.split("\n").map((l) => `  ${l}`).join("\n");
+  return `${t.id}  ${t.title}\n${body}\nprompt:\n${prompt}`;
+}
+
+/** What to do next when a task waits for a person. */
+export function attentionHint(t: Task): string {
+  if (t.status === "needs_input") return `task ${t.id} needs input${t.needs?.message ? `: ${t.needs.message}` : ""}\n  answer with: ao task input ${t.id} --input TEXT`;
+  return `task ${t.id} needs approval${t.needs?.message ? `: ${t.needs.message}` : ""}\n  decide with: ao task approve ${t.id}  or  ao task deny ${t.id} --reason R`;
+}

@@ -1,0 +1,46 @@
+// The API's shapes as the command line reads them (its own copy: the client never imports the server).
+export const TASK_STATUSES = ["queued", "running", "paused", "needs_input", "needs_approval", "completed", "failed", "cancelled"] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "cancelled"]);
+export const NEEDS_ATTENTION: ReadonlySet<string> = new Set(["needs_input", "needs_approval"]);
+export const ACTIONS = ["pause", "resume", "cancel", "retry", "restart", "input", "approve", "deny"] as const;
+export const PRIORITIES = ["LOW", "MEDIUM", "HIGH", "URGENT"] as const;
+export const KINDS = ["task", "review", "plan"] as const;
+export const ROLES = ["owner", "admin", "member", "viewer"] as const;
+
+export interface Task {
+  id: string;
+  orgId: string;
+  projectId: string;
+  title: string;
+  prompt: string;
+  priority: string;
+  kind: string;
+  review: { base: string; head: string } | null;
+  status: string;
+  attempt: number;
+  workerId: string | null;
+  parentId: string | null;
+  createdBy?: { type: string; id: string };
+  summary: string | null;
+  needs: { kind: string; message: string } | null;
+  plan: { tasks: unknown[] } | null;
+  artifacts?: { name: string; contentType: string; size: number; createdAt: string }[];
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface TaskEvent {
+  seq: number;
+  type: string;
+  at: string;
+  actor?: { type: string; id: string };
+  data: unknown;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
