@@ -46,10 +46,22 @@ function parsePort(value: string): number {
   return n;
 }
 
+/** `ao healthcheck [PORT] [--port N] [--host H]`: exit 0 when the server on this machine answers /api/v1/health. */
 export async function healthcheck(args: string[]): Promise<number> {
-  const port = args[0] ?? process.env.AO_PORT ?? "7070";
+  const { values, positionals } = parseArgs({
+    args,
+    options: { port: { type: "string" }, host: { type: "string" } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const port = parsePort(values.port ?? positionals[0] ?? process.env.AO_PORT ?? "7070");
+  // A server listening on every address is asked on loopback; one bound to an address, there.
+  let host = values.host ?? process.env.AO_HOST ?? "0.0.0.0";
+  if (host === "0.0.0.0" || host === "") host = "127.0.0.1";
+  if (host === "::") host = "::1";
+  if (host.includes(":")) host = `[${host}]`;
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/api/v1/health`, { signal: AbortSignal.timeout(3000) });
+    const res = await fetch(`http://${host}:${port}/api/v1/health`, { signal: AbortSignal.timeout(3000) });
     return res.ok ? 0 : 1;
   } catch {
     return 1;

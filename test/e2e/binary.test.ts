@@ -99,13 +99,18 @@ describe("the compiled executable", () => {
     // Elysia's compiled handlers and the OpenAPI plugin survive bytecode compilation.
     const doc = await fetch(`${base}/openapi.json`);
     expect(doc.status).toBe(200);
-    expect((await doc.json()).paths["/api/v1/health"]).toBeDefined();
+    expect(((await doc.json()) as { paths: Record<string, unknown> }).paths["/api/v1/health"]).toBeDefined();
     const missing = await fetch(`${base}/nope`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });
 
     expect((await run(cwd, ["healthcheck", String(s.port)])).code).toBe(0);
     expect((await run(cwd, ["healthcheck"], { AO_PORT: String(s.port) })).code).toBe(0);
+    expect((await run(cwd, ["healthcheck", "--port", String(s.port), "--host", "127.0.0.1"])).code).toBe(0);
+    expect((await run(cwd, ["healthcheck"], { AO_PORT: String(s.port), AO_HOST: "::" })).code).toBe(1); // bound to IPv4 loopback only
+    const badPort = await run(cwd, ["healthcheck", "--port", "x"]);
+    expect(badPort.code).toBe(1);
+    expect(badPort.stderr).toContain("--port must be a port number");
 
     s.proc.kill("SIGTERM");
     expect(await s.proc.exited).toBe(0);
