@@ -188,6 +188,42 @@ describe("the compiled executable", () => {
     expect(existsSync(join(cwd, "preloaded"))).toBe(false);
   });
 
+  test("first run creates the administrator from AO_ADMIN_EMAIL/AO_ADMIN_PASSWORD (the README's quick start)", async () => {
+    const cwd = workdir("first-run");
+    const admin = { AO_ADMIN_EMAIL: "admin@example.com", AO_ADMIN_PASSWORD: "change-me-now" };
+    const login = (port: number, password: string) =>
+      fetch(`http://127.0.0.1:${port}/api/v1/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "admin@example.com", password }),
+      });
+
+    const first = await startServe(cwd, [], admin);
+    const ok = await login(first.port, "change-me-now");
+    expect(ok.status).toBe(200);
+    const session = (await ok.json()) as { accessToken: string };
+    const orgs = await fetch(`http://127.0.0.1:${first.port}/api/v1/orgs`, { headers: { authorization: `Bearer ${session.accessToken}` } });
+    expect(orgs.status).toBe(200);
+    expect(((await orgs.json()) as { items: unknown[] }).items).toEqual([expect.objectContaining({ name: "default", role: "owner" })]);
+    first.proc.kill("SIGTERM");
+    expect(await first.proc.exited).toBe(0);
+
+    // Once a user exists the variables are ignored: the password stays the first one.
+    const second = await startServe(cwd, [], { ...admin, AO_ADMIN_PASSWORD: "another-password" });
+    expect((await login(second.port, "another-password")).status).toBe(401);
+    expect((await login(second.port, "change-me-now")).status).toBe(200);
+    second.proc.kill("SIGTERM");
+    expect(await second.proc.exited).toBe(0);
+
+    // Without them, a fresh data directory gets a one-time setup link in the log.
+    const bare = await startServe(workdir("setup-link"), []);
+    const deadline = Date.now() + 5000;
+    while (!bare.stderr().includes("/setup?token=") && Date.now() < deadline) await Bun.sleep(20);
+    expect(bare.stderr()).toMatch(/finish setup at http:\/\/127\.0\.0\.1:\d+\/setup\?token=\S+/);
+    bare.proc.kill("SIGTERM");
+    expect(await bare.proc.exited).toBe(0);
+  });
+
   test("rejects a bad flag with a message", async () => {
     const cwd = workdir("badflag");
     const port = await run(cwd, ["serve", "--port", "70000", "--data-dir", "data"]);
