@@ -22,6 +22,8 @@ export interface Config {
   workerTimeouts: { offerMs: number; offlineMs: number; heartbeatMs: number };
   /** Outbound callbacks: delays before each retry (the list length + 1 is the number of tries) and the per-try timeout; tests shorten them. */
   callbacks: { retryDelaysMs: number[]; timeoutMs: number };
+  /** Client live-updates socket: time to authenticate, and how often open sockets re-check their credential; tests shorten them. */
+  liveTimeouts: { authMs: number; recheckMs: number };
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */
