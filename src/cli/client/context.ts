@@ -43,13 +43,8 @@ async function listOrgs(client: ApiClient): Promise<OrgItem[]> {
 /** An org id from an id or a name; with no choice at all, the caller's first org. */
 export async function resolveOrg(client: ApiClient, choice: string | undefined): Promise<OrgItem> {
   if (choice?.startsWith("org_")) return { id: choice, name: choice };
-  let orgs: OrgItem[];
-  try {
-    orgs = await listOrgs(client);
-  } catch (err) {
-    if (client.kind === "token") throw new CliError(`cannot list the token's organization (${(err as Error).message}); set AO_ORG or pass --org`);
-    throw err;
-  }
+  if (client.kind === "token") return tokenOrg(client, choice);
+  const orgs = await listOrgs(client);
   if (choice === undefined) {
     if (orgs.length === 0) throw new CliError("you are not a member of any organization");
     return orgs[0]!;
@@ -57,6 +52,17 @@ export async function resolveOrg(client: ApiClient, choice: string | undefined):
   const found = orgs.find((o) => o.name === choice) ?? orgs.find((o) => o.name.toLowerCase() === choice.toLowerCase());
   if (!found) throw new CliError(`no organization named '${choice}' among yours (${orgs.map((o) => o.name).join(", ") || "none"})`);
   return found;
+}
+
+/** A personal API token works in one org: GET /me names it, GET /orgs/:orgId its name. */
+async function tokenOrg(client: ApiClient, choice: string | undefined): Promise<OrgItem> {
+  const me = await client.request<{ via?: { orgId?: string } }>("GET", "/me");
+  const orgId = me.via?.orgId;
+  if (!orgId) throw new CliError("cannot tell the organization of AO_TOKEN; set AO_ORG or pass --org");
+  if (choice === undefined) return { id: orgId, name: orgId };
+  const org = await client.request<OrgItem>("GET", `/orgs/${encodeURIComponent(orgId)}`);
+  if (org.name.toLowerCase() !== choice.toLowerCase()) throw new CliError(`AO_TOKEN belongs to organization ${org.name} (${org.id}), not '${choice}'`);
+  return org;
 }
 
 export async function connect(orgFlag: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<Context> {

@@ -71,7 +71,8 @@ async function pollDevice(client: ApiClient, start: DeviceStart): Promise<Signed
       if (err instanceof ApiFailure) {
         if (err.code === "authorization_pending") continue;
         if (err.code === "slow_down") {
-          intervalMs += 5_000;
+          const told = (err.details as { intervalSec?: unknown } | undefined)?.intervalSec;
+          intervalMs = typeof told === "number" ? told * 1000 : intervalMs + 5_000;
           continue;
         }
         if (err.code === "access_denied") throw new CliError("sign-in was denied in the web app");
