@@ -1,0 +1,175 @@
+// First run (SPEC §2): the administrator from AO_ADMIN_* variables, the one-time setup link,
+// and `ao admin create-user`.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { setupTokenOf } from "../../src/server/bootstrap";
+
+const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
+
+async function withEnv<T>(vars: Partial<Record<(typeof ENV)[number], string>>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
+  for (const k of ENV) delete process.env[k];
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const k of ENV) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  }
+}
+
+/** A server whose info log lines are kept. */
+async function serverWithLog(dataDir?: string): Promise<{ s: TestServer; lines: string[] }> {
+  const lines: string[] = [];
+  const s = await startTestServer({ dataDir, logger: { info: (m) => void lines.push(m), warn() {}, error: (m, f) => console.error(m, f) } });
+  await Bun.sleep(0); // the setup line is written once the port is known
+  return { s, lines };
+}
+
+const login = (s: TestServer, email: string, password: string) => s.api("POST", "/auth/login", { body: { email, password } });
+
+describe("AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD", () => {
+  test("create the instance administrator and owner of AO_ORG_NAME once", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-boot-"));
+    try {
+      const s = await withEnv({ AO_ADMIN_EMAIL: "Root@Example.test", AO_ADMIN_PASSWORD: "bootstrap pw", AO_ORG_NAME: "acme" }, () => startTestServer({ dataDir }));
+      const r = await login(s, "root@example.test", "bootstrap pw");
+      expect(r.status).toBe(200);
+      expect(r.body.user.isAdmin).toBe(true);
+      const orgs = (await s.api("GET", "/orgs", { token: r.body.accessToken })).body.items;
+      expect(orgs.map((o: any) => [o.name, o.role])).toEqual([["acme", "owner"]]);
+      expect(setupTokenOf(s.core)).toBeNull();
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: false });
+      await s.stop();
+      // Users exist now: other variables on a restart change nothing.
+      const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer({ dataDir }));
+      expect((await login(again, "other@example.test", "bootstrap pw")).status).toBe(401);
+      expect(again.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+      await again.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("AO_ORG_NAME defaults to 'default'; a too short password refuses to start", async () => {
+    const s = await withEnv({ AO_ADMIN_EMAIL: "a@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer());
+    const r = await login(s, "a@example.test", "bootstrap pw");
+    expect((await s.api("GET", "/orgs", { token: r.body.accessToken })).body.items[0].name).toBe("default");
+    await s.stop();
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-boot-"));
+    try {
+      await expect(withEnv({ AO_ADMIN_EMAIL: "a@example.test", AO_ADMIN_PASSWORD: "short" }, () => startTestServer({ dataDir }))).rejects.toThrow(/AO_ADMIN_PASSWORD/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("setup link", () => {
+  test("logged once; POST /setup with its token creates the first administrator and org, once", async () => {
+    const { s, lines } = await withEnv({}, () => serverWithLog());
+    try {
+      const line = lines.find((l) => l.includes("/setup?token="))!;
+      expect(line).toContain(`${s.core.config.publicUrl}/setup?token=`);
+      const token = line.split("token=")[1];
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+
+      const body = { token, email: "First@Example.test", password: "first password", name: "First", orgName: "Team" };
+      const wrong = await s.api("POST", "/setup", { body: { ...body, token: "x" + token.slice(1) } });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.error.code).toBe("unauthorized");
+      for (const bad of [{ ...body, password: "short" }, { ...body, email: "nope" }, { ...body, token: undefined }]) {
+        expect((await s.api("POST", "/setup", { body: bad })).status).toBe(400);
+      }
+
+      const ok = await s.api("POST", "/setup", { body });
+      expect(ok.status).toBe(201);
+      expect(ok.body.user).toMatchObject({ email: "first@example.test", name: "First", isAdmin: true });
+      expect(ok.body.org).toMatchObject({ name: "Team", role: "owner" });
+      const again = await s.api("POST", "/setup", { body: { ...body, email: "second@example.test" } });
+      expect(again.status).toBe(409);
+      expect(again.body.error.code).toBe("conflict");
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: false });
+      expect((await login(s, "first@example.test", "first password")).status).toBe(200);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("parallel setups with the token: one wins", async () => {
+    const s = await withEnv({}, () => startTestServer());
+    try {
+      const token = setupTokenOf(s.core)!;
+      const answers = await Promise.all(
+        [1, 2, 3].map((i) => s.api("POST", "/setup", { body: { token, email: `p${i}@example.test`, password: "first password" } })),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409]);
+      expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+describe("ao admin create-user", () => {
+  const ao = async (args: string[]) => {
+    const env = { ...process.env };
+    for (const k of ENV) delete env[k];
+    const p = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/main.ts"), ...args], { env, stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { code, out, err };
+  };
+
+  test("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-cli-"));
+    try {
+      const first = await ao(["admin", "create-user", "--email", "boss@example.test", "--password", "boss password", "--org", "acme", "--data-dir", dataDir]);
+      expect(first.err).toBe("");
+      expect(first.code).toBe(0);
+      expect(JSON.parse(first.out)).toMatchObject({ user: { email: "boss@example.test", isAdmin: true }, org: { name: "acme" }, role: "owner" });
+      const second = await ao(["admin", "create-user", "--email", "dev@example.test", "--password", "dev password", "--org", "acme", "--role", "viewer", "--data-dir", dataDir]);
+      expect(second.code).toBe(0);
+      expect(JSON.parse(second.out)).toMatchObject({ user: { isAdmin: false }, role: "viewer" });
+      const noOrg = await ao(["admin", "create-user", "--email", "ops@example.test", "--password", "ops password", "--admin", "--data-dir", dataDir]);
+      expect(JSON.parse(noOrg.out)).toMatchObject({ user: { isAdmin: true }, org: null });
+      // An existing user joins another org (created, as its owner).
+      const join_ = await ao(["admin", "create-user", "--email", "dev@example.test", "--org", "side", "--data-dir", dataDir]);
+      expect(JSON.parse(join_.out)).toMatchObject({ org: { name: "side" }, role: "owner", created: false });
+
+      for (const bad of [
+        ["admin", "create-user", "--email", "dev@example.test", "--password", "dev password", "--data-dir", dataDir],
+        ["admin", "create-user", "--email", "x@example.test", "--password", "short", "--data-dir", dataDir],
+        ["admin", "create-user", "--email", "x@example.test", "--password", "long enough", "--org", "acme", "--role", "king", "--data-dir", dataDir],
+        ["admin", "create-user", "--password", "long enough", "--data-dir", dataDir],
+        ["admin"],
+        ["admin", "delete-everything"],
+      ]) {
+        const r = await ao(bad);
+        expect([bad.join(" "), r.code]).toEqual([bad.join(" "), 2]);
+        expect(r.err).toContain("ao admin");
+      }
+
+      const s = await startTestServer({ dataDir });
+      try {
+        expect(setupTokenOf(s.core)).toBeNull();
+        const boss = await login(s, "boss@example.test", "boss password");
+        expect(boss.body.user.isAdmin).toBe(true);
+        const dev = await login(s, "dev@example.test", "dev password");
+        const orgs = (await s.api("GET", "/orgs", { token: dev.body.accessToken })).body.items.map((o: any) => [o.name, o.role]);
+        expect(orgs).toEqual([
+          ["side", "owner"],
+          ["acme", "viewer"],
+        ]);
+      } finally {
+        await s.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

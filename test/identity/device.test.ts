@@ -1,0 +1,176 @@
+// Device sign-in (SPEC §4, RFC 8628): start, poll (pending, slow_down, denied, expired, once),
+// and the person's side: look up, approve, deny.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { addMember, createAdmin, makeToken, type Session } from "../helpers/identity";
+import { createGrant, decideGrant, findPendingGrant, normaliseUserCode, pollGrant } from "../../src/modules/auth/device-grants";
+
+let s: TestServer;
+let admin: Session;
+let person: Session;
+beforeAll(async () => {
+  s = await startTestServer();
+  admin = await createAdmin(s);
+  person = await addMember(s, admin, "member");
+});
+afterAll(() => s.stop());
+
+const start = async (clientName?: string) => {
+  const r = await s.api("POST", "/auth/device/start", { body: clientName ? { clientName } : {} });
+  expect(r.status).toBe(200);
+  return r.body as { deviceCode: string; userCode: string; verificationUri: string; verificationUriComplete: string; expiresIn: number; intervalSec: number };
+};
+const poll = (deviceCode: string) => s.api("POST", "/auth/device/poll", { body: { deviceCode } });
+/** Makes the previous poll long enough ago (the interval is 5 s; tests do not wait). */
+const age = (deviceCode: string, ms = 60_000) =>
+  s.core.sqlite.query("UPDATE device_grants SET last_polled_at = last_polled_at - ? WHERE device_code_hash = ?").run(ms, new Bun.CryptoHasher("sha256").update(deviceCode).digest("hex"));
+
+describe("start", () => {
+  test("answers the codes, the link and the timing", async () => {
+    const b = await start("my laptop");
+    expect(b.userCode).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    expect(b.deviceCode.length).toBeGreaterThanOrEqual(40);
+    expect(b.verificationUri).toBe(`${s.core.config.publicUrl}/device`);
+    expect(b.verificationUriComplete).toBe(`${s.core.config.publicUrl}/device?code=${b.userCode}`);
+    expect(b.expiresIn).toBe(600);
+    expect(b.intervalSec).toBe(5);
+    const row = s.core.sqlite.query<Record<string, unknown>, [string]>("SELECT * FROM device_grants WHERE user_code = ?").get(b.userCode.replace("-", ""))!;
+    expect(row).toMatchObject({ kind: "signin", status: "pending", client_name: "my laptop" });
+    expect(JSON.stringify(row)).not.toContain(b.deviceCode);
+  });
+
+  test("body optional; bad clientName 400", async () => {
+    expect((await s.api("POST", "/auth/device/start")).status).toBe(200);
+    expect((await s.api("POST", "/auth/device/start", { body: { clientName: 7 } })).status).toBe(400);
+    expect((await s.api("POST", "/auth/device/start", { body: { clientName: "x".repeat(101) } })).status).toBe(400);
+  });
+});
+
+describe("poll and decide", () => {
+  test("pending, slow_down (interval grows by 5 s), approve, tokens once, then expired_token", async () => {
+    const b = await start("cli");
+    const first = await poll(b.deviceCode);
+    expect(first.status).toBe(400);
+    expect(first.body.error.code).toBe("authorization_pending");
+    const fast = await poll(b.deviceCode);
+    expect(fast.status).toBe(400);
+    expect(fast.body.error.code).toBe("slow_down");
+    expect(fast.body.error.details).toEqual({ intervalSec: 10 });
+    expect((await poll(b.deviceCode)).body.error.details).toEqual({ intervalSec: 15 });
+    // After waiting the (grown) interval: pending again.
+    age(b.deviceCode, 15_000);
+    expect((await poll(b.deviceCode)).body.error.code).toBe("authorization_pending");
+
+    const look = await s.api("GET", `/auth/device/${b.userCode.toLowerCase().replace("-", "")}`, { token: person.accessToken });
+    expect(look.status).toBe(200);
+    expect(look.body).toMatchObject({ userCode: b.userCode, status: "pending", clientName: "cli" });
+    const approve = await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode.toLowerCase() } });
+    expect(approve.status).toBe(200);
+    expect(approve.body.status).toBe("approved");
+
+    age(b.deviceCode);
+    const ok = await poll(b.deviceCode);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ expiresIn: 900, user: { id: person.userId } });
+    expect(typeof ok.body.refreshToken).toBe("string");
+    const me = await s.api("GET", "/me", { token: ok.body.accessToken });
+    expect(me.body.id).toBe(person.userId);
+    const session = s.core.sqlite.query<{ client: string }, [string]>("SELECT client FROM sessions WHERE id = ?").get(me.body.via.sessionId)!;
+    expect(session.client).toBe("device");
+    expect((await s.api("POST", "/auth/refresh", { body: { refreshToken: ok.body.refreshToken } })).status).toBe(200);
+
+    age(b.deviceCode);
+    const spent = await poll(b.deviceCode);
+    expect(spent.status).toBe(400);
+    expect(spent.body.error.code).toBe("expired_token");
+    // Decided codes can no longer be looked up or decided.
+    expect((await s.api("GET", `/auth/device/${b.userCode}`, { token: person.accessToken })).status).toBe(404);
+    expect((await s.api("POST", "/auth/device/deny", { token: person.accessToken, body: { userCode: b.userCode } })).status).toBe(404);
+  });
+
+  test("the first poll after approval may come at once", async () => {
+    const b = await start();
+    await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode } });
+    expect((await poll(b.deviceCode)).status).toBe(200);
+  });
+
+  test("parallel polls of an approved code: one token pair", async () => {
+    const b = await start();
+    await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode } });
+    const answers = await Promise.all([1, 2, 3, 4, 5].map(() => poll(b.deviceCode)));
+    expect(answers.filter((a) => a.status === 200).length).toBe(1);
+  });
+
+  test("deny: access_denied; the code cannot be approved afterwards", async () => {
+    const b = await start();
+    const deny = await s.api("POST", "/auth/device/deny", { token: person.accessToken, body: { userCode: b.userCode } });
+    expect(deny.status).toBe(200);
+    expect(deny.body.status).toBe("denied");
+    const r = await poll(b.deviceCode);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("access_denied");
+    expect((await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode } })).status).toBe(404);
+  });
+
+  test("expired: expired_token on poll, 404 to the person", async () => {
+    const b = await start();
+    s.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, b.userCode.replace("-", ""));
+    expect((await poll(b.deviceCode)).body.error.code).toBe("expired_token");
+    expect((await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode } })).status).toBe(404);
+  });
+
+  test.each([
+    ["unknown device code", { deviceCode: "nope" }, 400, "expired_token"],
+    ["missing device code", {}, 400, "validation_failed"],
+  ])("poll with %s -> %i %s", async (_n, body, status, code) => {
+    const r = await s.api("POST", "/auth/device/poll", { body });
+    expect(r.status).toBe(status);
+    expect(r.body.error.code).toBe(code);
+  });
+
+  test("the person's side needs a signed-in session: none 401, API token 403; unknown codes 404", async () => {
+    const b = await start();
+    expect((await s.api("GET", `/auth/device/${b.userCode}`)).status).toBe(401);
+    const tok = await makeToken(s, person);
+    expect((await s.api("POST", "/auth/device/approve", { token: tok, body: { userCode: b.userCode } })).status).toBe(403);
+    for (const code of ["BBBB-BBBB", "AAAA-AAAA", "short"]) {
+      const r = await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: code } });
+      expect(r.status).toBe(404);
+      expect(r.body.error.code).toBe("not_found");
+    }
+    expect((await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: {} })).status).toBe(400);
+  });
+});
+
+describe("device-grants functions (shared with worker pairing)", () => {
+  test("normaliseUserCode", () => {
+    expect(normaliseUserCode("wdjb-mjht")).toBe("WDJBMJHT");
+    expect(normaliseUserCode(" WDJB MJHT ")).toBe("WDJBMJHT");
+    expect(normaliseUserCode("WDJB-MJH")).toBeNull();
+    expect(normaliseUserCode("WDJA-MJHT")).toBeNull(); // A is not in the alphabet
+  });
+
+  test("kinds are separate; approve records orgId and details; poll returns the grant once", () => {
+    const g = createGrant(s.core, "pairing", { workerName: "box", hostname: "box.local", labels: ["gpu"] });
+    expect(findPendingGrant(s.core, "signin", g.userCode)).toBeNull();
+    expect(decideGrant(s.core, "signin", g.userCode, { approve: true, decidedBy: person.userId })).toBeNull();
+    expect(findPendingGrant(s.core, "pairing", g.userCode)?.workerName).toBe("box");
+    const decided = decideGrant(s.core, "pairing", g.userCode, { approve: true, decidedBy: person.userId, orgId: admin.orgId, details: { workerName: "renamed" } });
+    expect(decided).toMatchObject({ status: "approved", orgId: admin.orgId, workerName: "renamed", labels: ["gpu"] });
+    expect(decideGrant(s.core, "pairing", g.userCode, { approve: false, decidedBy: person.userId })).toBeNull();
+    expect(pollGrant(s.core, "signin", g.deviceCode)).toEqual({ status: "expired" });
+    const got = pollGrant(s.core, "pairing", g.deviceCode);
+    expect(got.status).toBe("approved");
+    if (got.status === "approved") expect(got.grant).toMatchObject({ orgId: admin.orgId, decidedBy: person.userId, hostname: "box.local" });
+    expect(pollGrant(s.core, "pairing", g.deviceCode, Date.now() + 60_000)).toEqual({ status: "expired" });
+  });
+
+  test("slow_down timing with explicit clocks", () => {
+    const g = createGrant(s.core, "pairing");
+    const t0 = Date.now();
+    expect(pollGrant(s.core, "pairing", g.deviceCode, t0)).toEqual({ status: "pending" });
+    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 4_999)).toEqual({ status: "slow_down", intervalSec: 10 });
+    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 4_999 + 10_000)).toEqual({ status: "pending" });
+    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 600_000)).toEqual({ status: "expired" });
+  });
+});
