@@ -1,5 +1,95 @@
+// GET /api/v1/ws: the client live-updates socket (SPEC §6), on Bun's native WebSocket server.
+// The protocol is in service.ts; this file wires it to the socket's life cycle.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import type { Socket } from "../../server/sockets";
+import { authenticate, handle, isFailure, newState, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "live", seed: core.instanceId, prefix: "/api/v1" });
+export const LIVE_PATH = "/api/v1/ws";
+
+const stateOf = (ws: Socket) => ws.data.live as LiveState;
+
+function refusal(status: number, code: string, message: string) {
+  return new Response(JSON.stringify({ error: { code, message } }), { status, headers: { "content-type": "application/json; charset=utf-8" } });
+}
+
+function parse(raw: string | Buffer): Record<string, unknown> | string {
+  if (typeof raw !== "string") return "messages must be JSON text, not binary";
+  if (raw.length > MAX_MESSAGE_BYTES) return `messages are limited to ${MAX_MESSAGE_BYTES} bytes`;
+  let msg: unknown;
+  try {
+    msg = JSON.parse(raw);
+  } catch {
+    return "the message is not valid JSON";
+  }
+  if (!msg || typeof msg !== "object" || Array.isArray(msg) || typeof (msg as { type?: unknown }).type !== "string") {
+    return 'a message is a JSON object with a string "type"';
+  }
+  return msg as Record<string, unknown>;
+}
+
+export default (core: Core) => {
+  const open = new Set<Socket>();
+  const timer = setInterval(() => {
+    for (const ws of open) revalidate(core, ws, stateOf(ws));
+  }, core.config.liveTimeouts.recheckMs);
+  core.onClose.push(() => clearInterval(timer));
+
+  core.sockets.register(LIVE_PATH, {
+    async upgrade(request) {
+      const header = request.headers.get("authorization");
+      if (!header) return { live: newState(null, null) };
+      const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!m) return refusal(401, "unauthorized", "the Authorization header must be 'Bearer <token>'");
+      const result = await authenticate(core, m[1]);
+      if (isFailure(result)) return refusal(result.code === "forbidden" ? 403 : 401, result.code, result.message);
+      return { live: newState(result, result.kind === "token" ? m[1] : null) };
+    },
+    open(ws) {
+      open.add(ws);
+      const state = stateOf(ws);
+      if (!state.principal) {
+        state.authTimer = setTimeout(() => {
+          if (!state.principal && !state.closed) refuse(ws, state, `authenticate within ${core.config.liveTimeouts.authMs / 1000} s`);
+        }, core.config.liveTimeouts.authMs);
+      }
+    },
+    message(ws, raw) {
+      const state = stateOf(ws);
+      const msg = parse(raw);
+      if (typeof msg === "string") return sendError(ws, "validation_failed", msg);
+      state.queue = state.queue
+        .then(() => (state.closed ? undefined : handle(core, ws, state, msg)))
+        .catch((err) => {
+          core.log.error("live socket message failed", { error: String((err as Error)?.stack ?? err) });
+          sendError(ws, "internal", "the message could not be handled");
+        });
+    },
+    close(ws) {
+      open.delete(ws);
+      const state = stateOf(ws);
+      state.closed = true;
+      if (state.authTimer) clearTimeout(state.authTimer);
+    },
+  });
+
+  // Upgrades never reach Elysia (serve.ts hands them to core.sockets); this route documents the
+  // socket in the OpenAPI document.
+  return new Elysia({ name: "live", seed: core.instanceId, prefix: "/api/v1" }).get(
+    "/ws",
+    () => refusal(400, "validation_failed", "expected a WebSocket upgrade"),
+    {
+      detail: {
+        summary: "Live updates (WebSocket)",
+        tags: ["live"],
+        description: [
+          "Upgrade to a WebSocket. Authenticate with Authorization: Bearer, or send {\"type\":\"auth\",\"token\":\"...\"} within 10 s.",
+          "Client: {type: subscribe|unsubscribe, orgId, taskId?, id?}, {type: ping}. Server: {type: subscribed|unsubscribed, orgId, taskId?, id?},",
+          "{type: task.updated, orgId, task}, {type: task.event, orgId, taskId, event}, {type: error, code, message}.",
+          "Codes: validation_failed, unauthorized (the socket is closed with 4401), forbidden, not_found.",
+        ].join(" "),
+        responses: { 101: { description: "Switching protocols" }, 400: { description: "Not a WebSocket upgrade" }, 401: { description: "Bad credential" } },
+      },
+    },
+  );
+};

@@ -1,5 +1,97 @@
+// Project and repository routes (SPEC §8). Rules live in service.ts and repositories.ts.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
+import { addRepository, moveRepository, splitRepository, updateRepository } from "./repositories";
+import {
+  AddRepositoryBody,
+  CreateProjectBody,
+  ErrorBody,
+  ListProjectsQuery,
+  Project,
+  ProjectPage,
+  ProjectParams,
+  RepositoryChange,
+  RepositoryParams,
+  SplitBody,
+  SplitResult,
+  UpdateProjectBody,
+  UpdateRepositoryBody,
+} from "./model";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "projects", seed: core.instanceId, prefix: "/api/v1" });
+const tags = ["projects"];
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
+
+export default (core: Core) =>
+  new Elysia({ name: "projects", seed: core.instanceId, prefix: "/api/v1" })
+    .use(authPlugin(core))
+    .get("/orgs/:orgId/projects", ({ orgId, query }) => listProjects(core, orgId, query), {
+      permission: "member",
+      query: ListProjectsQuery,
+      response: { 200: ProjectPage, ...errors },
+      detail: { summary: "List projects, newest first", description: "Archived projects only with archived=true.", tags },
+    })
+    .post("/orgs/:orgId/projects", ({ orgId, body, status }) => status(201, createProject(core, orgId, body)), {
+      permission: "project.create",
+      body: CreateProjectBody,
+      response: { 201: Project, ...errors, 409: ErrorBody },
+      detail: { summary: "Create a project", description: "409 conflict when a live project of the org has the name.", tags },
+    })
+    .get("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => getProject(core, orgId, params.projectId), {
+      permission: "member",
+      params: ProjectParams,
+      response: { 200: Project, ...errors },
+      detail: { summary: "Get a project", tags },
+    })
+    .patch("/orgs/:orgId/projects/:projectId", ({ orgId, params, body }) => updateProject(core, orgId, params.projectId, body), {
+      permission: "project.update",
+      params: ProjectParams,
+      body: UpdateProjectBody,
+      response: { 200: Project, ...errors, 409: ErrorBody },
+      detail: { summary: "Update a project (name, knowledge, policy; archived: false restores it)", tags },
+    })
+    .delete("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => archiveProject(core, orgId, params.projectId), {
+      permission: "project.delete",
+      params: ProjectParams,
+      response: { 200: Project, ...errors },
+      detail: { summary: "Archive a project", description: "It takes no new tasks and is hidden from the list; its tasks stay.", tags },
+    })
+    .post(
+      "/orgs/:orgId/projects/:projectId/repositories",
+      ({ orgId, params, body, status }) =>
+        status(201, "url" in body ? addRepository(core, orgId, params.projectId, body) : moveRepository(core, orgId, params.projectId, body)),
+      {
+        permission: "project.update",
+        params: ProjectParams,
+        body: AddRepositoryBody,
+        response: { 201: RepositoryChange, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Add a repository ({url}) or move one in ({fromProjectId, repositoryId})",
+          description: "The first repository of a project becomes its primary. A moved repository keeps its id.",
+          tags,
+        },
+      },
+    )
+    .patch(
+      "/orgs/:orgId/projects/:projectId/repositories/:repositoryId",
+      ({ orgId, params, body }) => updateRepository(core, orgId, params.projectId, params.repositoryId, body),
+      {
+        permission: "project.update",
+        params: RepositoryParams,
+        body: UpdateRepositoryBody,
+        response: { 200: RepositoryChange, ...errors, 409: ErrorBody },
+        detail: { summary: "Rename a repository, change its branch, or make it primary", tags },
+      },
+    )
+    .post(
+      "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/split",
+      ({ orgId, params, body, status }) => status(201, splitRepository(core, orgId, params.projectId, params.repositoryId, body ?? {})),
+      {
+        permission: "project.update",
+        params: RepositoryParams,
+        body: SplitBody,
+        response: { 201: SplitResult, ...errors, 409: ErrorBody },
+        detail: { summary: "Move the repository into a new project of its own", description: "Answers {project (the new one), from}.", tags },
+      },
+    );

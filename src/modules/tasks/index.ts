@@ -1,5 +1,141 @@
+// Task routes (SPEC §5). Rules live in service.ts, plan.ts and artifacts.ts; reads in list.ts.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { notFound } from "../../server/errors";
+import { applyAction, createTask } from "./service";
+import { getTask, listEvents, listTasks } from "./list";
+import { applyPlan } from "./plan";
+import { dispositionOf, findArtifact } from "./artifacts";
+import { toTaskRecord } from "./record";
+import {
+  ActionBody,
+  AppliedPlan,
+  ArtifactParams,
+  CreateTaskBody,
+  ErrorBody,
+  EventPage,
+  EventsQuery,
+  ListTasksQuery,
+  TaskPage,
+  TaskParams,
+  TaskRecord,
+} from "./model";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "tasks", seed: core.instanceId, prefix: "/api/v1" });
+const tags = ["tasks"];
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
+
+/** If-None-Match holds our ETag (or is *): the client's copy is current. */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(",").some((v) => {
+    const tag = v.trim().replace(/^W\//, "");
+    return tag === "*" || tag === etag;
+  });
+}
+
+export default (core: Core) =>
+  new Elysia({ name: "tasks", seed: core.instanceId, prefix: "/api/v1" })
+    .use(authPlugin(core))
+    .post(
+      "/orgs/:orgId/tasks",
+      ({ body, orgId, actor, status }) => {
+        const change = createTask(core, orgId, { ...body, createdBy: actor });
+        return status(201, toTaskRecord(change.after, []));
+      },
+      {
+        permission: "task.create",
+        body: CreateTaskBody,
+        response: { 201: TaskRecord, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Create a task",
+          description: "projectId, title (1..200) and prompt (1..100000) are required; kind review needs review {base, head}. 409 when the project is archived.",
+          tags,
+        },
+      },
+    )
+    .get("/orgs/:orgId/tasks", ({ query, orgId }) => listTasks(core, orgId, query), {
+      permission: "member",
+      query: ListTasksQuery,
+      response: { 200: TaskPage, ...errors },
+      detail: { summary: "List tasks, newest first", description: "Keyset pages: pass nextCursor as cursor. Filters: status, projectId, kind, parentId.", tags },
+    })
+    .get("/orgs/:orgId/tasks/:taskId", ({ params, orgId }) => getTask(core, orgId, params.taskId), {
+      permission: "member",
+      params: TaskParams,
+      response: { 200: TaskRecord, ...errors },
+      detail: { summary: "Get a task", tags },
+    })
+    .get("/orgs/:orgId/tasks/:taskId/events", ({ params, query, orgId }) => listEvents(core, orgId, params.taskId, query), {
+      permission: "member",
+      params: TaskParams,
+      query: EventsQuery,
+      response: { 200: EventPage, ...errors },
+      detail: { summary: "Timeline events of a task, ascending seq", description: "Poll with after=<last seq you have>.", tags },
+    })
+    .post(
+      "/orgs/:orgId/tasks/:taskId/actions",
+      ({ params, body, orgId, actor }) => {
+        const change = applyAction(core, orgId, params.taskId, body, actor);
+        return getTask(core, orgId, change.after.id);
+      },
+      {
+        permission: "task.control",
+        params: TaskParams,
+        body: ActionBody,
+        response: { 200: TaskRecord, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Apply an action (pause, resume, cancel, retry, restart, input, approve, deny)",
+          description: "409 invalid_transition with details {status, allowedActions} when the action is not allowed in the task's state.",
+          tags,
+        },
+      },
+    )
+    .get(
+      "/orgs/:orgId/tasks/:taskId/artifacts/:name",
+      async ({ params, orgId, headers }) => {
+        const a = findArtifact(core, orgId, params.taskId, params.name);
+        const etag = `"${a.etag}"`;
+        const common = { etag, "cache-control": "private, no-cache", "x-content-type-options": "nosniff" };
+        if (matches(headers["if-none-match"], etag)) return new Response(null, { status: 304, headers: common });
+        const file = Bun.file(a.path);
+        if (!(await file.exists())) throw notFound("artifact");
+        return new Response(file, {
+          headers: {
+            ...common,
+            "content-type": a.contentType,
+            "content-length": String(file.size),
+            "content-disposition": dispositionOf(a.name, a.contentType),
+            // Even if a browser is sent here directly, nothing in the file runs with our origin.
+            "content-security-policy": "sandbox",
+          },
+        });
+      },
+      {
+        permission: "member",
+        params: ArtifactParams,
+        detail: {
+          summary: "Download an artifact",
+          description: "With Content-Type, Content-Length, ETag (If-None-Match gives 304) and Content-Disposition.",
+          tags,
+          responses: { 200: { description: "The file" }, 304: { description: "Not modified" }, 404: { description: "No such task or artifact" } },
+        },
+      },
+    )
+    .post(
+      "/orgs/:orgId/tasks/:taskId/apply-plan",
+      ({ params, orgId, actor, status }) => {
+        const applied = applyPlan(core, orgId, params.taskId, actor);
+        return applied.created ? status(201, { tasks: applied.tasks }) : status(200, { tasks: applied.tasks });
+      },
+      {
+        permission: "task.create",
+        params: TaskParams,
+        response: { 200: AppliedPlan, 201: AppliedPlan, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Create the tasks a completed plan proposes",
+          description: "201 {tasks} the first time, 200 with the same tasks afterwards. 400 when the task is not a plan, 409 when it is not completed.",
+          tags,
+        },
+      },
+    );

@@ -21,6 +21,8 @@ export interface NewTask {
   planIndex?: number | null;
   /** Where the task came from (integration, delivery, item link). */
   source?: Record<string, unknown> | null;
+  /** Who made it happen, for the first timeline event (default: createdBy when a user or token). */
+  actor?: Actor | null;
 }
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
@@ -40,6 +42,7 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
   const project = stmts(core).project.get(input.projectId, orgId);
   if (!project) throw invalid("projectId does not name a project of this organization", [{ field: "projectId", message: "unknown project" }]);
   if (project.archived) throw new ApiError(409, "conflict", "the project is archived and takes no new tasks");
+  if (input.title.trim() === "") throw invalid("title must not be blank", [{ field: "title", message: "1..200 characters, not only spaces" }]);
   const kind = input.kind ?? "task";
   if (kind === "review" && !input.review) throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
   const priority = input.priority ?? "MEDIUM";
@@ -73,7 +76,7 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
       started_at: null,
       finished_at: null,
     },
-    [{ type: "status", data: { from: null, to: "queued" }, actor: input.createdBy.type === "user" || input.createdBy.type === "token" ? (input.createdBy as Actor) : null }],
+    [{ type: "status", data: { from: null, to: "queued" }, actor: input.actor ?? (input.createdBy.type === "user" || input.createdBy.type === "token" ? (input.createdBy as Actor) : null) }],
   );
 }
 
@@ -121,7 +124,13 @@ function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
   }
 }
 
+export const MAX_REASON_CHARS = 2000;
+
 export function applyAction(core: Core, orgId: string, taskId: string, req: ActionInput, actor: Actor): TaskChange {
+  // Characters, not UTF-16 units: 2,000 emoji are 2,000 characters.
+  if (req.reason !== undefined && req.reason.length > MAX_REASON_CHARS && [...req.reason].length > MAX_REASON_CHARS) {
+    throw invalid(`reason is longer than ${MAX_REASON_CHARS} characters`, [{ field: "reason", message: `at most ${MAX_REASON_CHARS} characters` }]);
+  }
   const change = changeTask(core, orgId, taskId, (row) => {
     if (!isAllowed(req.action, row.status)) {
       throw new ApiError(409, "invalid_transition", `cannot ${req.action} a task that is ${row.status}`, {

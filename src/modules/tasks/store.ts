@@ -100,13 +100,14 @@ export function txChangeTask(
   core: Core,
   orgId: string | null,
   taskId: string,
-  decide: (row: TaskRow) => { patch?: TaskPatch; events: EventInput[] },
+  decide: (row: TaskRow) => { patch?: TaskPatch; events: EventInput[]; touch?: boolean },
 ): TaskChange {
   const s = taskStatements(core);
   const before = s.byId.get(taskId);
   if (!before || (orgId !== null && before.org_id !== orgId)) throw notFound("task");
-  const { patch = {}, events } = decide(before);
-  const changed = Object.keys(patch).length > 0;
+  const { patch = {}, events, touch = false } = decide(before);
+  // `touch`: the record changed outside the row (e.g. its artifacts list), so updatedAt moves too.
+  const changed = touch || Object.keys(patch).length > 0;
   const now = iso();
   const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? now : before.updated_at };
   if (!changed && events.length === 0) return { before, after, events: [] };
@@ -134,7 +135,9 @@ export function publishChanges(core: Core, changes: TaskChange[]) {
     const recordChanged = before === null || after.updated_at !== before.updated_at;
     const topics = [`org:${after.org_id}`, `task:${after.id}`];
     if (recordChanged) {
-      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifactsOf(core, after.id)) });
+      // A new task has no artifacts yet: skip the query on the create hot path.
+      const artifacts = before === null ? [] : artifactsOf(core, after.id);
+      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts) });
       for (const t of topics) core.hub.publish(t, message);
     }
     for (const event of events) {

@@ -1,0 +1,91 @@
+// Request and response schemas of the project API (SPEC §8).
+import { t } from "elysia";
+import { Limit } from "../tasks/model";
+
+export { ErrorBody } from "../tasks/model";
+
+const Name = t.String({ minLength: 1, maxLength: 100, description: "Unique among the org's live projects" });
+const Knowledge = t.String({ maxLength: 100_000, description: "Free text handed to agents working on the project" });
+const Policy = t.Record(t.String(), t.Unknown(), { description: "Free-form JSON object of project rules" });
+const RepoName = t.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_][A-Za-z0-9._-]*$" });
+const Branch = t.String({ minLength: 1, maxLength: 255 });
+const Url = t.String({ minLength: 1, maxLength: 2048, description: "https://host/path, ssh://[user@]host/path or user@host:path" });
+
+export const Repository = t.Object({
+  id: t.String(),
+  url: t.String(),
+  name: t.String(),
+  branch: t.String(),
+  primary: t.Boolean({ description: "Tasks run in a checkout of the primary repository; exactly one per project that has any" }),
+});
+
+export const Project = t.Object({
+  id: t.String(),
+  orgId: t.String(),
+  name: t.String(),
+  knowledge: t.String(),
+  policy: Policy,
+  archived: t.Boolean(),
+  repositories: t.Array(Repository),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+});
+
+export const ProjectPage = t.Object({ items: t.Array(Project), nextCursor: t.Nullable(t.String()) });
+
+export const ListProjectsQuery = t.Object({
+  limit: Limit,
+  cursor: t.Optional(t.String()),
+  archived: t.Optional(t.Boolean({ description: "true: include archived projects" })),
+});
+
+export const NewRepository = t.Object(
+  { url: Url, name: t.Optional(RepoName), branch: t.Optional(Branch) },
+  { additionalProperties: false },
+);
+
+export const CreateProjectBody = t.Object(
+  {
+    name: Name,
+    knowledge: t.Optional(Knowledge),
+    policy: t.Optional(Policy),
+    repositories: t.Optional(t.Array(NewRepository, { maxItems: 50, description: "Added in order; the first becomes primary" })),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateProjectBody = t.Object(
+  {
+    name: t.Optional(Name),
+    knowledge: t.Optional(Knowledge),
+    policy: t.Optional(Policy),
+    archived: t.Optional(t.Literal(false, { description: "false restores an archived project (DELETE archives)" })),
+  },
+  { additionalProperties: false },
+);
+
+export const AddRepositoryBody = t.Union(
+  [
+    NewRepository,
+    t.Object({ fromProjectId: t.String({ minLength: 1 }), repositoryId: t.String({ minLength: 1 }) }, { additionalProperties: false }),
+  ],
+  { description: "{url, name?, branch?} adds a repository; {fromProjectId, repositoryId} moves one in, keeping its id" },
+);
+
+export const UpdateRepositoryBody = t.Object(
+  {
+    name: t.Optional(RepoName),
+    branch: t.Optional(Branch),
+    primary: t.Optional(t.Boolean({ description: "true makes it the primary (the previous one stops being primary)" })),
+  },
+  { additionalProperties: false },
+);
+
+export const SplitBody = t.Optional(
+  t.Object({ name: t.Optional(Name) }, { additionalProperties: false, description: "Name of the new project (default: the repository's name)" }),
+);
+
+export const ProjectParams = t.Object({ orgId: t.String(), projectId: t.String() });
+export const RepositoryParams = t.Object({ orgId: t.String(), projectId: t.String(), repositoryId: t.String() });
+export const RepositoryChange = t.Object({ project: Project, repository: Repository });
+export const SplitResult = t.Object({ project: Project, from: Project });

@@ -1,0 +1,139 @@
+// Reading tasks: the list (keyset pages, newest first), one task, and its timeline.
+// These are hot paths: raw prepared statements, created once per core and filter combination.
+import type { Core } from "../../server/core";
+import { invalid, notFound } from "../../server/errors";
+import type { TaskKind, TaskStatus } from "../../db/schema";
+import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
+import { toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
+import { artifactsOf, findTask } from "./store";
+
+export interface TaskFilters {
+  status?: TaskStatus;
+  projectId?: string;
+  kind?: TaskKind;
+  parentId?: string;
+}
+
+const FILTERS = [
+  ["status", "status"],
+  ["projectId", "project_id"],
+  ["kind", "kind"],
+  ["parentId", "parent_id"],
+] as const;
+
+interface ArtifactRow {
+  task_id: string;
+  name: string;
+  content_type: string;
+  size: number;
+  created_at: string;
+}
+
+interface EventRow {
+  seq: number;
+  type: string;
+  at: string;
+  actor: string | null;
+  data: string | null;
+}
+
+const caches = new WeakMap<Core, ReturnType<typeof prepare>>();
+
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    lists: new Map<number, ReturnType<typeof q.query<TaskRow, (string | number)[]>>>(),
+    // One statement for any page size: the ids arrive as a JSON array.
+    artifactsOfMany: q.query<ArtifactRow, [string]>(
+      "SELECT task_id, name, content_type, size, created_at FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name",
+    ),
+    events: q.query<EventRow, [string, number, number]>(
+      "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    ),
+  };
+}
+
+function stmts(core: Core) {
+  let s = caches.get(core);
+  if (!s) caches.set(core, (s = prepare(core)));
+  return s;
+}
+
+/** The statement for one combination of filters (bit i = FILTERS[i] present, bit 4 = cursor). */
+function listStatement(core: Core, mask: number) {
+  const s = stmts(core);
+  let stmt = s.lists.get(mask);
+  if (!stmt) {
+    const where = ["org_id = ?"];
+    FILTERS.forEach(([, column], i) => {
+      if (mask & (1 << i)) where.push(`${column} = ?`);
+    });
+    if (mask & 16) where.push("id < ?");
+    stmt = core.sqlite.query<TaskRow, (string | number)[]>(`SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`);
+    s.lists.set(mask, stmt);
+  }
+  return stmt;
+}
+
+/** Artifacts of several tasks with one query, grouped by task. */
+export function artifactsByTask(core: Core, ids: string[]): Map<string, ArtifactInfo[]> {
+  const out = new Map<string, ArtifactInfo[]>();
+  if (ids.length === 0) return out;
+  for (const a of stmts(core).artifactsOfMany.all(JSON.stringify(ids))) {
+    let list = out.get(a.task_id);
+    if (!list) out.set(a.task_id, (list = []));
+    list.push({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at });
+  }
+  return out;
+}
+
+export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: number; cursor?: string }) {
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  const after = decodeCursor(q.cursor, "tsk");
+  let mask = 0;
+  const args: (string | number)[] = [orgId];
+  FILTERS.forEach(([key], i) => {
+    const v = q[key];
+    if (v !== undefined) {
+      mask |= 1 << i;
+      args.push(v);
+    }
+  });
+  if (after) {
+    mask |= 16;
+    args.push(after);
+  }
+  args.push(limit + 1);
+  const probe = listStatement(core, mask).all(...args);
+  const artifacts = artifactsByTask(core, probe.slice(0, limit).map((r) => r.id));
+  return pageFrom(probe, limit, (r) => r.id, (r) => toTaskRecord(r, artifacts.get(r.id) ?? []));
+}
+
+export function getTask(core: Core, orgId: string, taskId: string): TaskRecord {
+  const row = findTask(core, orgId, taskId);
+  if (!row) throw notFound("task");
+  return toTaskRecord(row, artifactsOf(core, taskId));
+}
+
+export function listEvents(core: Core, orgId: string, taskId: string, q: { after?: number; cursor?: string; limit?: number }) {
+  const row = findTask(core, orgId, taskId);
+  if (!row) throw notFound("task");
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  const after = q.after ?? cursorSeq(q.cursor);
+  const probe = stmts(core).events.all(taskId, after, limit + 1);
+  const rows = probe.length > limit ? probe.slice(0, limit) : probe;
+  const items: TaskEvent[] = rows.map((e) => ({
+    seq: e.seq,
+    type: e.type,
+    at: e.at,
+    ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
+    data: e.data === null ? null : JSON.parse(e.data),
+  }));
+  return { items, nextCursor: probe.length > limit ? String(rows[rows.length - 1].seq) : null };
+}
+
+function cursorSeq(cursor: string | undefined): number {
+  if (cursor === undefined || cursor === "") return 0;
+  if (!/^\d{1,15}$/.test(cursor)) throw invalid("the cursor is not valid", [{ field: "cursor", message: "not a cursor returned by this list" }]);
+  return Number(cursor);
+}

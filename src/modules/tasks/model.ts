@@ -1,0 +1,120 @@
+// Request and response schemas of the task API (SPEC §5). The OpenAPI document is built from these.
+import { t } from "elysia";
+import { ACTIONS, TASK_STATUSES } from "./machine";
+import { MAX_LIMIT } from "./cursor";
+
+export const ErrorBody = t.Object(
+  { error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Unknown()) }) },
+  { description: "Every non-2xx answer" },
+);
+
+/** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
+export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
+  const schema = t.UnionEnum(values, options);
+  delete (schema as { default?: unknown }).default;
+  return schema;
+}
+
+export const Priority = Enum(["LOW", "MEDIUM", "HIGH", "URGENT"], { description: "Default MEDIUM" });
+export const Kind = Enum(["task", "review", "plan"], { description: "Default task" });
+export const Status = Enum(TASK_STATUSES);
+const Review = t.Object({ base: t.String({ minLength: 1, maxLength: 255 }), head: t.String({ minLength: 1, maxLength: 255 }) });
+const Id = t.String({ minLength: 1, maxLength: 64 });
+
+export const CreateTaskBody = t.Object(
+  {
+    projectId: Id,
+    title: t.String({ minLength: 1, maxLength: 200 }),
+    prompt: t.String({ minLength: 1, maxLength: 100_000 }),
+    priority: t.Optional(Priority),
+    kind: t.Optional(Kind),
+    review: t.Optional(Review),
+  },
+  { additionalProperties: false },
+);
+
+export const PlanItem = t.Object({
+  title: t.String(),
+  prompt: t.String(),
+  priority: t.Optional(Priority),
+  kind: t.Optional(Kind),
+  review: t.Optional(Review),
+});
+
+export const ArtifactInfo = t.Object({ name: t.String(), contentType: t.String(), size: t.Integer(), createdAt: t.String() });
+
+const Actor = t.Object({ type: t.String(), id: t.String() });
+
+export const TaskRecord = t.Object(
+  {
+    id: t.String(),
+    orgId: t.String(),
+    projectId: t.String(),
+    title: t.String(),
+    prompt: t.String(),
+    priority: Priority,
+    kind: Kind,
+    review: t.Nullable(Review),
+    status: Status,
+    attempt: t.Integer({ description: "How many runs on a worker this task has had" }),
+    workerId: t.Nullable(t.String()),
+    parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
+    createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String() }),
+    summary: t.Nullable(t.String()),
+    needs: t.Nullable(t.Object({ kind: Enum(["input", "approval"]), message: t.String() })),
+    plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
+    source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),
+    artifacts: t.Array(ArtifactInfo),
+    createdAt: t.String(),
+    updatedAt: t.String(),
+    startedAt: t.Nullable(t.String()),
+    finishedAt: t.Nullable(t.String()),
+  },
+  { description: "A task" },
+);
+
+export const TaskEvent = t.Object({
+  seq: t.Integer({ description: "1, 2, 3... per task, no gaps" }),
+  type: t.String({ description: "status, action, log, message, tool, artifact, error, plan" }),
+  at: t.String(),
+  actor: t.Optional(Actor),
+  data: t.Unknown(),
+});
+
+export const Limit = t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, description: `1..${MAX_LIMIT}, default 50` }));
+
+export const ListTasksQuery = t.Object({
+  limit: Limit,
+  cursor: t.Optional(t.String({ description: "nextCursor of the previous page" })),
+  status: t.Optional(Status),
+  projectId: t.Optional(Id),
+  kind: t.Optional(Kind),
+  parentId: t.Optional(Id),
+});
+
+export const TaskPage = t.Object({ items: t.Array(TaskRecord), nextCursor: t.Nullable(t.String()) });
+
+export const EventsQuery = t.Object({
+  after: t.Optional(t.Integer({ minimum: 0, description: "Only events with a greater seq (0: from the start)" })),
+  cursor: t.Optional(t.String({ description: "nextCursor of the previous page (same as after)" })),
+  limit: Limit,
+});
+
+export const EventPage = t.Object({
+  items: t.Array(TaskEvent),
+  nextCursor: t.Nullable(t.String({ description: "Pass as after (or cursor) for the next page; null at the end" })),
+});
+
+export const ActionBody = t.Object(
+  {
+    action: Enum(ACTIONS),
+    input: t.Optional(t.String({ maxLength: 100_000, description: "Text handed to the task (action input)" })),
+    // The 2,000-character limit counts characters, not UTF-16 units: checked in the service.
+    reason: t.Optional(t.String({ maxLength: 8_000, description: "At most 2,000 characters" })),
+  },
+  { additionalProperties: false },
+);
+
+export const TaskParams = t.Object({ orgId: t.String(), taskId: t.String() });
+export const ArtifactParams = t.Object({ orgId: t.String(), taskId: t.String(), name: t.String() });
+export const AppliedPlan = t.Object({ tasks: t.Array(TaskRecord) });

@@ -1,0 +1,126 @@
+// Plans (SPEC §5): a completed plan task carries plan.tasks; apply-plan creates them once.
+// Idempotent: each child is keyed by (parent_id, plan_index), unique in the database, and the
+// whole apply runs in one IMMEDIATE transaction, so parallel calls yield one set of children.
+import type { Core } from "../../server/core";
+import { ApiError, conflict, invalid, notFound } from "../../server/errors";
+import type { Actor } from "../auth/principal";
+import type { Priority, TaskKind } from "../../db/schema";
+import { toTaskRecord, type TaskRecord, type TaskRow } from "./record";
+import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
+import { txCreateTask } from "./service";
+import { artifactsByTask } from "./list";
+
+export interface PlanItem {
+  title: string;
+  prompt: string;
+  priority?: Priority;
+  kind?: TaskKind;
+  review?: { base: string; head: string };
+}
+
+export const MAX_PLAN_TASKS = 100;
+const PRIORITIES = new Set(["LOW", "MEDIUM", "HIGH", "URGENT"]);
+const KINDS = new Set(["task", "review", "plan"]);
+const isText = (v: unknown, max: number) => typeof v === "string" && v.trim().length > 0 && v.length <= max;
+
+/**
+ * Checks a plan as a worker reports it ({tasks: [{title, prompt, priority?, kind?, review?}]}),
+ * returning the normalised plan, or throwing 400 validation_failed with the faulty fields.
+ */
+export function parsePlan(value: unknown): { tasks: PlanItem[] } {
+  const problems: { field: string; message: string }[] = [];
+  const tasks = (value as { tasks?: unknown } | null)?.tasks;
+  if (!Array.isArray(tasks)) throw invalid("the plan must be {tasks: [...]}", [{ field: "plan.tasks", message: "must be an array" }]);
+  if (tasks.length > MAX_PLAN_TASKS) problems.push({ field: "plan.tasks", message: `at most ${MAX_PLAN_TASKS} tasks` });
+  const out: PlanItem[] = tasks.map((raw, i) => {
+    const item = (raw ?? {}) as Record<string, unknown>;
+    const at = `plan.tasks.${i}`;
+    if (!isText(item.title, 200)) problems.push({ field: `${at}.title`, message: "1..200 characters" });
+    if (!isText(item.prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
+    if (item.priority !== undefined && !PRIORITIES.has(item.priority as string)) problems.push({ field: `${at}.priority`, message: "LOW, MEDIUM, HIGH or URGENT" });
+    if (item.kind !== undefined && !KINDS.has(item.kind as string)) problems.push({ field: `${at}.kind`, message: "task, review or plan" });
+    const review = item.review as { base?: unknown; head?: unknown } | undefined;
+    const reviewOk = review !== undefined && isText(review?.base, 255) && isText(review?.head, 255);
+    if (item.kind === "review" && !reviewOk) problems.push({ field: `${at}.review`, message: "{base, head} required with kind review" });
+    return {
+      title: String(item.title ?? "").trim(),
+      prompt: String(item.prompt ?? ""),
+      ...(item.priority !== undefined ? { priority: item.priority as Priority } : {}),
+      ...(item.kind !== undefined ? { kind: item.kind as TaskKind } : {}),
+      ...(item.kind === "review" && reviewOk ? { review: { base: String(review!.base), head: String(review!.head) } } : {}),
+    };
+  });
+  if (problems.length) throw invalid("the plan is not valid", problems);
+  return { tasks: out };
+}
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  return {
+    children: core.sqlite.query<TaskRow, [string]>("SELECT * FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL ORDER BY plan_index"),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+export interface AppliedPlan {
+  /** True when this call created the tasks (201), false when they already existed (200). */
+  created: boolean;
+  tasks: TaskRecord[];
+}
+
+function applyOnce(core: Core, orgId: string, planId: string, actor: Actor): { created: boolean; changes: TaskChange[] } {
+  return core.sqlite
+    .transaction(() => {
+      const plan = findTask(core, orgId, planId);
+      if (!plan) throw notFound("task");
+      if (plan.kind !== "plan") throw invalid("only a plan task can be applied", [{ field: "id", message: `this task is of kind ${plan.kind}` }]);
+      if (plan.status !== "completed") throw conflict(`the plan is ${plan.status}; only a completed plan can be applied`, { status: plan.status });
+      let items: PlanItem[];
+      try {
+        items = parsePlan(plan.plan === null ? null : JSON.parse(plan.plan)).tasks;
+      } catch (err) {
+        throw conflict("the completed plan carries no valid task list", err instanceof ApiError ? err.details : undefined);
+      }
+      const have = new Set(stmts(core).children.all(planId).map((c) => c.plan_index));
+      const changes: TaskChange[] = [];
+      items.forEach((item, index) => {
+        if (have.has(index)) return;
+        changes.push(
+          txCreateTask(core, orgId, {
+            ...item,
+            projectId: plan.project_id,
+            createdBy: { type: "plan", id: planId },
+            parentId: planId,
+            planIndex: index,
+            actor,
+          }),
+        );
+      });
+      if (changes.length > 0) {
+        changes.push(txChangeTask(core, orgId, planId, () => ({ events: [{ type: "plan", actor, data: { applied: changes.map((c) => c.after.id) } }] })));
+      }
+      return { created: changes.length > 0, changes };
+    })
+    .immediate();
+}
+
+/** Creates the tasks a completed plan proposes, once; later calls return the same tasks. */
+export function applyPlan(core: Core, orgId: string, planId: string, actor: Actor): AppliedPlan {
+  let result: { created: boolean; changes: TaskChange[] };
+  try {
+    result = applyOnce(core, orgId, planId, actor);
+  } catch (err) {
+    // Another process applied it between our read and write: the unique index refused ours.
+    if ((err as { code?: string }).code !== "SQLITE_CONSTRAINT_UNIQUE") throw err;
+    result = applyOnce(core, orgId, planId, actor);
+  }
+  publishChanges(core, result.changes);
+  const rows = stmts(core).children.all(planId);
+  const artifacts = artifactsByTask(core, rows.map((r) => r.id));
+  const tasks = rows.map((row) => toTaskRecord(row, artifacts.get(row.id) ?? []));
+  return { created: result.created, tasks };
+}

@@ -1,0 +1,156 @@
+// POST /orgs/:orgId/tasks and GET /orgs/:orgId/tasks/:taskId: validation, roles, records.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { makeProject, makeWorld, type World } from "./fixtures";
+
+let s: TestServer;
+let w: World;
+beforeAll(async () => {
+  s = await startTestServer();
+  w = await makeWorld(s);
+});
+afterAll(() => s.stop());
+
+const base = () => ({ projectId: w.project.id, title: "Fix the login page", prompt: "The button does nothing." });
+
+describe("create a task", () => {
+  test("the full record comes back, 201, with defaults; GET shows the same", async () => {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: base() });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({
+      orgId: w.owner.orgId,
+      projectId: w.project.id,
+      title: "Fix the login page",
+      prompt: "The button does nothing.",
+      priority: "MEDIUM",
+      kind: "task",
+      review: null,
+      status: "queued",
+      attempt: 0,
+      workerId: null,
+      parentId: null,
+      createdBy: { type: "user", id: w.owner.userId },
+      summary: null,
+      needs: null,
+      plan: null,
+      artifacts: [],
+      startedAt: null,
+      finishedAt: null,
+    });
+    expect(r.body.id).toMatch(/^tsk_[0-9a-z]{26}$/);
+    expect(Date.parse(r.body.createdAt)).toBeGreaterThan(0);
+    const got = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${r.body.id}`, { token: w.viewer.accessToken });
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(r.body);
+    const events = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${r.body.id}/events`, { token: w.viewer.accessToken });
+    expect(events.body.items).toEqual([
+      { seq: 1, type: "status", at: r.body.createdAt, actor: { type: "user", id: w.owner.userId }, data: { from: null, to: "queued" } },
+    ]);
+  });
+
+  test("review and plan kinds, priorities", async () => {
+    const review = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, {
+      token: w.member.accessToken,
+      body: { ...base(), kind: "review", review: { base: "main", head: "feature/x" }, priority: "HIGH" },
+    });
+    expect(review.status).toBe(201);
+    expect(review.body).toMatchObject({ kind: "review", review: { base: "main", head: "feature/x" }, priority: "HIGH" });
+    for (const priority of ["LOW", "MEDIUM", "HIGH", "URGENT"]) {
+      const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.member.accessToken, body: { ...base(), kind: "plan", priority } });
+      expect(r.status).toBe(201);
+      expect(r.body).toMatchObject({ kind: "plan", priority });
+    }
+  });
+
+  test("a token creates as itself", async () => {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.ownerToken, body: base() });
+    expect(r.status).toBe(201);
+    expect(r.body.createdBy.type).toBe("token");
+    expect(r.body.createdBy.id).toMatch(/^tok_/);
+  });
+
+  // Each row: a body that must be refused with 400 validation_failed naming the field.
+  const bad: [string, () => Record<string, unknown>, string][] = [
+    ["no projectId", () => ({ title: "t", prompt: "p" }), "projectId"],
+    ["no title", () => ({ projectId: w.project.id, prompt: "p" }), "title"],
+    ["no prompt", () => ({ projectId: w.project.id, title: "t" }), "prompt"],
+    ["empty title", () => ({ ...base(), title: "" }), "title"],
+    ["blank title", () => ({ ...base(), title: "   " }), "title"],
+    ["title of 201", () => ({ ...base(), title: "x".repeat(201) }), "title"],
+    ["empty prompt", () => ({ ...base(), prompt: "" }), "prompt"],
+    ["prompt of 100001", () => ({ ...base(), prompt: "x".repeat(100_001) }), "prompt"],
+    ["lower-case priority", () => ({ ...base(), priority: "high" }), "priority"],
+    ["unknown priority", () => ({ ...base(), priority: "CRITICAL" }), "priority"],
+    ["unknown kind", () => ({ ...base(), kind: "epic" }), "kind"],
+    ["review without review", () => ({ ...base(), kind: "review" }), "review"],
+    ["review without head", () => ({ ...base(), kind: "review", review: { base: "main" } }), "review.head"],
+    ["title a number", () => ({ ...base(), title: 42 }), "title"],
+    ["unknown project", () => ({ ...base(), projectId: "prj_01m819v1ygz3m9djq19vdk2xkt" }), "projectId"],
+    ["project of another org", () => ({ ...base(), projectId: w.otherProject.id }), "projectId"],
+  ];
+  for (const [name, body, field] of bad) {
+    test(`400: ${name}`, async () => {
+      const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: body() });
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe("validation_failed");
+      expect(JSON.stringify(r.body.error.details)).toContain(field);
+    });
+  }
+
+  test("prompt of exactly 100000 and title of 200 are fine", async () => {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, {
+      token: w.owner.accessToken,
+      body: { ...base(), title: "t".repeat(200), prompt: "p".repeat(100_000) },
+    });
+    expect(r.status).toBe(201);
+  });
+
+  test("unknown fields are ignored (the app normalises bodies)", async () => {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), colour: "red" } });
+    expect(r.status).toBe(201);
+    expect(r.body.colour).toBeUndefined();
+  });
+
+  test("malformed JSON is 400", async () => {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: "{not json" });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+  });
+
+  test("an archived project takes no new tasks: 409 conflict", async () => {
+    const p = await makeProject(s, w.owner, "to-archive");
+    expect((await s.api("DELETE", `/orgs/${w.owner.orgId}/projects/${p.id}`, { token: w.owner.accessToken })).status).toBe(200);
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), projectId: p.id } });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe("conflict");
+  });
+
+  // Who may create: [caller, expected status]
+  const callers: [string, () => string | undefined, number][] = [
+    ["owner", () => w.owner.accessToken, 201],
+    ["admin", () => w.admin.accessToken, 201],
+    ["member", () => w.member.accessToken, 201],
+    ["viewer", () => w.viewer.accessToken, 403],
+    ["viewer's token", () => w.viewerToken, 403],
+    ["owner's token", () => w.ownerToken, 201],
+    ["owner of another org", () => w.other.accessToken, 404],
+    ["token of another org", () => w.otherToken, 403],
+    ["nobody", () => undefined, 401],
+    ["garbage bearer", () => "not-a-token", 401],
+  ];
+  for (const [who, token, status] of callers) {
+    test(`${who} -> ${status}`, async () => {
+      const before = s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM tasks").get()!.n;
+      const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: token(), body: base() });
+      expect(r.status).toBe(status);
+      const after = s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM tasks").get()!.n;
+      expect(after - before).toBe(status === 201 ? 1 : 0);
+    });
+  }
+
+  test("GET of an unknown task is 404", async () => {
+    const r = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/tsk_01m819v1yqhsryfjy69tbbabjs`, { token: w.owner.accessToken });
+    expect(r.status).toBe(404);
+    expect(r.body.error.code).toBe("not_found");
+  });
+});
