@@ -1,0 +1,163 @@
+// Integration and completion-webhook management, delivery logs and redelivery (settings.manage).
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { createIntegration, deleteIntegration, getIntegration, listIntegrations, rotateIntegrationSecret, updateIntegration } from "./service";
+import { deletePlugin, getPlugin, pluginId, putPlugin, rotatePluginSecret } from "./plugins";
+import { listDeliveries, redeliver } from "./deliveries";
+import { relayOf } from "./relay";
+import {
+  DeliveryRecord,
+  IntegrationCreate,
+  IntegrationPatch,
+  IntegrationRecord,
+  IntegrationWithSecret,
+  PageQuery,
+  PluginPut,
+  PluginRecord,
+  PluginWithSecret,
+} from "./model";
+
+const OrgParams = t.Object({ orgId: t.String() });
+const IntegrationParams = t.Object({ orgId: t.String(), id: t.String() });
+const DeliveryParams = t.Object({ orgId: t.String(), id: t.String(), deliveryId: t.String() });
+const PluginDeliveryParams = t.Object({ orgId: t.String(), deliveryId: t.String() });
+const pageOf = <T extends Parameters<typeof t.Array>[0]>(item: T) => t.Object({ items: t.Array(item), nextCursor: t.Nullable(t.String()) });
+const tags = ["integrations"];
+
+export const manageRoutes = (core: Core) =>
+  new Elysia({ name: "integrations-manage", seed: core.instanceId, prefix: "/api/v1" })
+    .use(authPlugin(core))
+    .get("/orgs/:orgId/integrations", ({ orgId, query }) => listIntegrations(core, orgId, query), {
+      permission: "settings.manage",
+      params: OrgParams,
+      query: PageQuery,
+      response: { 200: pageOf(IntegrationRecord) },
+      detail: { summary: "List integrations, newest first (secrets are never listed, only their last 4 characters)", tags },
+    })
+    .post("/orgs/:orgId/integrations", async ({ orgId, body, status }) => status(201, await createIntegration(core, orgId, body)), {
+      permission: "settings.manage",
+      params: OrgParams,
+      body: IntegrationCreate,
+      response: { 201: IntegrationWithSecret },
+      detail: {
+        summary: "Create an integration; the secret is in this answer only",
+        description: "callbackUrl is for signed_json only. Callback URLs on loopback, link-local or private addresses are refused unless AO_ALLOW_PRIVATE_CALLBACKS=1.",
+        tags,
+      },
+    })
+    .get("/orgs/:orgId/integrations/:id", ({ orgId, params }) => getIntegration(core, orgId, params.id), {
+      permission: "settings.manage",
+      params: IntegrationParams,
+      response: { 200: IntegrationRecord },
+      detail: { summary: "Get an integration", tags },
+    })
+    .patch("/orgs/:orgId/integrations/:id", ({ orgId, params, body }) => updateIntegration(core, orgId, params.id, body), {
+      permission: "settings.manage",
+      params: IntegrationParams,
+      body: IntegrationPatch,
+      response: { 200: IntegrationRecord },
+      detail: { summary: "Change name, project, enabled, callback URL or config {label, command}; setting callbackUrl re-enables callbacks after a 410", tags },
+    })
+    .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => rotateIntegrationSecret(core, orgId, params.id), {
+      permission: "settings.manage",
+      params: IntegrationParams,
+      response: { 200: IntegrationWithSecret },
+      detail: { summary: "New secret, in this answer only; the old one stops at once", tags },
+    })
+    .delete(
+      "/orgs/:orgId/integrations/:id",
+      ({ orgId, params, status }) => {
+        deleteIntegration(core, orgId, params.id);
+        return status(204, undefined);
+      },
+      { permission: "settings.manage", params: IntegrationParams, detail: { summary: "Delete an integration (its tasks stay)", tags } },
+    )
+    .get(
+      "/orgs/:orgId/integrations/:id/deliveries",
+      ({ orgId, params, query }) => {
+        getIntegration(core, orgId, params.id);
+        return listDeliveries(core, orgId, params.id, query);
+      },
+      {
+        permission: "settings.manage",
+        params: IntegrationParams,
+        query: PageQuery,
+        response: { 200: pageOf(DeliveryRecord) },
+        detail: { summary: "Callback delivery log of the integration, newest first", tags },
+      },
+    )
+    .post(
+      "/orgs/:orgId/integrations/:id/deliveries/:deliveryId/redeliver",
+      ({ orgId, params, status }) => {
+        getIntegration(core, orgId, params.id);
+        const record = redeliver(core, orgId, params.id, params.deliveryId);
+        relayOf(core)?.wake();
+        return status(202, record);
+      },
+      {
+        permission: "settings.manage",
+        params: DeliveryParams,
+        response: { 202: DeliveryRecord },
+        detail: { summary: "Send a callback again now, with the same X-Svc-Delivery id and body", tags },
+      },
+    )
+    .get("/orgs/:orgId/plugins/completion-webhook", ({ orgId }) => getPlugin(core, orgId), {
+      permission: "settings.manage",
+      params: OrgParams,
+      response: { 200: PluginRecord },
+      detail: { summary: "The completion webhook (404 when not set up)", tags },
+    })
+    .put(
+      "/orgs/:orgId/plugins/completion-webhook",
+      async ({ orgId, body, status }) => {
+        const result = await putPlugin(core, orgId, body);
+        return result.created ? status(201, result.record) : status(200, result.record);
+      },
+      {
+        permission: "settings.manage",
+        params: OrgParams,
+        body: PluginPut,
+        response: { 200: PluginRecord, 201: PluginWithSecret },
+        detail: {
+          summary: "Set up (201, with its secret shown once) or change (200) the completion webhook {url, projectId?, enabled}",
+          description: "POSTs the callback payload for every task of the org (or of projectId) that completes, fails or needs attention.",
+          tags,
+        },
+      },
+    )
+    .delete(
+      "/orgs/:orgId/plugins/completion-webhook",
+      ({ orgId, status }) => {
+        deletePlugin(core, orgId);
+        return status(204, undefined);
+      },
+      { permission: "settings.manage", params: OrgParams, detail: { summary: "Remove the completion webhook", tags } },
+    )
+    .post("/orgs/:orgId/plugins/completion-webhook/rotate-secret", ({ orgId }) => rotatePluginSecret(core, orgId), {
+      permission: "settings.manage",
+      params: OrgParams,
+      response: { 200: PluginWithSecret },
+      detail: { summary: "New secret for the completion webhook, in this answer only", tags },
+    })
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => listDeliveries(core, orgId, pluginId(core, orgId), query), {
+      permission: "settings.manage",
+      params: OrgParams,
+      query: PageQuery,
+      response: { 200: pageOf(DeliveryRecord) },
+      detail: { summary: "Delivery log of the completion webhook, newest first", tags },
+    })
+    .post(
+      "/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId/redeliver",
+      ({ orgId, params, status }) => {
+        const record = redeliver(core, orgId, pluginId(core, orgId), params.deliveryId);
+        relayOf(core)?.wake();
+        return status(202, record);
+      },
+      {
+        permission: "settings.manage",
+        params: PluginDeliveryParams,
+        response: { 202: DeliveryRecord },
+        detail: { summary: "Send a completion webhook callback again now, with the same delivery id", tags },
+      },
+    );

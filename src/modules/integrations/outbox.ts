@@ -1,0 +1,108 @@
+// The outbox: when a task completes, fails or comes to need a person, one row per callback target
+// is written inside the transaction of that change (core.taskHooks), so the change and its
+// callbacks commit together or not at all. The relay sends them after the commit.
+import type { Core } from "../../server/core";
+import type { TaskStatus } from "../../db/schema";
+import type { TaskChange } from "../tasks/store";
+import type { TaskRow } from "../tasks/record";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+
+export type CallbackEvent = "completed" | "failed" | "needs_attention";
+
+const EVENT_OF: Partial<Record<TaskStatus, CallbackEvent>> = {
+  completed: "completed",
+  failed: "failed",
+  needs_input: "needs_attention",
+  needs_approval: "needs_attention",
+};
+
+/** The callback event a change causes, if any: a change of status into one of the trigger states. */
+export function callbackEventOf(change: TaskChange): CallbackEvent | null {
+  if (change.before && change.before.status === change.after.status) return null;
+  return EVENT_OF[change.after.status] ?? null;
+}
+
+export interface CallbackPayload {
+  taskId: string;
+  status: TaskStatus;
+  title: string;
+  summary: string | null;
+  url: string;
+  ref: string | null;
+  event: CallbackEvent;
+}
+
+/** The sender's reference: signed JSON's `ref`, or the link of the issue or comment the task came from. */
+function refOf(task: TaskRow): string | null {
+  if (!task.source) return null;
+  try {
+    const source = JSON.parse(task.source) as { ref?: unknown; item?: { url?: unknown } };
+    if (typeof source.ref === "string") return source.ref;
+    if (typeof source.item?.url === "string") return source.item.url;
+  } catch {}
+  return null;
+}
+
+export function callbackPayload(core: Core, task: TaskRow, event: CallbackEvent): CallbackPayload {
+  return {
+    taskId: task.id,
+    status: task.status,
+    title: task.title,
+    summary: task.summary,
+    url: `${core.config.publicUrl}/tasks/${task.id}`,
+    ref: refOf(task),
+    event,
+  };
+}
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    integration: q.query<{ kind: string; enabled: number; callback_url: string | null; callback_disabled_at: string | null }, [string]>(
+      "SELECT kind, enabled, callback_url, callback_disabled_at FROM integrations WHERE id = ?",
+    ),
+    plugin: q.query<{ id: string; project_id: string | null; enabled: number }, [string]>(
+      "SELECT id, project_id, enabled FROM plugins WHERE org_id = ? AND kind = 'completion_webhook'",
+    ),
+    insert: q.query(
+      `INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
+    ),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+/** Who should hear of this task: the signed JSON integration that created it, and the org's plugin. */
+function targetsOf(core: Core, task: TaskRow): { type: "integration" | "plugin"; id: string }[] {
+  const s = stmts(core);
+  const targets: { type: "integration" | "plugin"; id: string }[] = [];
+  if (task.created_by_type === "integration") {
+    const integration = s.integration.get(task.created_by_id);
+    if (integration && integration.kind === "signed_json" && integration.enabled && integration.callback_url && !integration.callback_disabled_at) {
+      targets.push({ type: "integration", id: task.created_by_id });
+    }
+  }
+  const plugin = s.plugin.get(task.org_id);
+  if (plugin && plugin.enabled && (plugin.project_id === null || plugin.project_id === task.project_id)) targets.push({ type: "plugin", id: plugin.id });
+  return targets;
+}
+
+/** The task hook: runs inside the change's transaction. */
+export function writeOutbox(core: Core, change: TaskChange): void {
+  const event = callbackEventOf(change);
+  if (!event) return;
+  const targets = targetsOf(core, change.after);
+  if (targets.length === 0) return;
+  const payload = JSON.stringify(callbackPayload(core, change.after, event));
+  const now = iso();
+  const due = Date.now();
+  for (const target of targets) {
+    stmts(core).insert.run(newId("dlv"), change.after.org_id, target.type, target.id, change.after.id, event, payload, due, now, now);
+  }
+}

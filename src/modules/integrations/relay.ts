@@ -1,0 +1,245 @@
+// The in-process relay: sends the outbox's due rows, signed, and records each try. Woken right
+// after a commit that wrote rows (and polled every second as a safety net). Only 2xx is success;
+// redirects are not followed; 410 disables the target; Retry-After is honoured; rows left
+// "delivering" by a crash are due again at startup (at-least-once, with a stable delivery id).
+import type { Core } from "../../server/core";
+import { iso } from "../../lib/time";
+import { VERSION } from "../../version";
+import { checkTargetUrl, resolveTarget, TargetRefused } from "./netguard";
+import { signSvc } from "./signing";
+
+interface DueRow {
+  id: string;
+  target_type: "integration" | "plugin";
+  target_id: string;
+  event: string;
+  payload: string;
+  round_attempts: number;
+}
+
+type Outcome =
+  | { kind: "succeeded"; code: number; latencyMs: number }
+  | { kind: "retry"; code: number | null; error: string | null; latencyMs: number | null; retryAfterMs?: number }
+  | { kind: "failed"; code: number | null; error: string; latencyMs: number | null; disableTarget?: boolean }
+  | { kind: "interrupted" };
+
+const MAX_CONCURRENT = 16;
+const POLL_MS = 1000;
+const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    recover: q.query<unknown, [number, string]>("UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'"),
+    due: q.query<DueRow, [number, number]>(
+      `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
+        WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
+    ),
+    claim: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'"),
+    nextDue: q.query<{ next: number | null }, []>("SELECT MIN(next_attempt_at) AS next FROM deliveries WHERE status = 'pending'"),
+    integration: q.query<{ url: string | null; secret_sealed: string }, [string]>("SELECT callback_url AS url, secret_sealed FROM integrations WHERE id = ?"),
+    plugin: q.query<{ url: string | null; secret_sealed: string }, [string]>("SELECT url, secret_sealed FROM plugins WHERE id = ?"),
+    record: q.query<unknown, [string, number, number, number | null, string | null, number | null, string, string | null, number, string, string]>(
+      `UPDATE deliveries SET status = ?, attempts = attempts + ?, round_attempts = round_attempts + ?, last_status_code = ?, last_error = ?,
+         last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+    ),
+    backToPending: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'delivering'"),
+    disableIntegration: q.query<unknown, [string, string]>("UPDATE integrations SET callback_disabled_at = ?1, updated_at = ?1 WHERE id = ?2"),
+    disablePlugin: q.query<unknown, [string, string]>("UPDATE plugins SET enabled = 0, updated_at = ?1 WHERE id = ?2"),
+    failPending: q.query<unknown, [string, string, string]>(
+      "UPDATE deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE target_id = ? AND status = 'pending'",
+    ),
+  };
+}
+
+/** `Retry-After` as milliseconds: delta seconds or an HTTP date. */
+export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
+}
+
+export class Relay {
+  private readonly s: ReturnType<typeof prepare>;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private timerDue = Infinity;
+  private stopped = false;
+  private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+
+  constructor(private readonly core: Core) {
+    this.s = prepare(core);
+  }
+
+  /** Rows a crash left in flight are due again now; then the first pass. */
+  start() {
+    this.s.recover.run(Date.now(), iso());
+    this.wake();
+  }
+
+  /** Look for due rows at once (after a commit that wrote some, or a redelivery). */
+  wake() {
+    this.schedule(0);
+  }
+
+  async stop() {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const { controller } of this.inFlight.values()) controller.abort();
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  private schedule(ms: number) {
+    if (this.stopped) return;
+    const due = Date.now() + ms;
+    if (this.timer && this.timerDue <= due) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDue = due;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerDue = Infinity;
+      this.tick();
+    }, ms);
+  }
+
+  private tick() {
+    if (this.stopped) return;
+    const free = MAX_CONCURRENT - this.inFlight.size;
+    if (free > 0) {
+      const now = Date.now();
+      const claimed = this.core.sqlite
+        .transaction(() => {
+          const rows = this.s.due.all(now, free);
+          for (const row of rows) this.s.claim.run(iso(now), row.id);
+          return rows;
+        })
+        .immediate();
+      for (const row of claimed) this.launch(row);
+    }
+    // When every slot is busy, a finishing send wakes the relay.
+    if (this.inFlight.size >= MAX_CONCURRENT) return;
+    const next = this.s.nextDue.get()?.next ?? null;
+    this.schedule(next === null ? POLL_MS : Math.min(Math.max(next - Date.now(), 0), POLL_MS));
+  }
+
+  private launch(row: DueRow) {
+    const controller = new AbortController();
+    const done = this.send(row, controller.signal)
+      .then((outcome) => this.record(row, outcome))
+      .catch((err) => this.core.log.error("callback delivery failed unexpectedly", { deliveryId: row.id, error: String(err) }))
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        this.wake();
+      });
+    this.inFlight.set(row.id, { controller, done });
+  }
+
+  private target(row: DueRow): { url: string; secret: string } | string {
+    const t = row.target_type === "integration" ? this.s.integration.get(row.target_id) : this.s.plugin.get(row.target_id);
+    if (!t) return `the ${row.target_type} was deleted`;
+    if (!t.url) return `the ${row.target_type} has no callback URL`;
+    return { url: t.url, secret: this.core.sealer.open(t.secret_sealed) };
+  }
+
+  private async send(row: DueRow, stop: AbortSignal): Promise<Outcome> {
+    const target = this.target(row);
+    if (typeof target === "string") return { kind: "failed", code: null, error: target, latencyMs: null };
+    const allowPrivate = this.core.config.allowPrivateCallbacks;
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      const url = checkTargetUrl(target.url, allowPrivate);
+      // Connect to the address that was checked, so a second DNS answer cannot point elsewhere.
+      const { address, family } = await resolveTarget(url, allowPrivate);
+      const pinned = new URL(url);
+      pinned.hostname = family === 6 ? `[${address}]` : address;
+      const res = await fetch(pinned, {
+        method: "POST",
+        headers: {
+          host: url.host,
+          "content-type": "application/json",
+          "user-agent": `ao/${VERSION}`,
+          "x-svc-signature": signSvc(target.secret, row.payload),
+          "x-svc-delivery": row.id,
+          "x-svc-event": row.event,
+        },
+        body: row.payload,
+        redirect: "manual",
+        signal: AbortSignal.any([stop, AbortSignal.timeout(this.core.config.callbacks.timeoutMs)]),
+        tls: { serverName: url.hostname },
+      } as RequestInit);
+      const latencyMs = elapsed();
+      void res.body?.cancel().catch(() => {});
+      if (res.status >= 200 && res.status < 300) return { kind: "succeeded", code: res.status, latencyMs };
+      if (res.status === 410) return { kind: "failed", code: 410, error: "the receiver answered 410 Gone: callbacks to it are disabled", latencyMs, disableTarget: true };
+      const error = res.status >= 300 && res.status < 400 ? `redirect to ${res.headers.get("location") ?? "?"} not followed` : `HTTP ${res.status}`;
+      return { kind: "retry", code: res.status, error, latencyMs, retryAfterMs: retryAfterMs(res.headers.get("retry-after")) };
+    } catch (err) {
+      if (stop.aborted) return { kind: "interrupted" };
+      if (err instanceof TargetRefused) return { kind: "failed", code: null, error: err.message, latencyMs: null };
+      const name = (err as Error)?.name;
+      const error = name === "TimeoutError" ? `timed out after ${this.core.config.callbacks.timeoutMs} ms` : String((err as Error)?.message ?? err);
+      return { kind: "retry", code: null, error, latencyMs: name === "TimeoutError" ? elapsed() : null };
+    }
+  }
+
+  private record(row: DueRow, outcome: Outcome) {
+    const nowMs = Date.now();
+    const now = iso(nowMs);
+    const s = this.s;
+    switch (outcome.kind) {
+      case "interrupted":
+        // Stopped mid-send: not counted; the next start sends it again with the same id.
+        s.backToPending.run(now, row.id);
+        return;
+      case "succeeded":
+        s.record.run("succeeded", 1, 1, outcome.code, null, outcome.latencyMs, now, now, nowMs, now, row.id);
+        return;
+      case "failed":
+        this.core.sqlite
+          .transaction(() => {
+            s.record.run("failed", 1, 1, outcome.code, outcome.error, outcome.latencyMs, now, null, nowMs, now, row.id);
+            if (outcome.disableTarget) {
+              if (row.target_type === "integration") s.disableIntegration.run(now, row.target_id);
+              else s.disablePlugin.run(now, row.target_id);
+              s.failPending.run("not sent: the receiver answered 410 Gone to an earlier callback", now, row.target_id);
+            }
+          })
+          .immediate();
+        return;
+      case "retry": {
+        const delays = this.core.config.callbacks.retryDelaysMs;
+        const tried = row.round_attempts + 1;
+        if (tried > delays.length) {
+          s.record.run("failed", 1, 1, outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, now, null, nowMs, now, row.id);
+          return;
+        }
+        // ±20% jitter spreads retries of many callbacks that failed together.
+        const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
+        s.record.run("pending", 1, 1, outcome.code, outcome.error, outcome.latencyMs, now, null, Math.round(nowMs + delay), now, row.id);
+        return;
+      }
+    }
+  }
+}
+
+const relays = new WeakMap<Core, Relay>();
+
+/** The relay of a server instance, once its module has started it. */
+export function relayOf(core: Core): Relay | undefined {
+  return relays.get(core);
+}
+
+/** Creates and starts the relay of this core (once); stopped by core.onClose. */
+export function startRelay(core: Core): Relay {
+  let relay = relays.get(core);
+  if (relay) return relay;
+  relay = new Relay(core);
+  relays.set(core, relay);
+  const r = relay;
+  core.onClose.push(() => r.stop());
+  r.start();
+  return r;
+}

@@ -1,0 +1,166 @@
+// Integrations: create, change, rotate the secret, delete (SPEC §9). The secret is needed in clear
+// to verify HMACs, so it is sealed at rest and shown in full only when created or rotated.
+import { and, desc, eq, lt } from "drizzle-orm";
+import type { Core } from "../../server/core";
+import { ApiError, invalid, notFound } from "../../server/errors";
+import { integrations, projects, type IntegrationKind } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import { randomBase62 } from "../../lib/tokens";
+import { iso } from "../../lib/time";
+import { pageOf, type PageQuery } from "../orgs/paging";
+import { checkTargetAtConfiguration, TargetRefused } from "./netguard";
+import type { IntegrationCreate, IntegrationPatch, IntegrationRecord } from "./model";
+
+type IntegrationRow = typeof integrations.$inferSelect;
+
+export function newSecret(): string {
+  return "aos_" + randomBase62(40);
+}
+
+export function toIntegrationRecord(core: Core, row: IntegrationRow): IntegrationRecord {
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    kind: row.kind,
+    name: row.name,
+    projectId: row.projectId,
+    enabled: row.enabled,
+    callbackUrl: row.callbackUrl,
+    callbackDisabledAt: row.callbackDisabledAt,
+    config: row.config,
+    hookUrl: `${core.config.publicUrl}/api/v1/hooks/${row.id}`,
+    secretLast4: row.secretLast4,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** A live project of the org, or 400 naming the field. */
+export function requireLiveProject(core: Core, orgId: string, projectId: string, field = "projectId") {
+  const project = core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))).get();
+  if (!project) throw invalid(`${field} does not name a project of this organization`, [{ field, message: "unknown project" }]);
+  if (project.archived) throw new ApiError(409, "conflict", "the project is archived");
+}
+
+/** Validates a callback target now (shape and address); 400 with the reason. */
+export async function checkCallbackUrl(core: Core, value: string, field: string): Promise<string> {
+  try {
+    return await checkTargetAtConfiguration(value, core.config.allowPrivateCallbacks);
+  } catch (err) {
+    if (err instanceof TargetRefused) throw invalid(`${field} is refused: ${err.message}`, [{ field, message: err.message }]);
+    throw err;
+  }
+}
+
+function findRow(core: Core, orgId: string, id: string): IntegrationRow {
+  const row = core.db.select().from(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).get();
+  if (!row) throw notFound("integration");
+  return row;
+}
+
+export function getIntegration(core: Core, orgId: string, id: string): IntegrationRecord {
+  return toIntegrationRecord(core, findRow(core, orgId, id));
+}
+
+export function listIntegrations(core: Core, orgId: string, q: PageQuery) {
+  return pageOf(
+    q,
+    1,
+    (after, n) =>
+      core.db
+        .select()
+        .from(integrations)
+        .where(after ? and(eq(integrations.orgId, orgId), lt(integrations.id, after[0])) : eq(integrations.orgId, orgId))
+        .orderBy(desc(integrations.id))
+        .limit(n)
+        .all(),
+    (row) => [row.id],
+    (row) => toIntegrationRecord(core, row),
+  );
+}
+
+function cleanConfig(config: IntegrationCreate["config"]): { label?: string; command?: string } {
+  const out: { label?: string; command?: string } = {};
+  const label = config?.label?.trim();
+  const command = config?.command?.trim();
+  if (label) out.label = label;
+  if (command) out.command = command;
+  return out;
+}
+
+async function callbackFor(core: Core, kind: IntegrationKind, value: string | null | undefined): Promise<string | null> {
+  if (value === undefined || value === null) return null;
+  if (kind !== "signed_json") {
+    throw invalid("only signed_json integrations have a callback URL", [{ field: "callbackUrl", message: "only for kind signed_json" }]);
+  }
+  return checkCallbackUrl(core, value, "callbackUrl");
+}
+
+export async function createIntegration(core: Core, orgId: string, body: IntegrationCreate): Promise<IntegrationRecord & { secret: string }> {
+  requireLiveProject(core, orgId, body.projectId);
+  const callbackUrl = await callbackFor(core, body.kind, body.callbackUrl);
+  const secret = newSecret();
+  const now = iso();
+  const row: IntegrationRow = {
+    id: newId("int"),
+    orgId,
+    kind: body.kind,
+    name: body.name.trim() || body.name,
+    projectId: body.projectId,
+    enabled: body.enabled ?? true,
+    callbackUrl,
+    callbackDisabledAt: null,
+    config: cleanConfig(body.config),
+    secretSealed: core.sealer.seal(secret),
+    secretLast4: secret.slice(-4),
+    createdAt: now,
+    updatedAt: now,
+  };
+  core.db.insert(integrations).values(row).run();
+  return { ...toIntegrationRecord(core, row), secret };
+}
+
+export async function updateIntegration(core: Core, orgId: string, id: string, patch: IntegrationPatch): Promise<IntegrationRecord> {
+  const row = findRow(core, orgId, id);
+  if (patch.projectId !== undefined) requireLiveProject(core, orgId, patch.projectId);
+  const changes: Partial<IntegrationRow> = { updatedAt: iso() };
+  if (patch.name !== undefined) changes.name = patch.name.trim() || patch.name;
+  if (patch.projectId !== undefined) changes.projectId = patch.projectId;
+  if (patch.enabled !== undefined) changes.enabled = patch.enabled;
+  if (patch.config !== undefined) changes.config = cleanConfig(patch.config);
+  if (patch.callbackUrl !== undefined) {
+    changes.callbackUrl = await callbackFor(core, row.kind, patch.callbackUrl);
+    // Setting the URL again is how a person re-enables callbacks after a 410.
+    changes.callbackDisabledAt = null;
+  }
+  const updated = core.db.update(integrations).set(changes).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).returning().get();
+  if (!updated) throw notFound("integration");
+  return toIntegrationRecord(core, updated);
+}
+
+/** A new secret; the old one stops verifying at once (every delivery reads the current row). */
+export function rotateIntegrationSecret(core: Core, orgId: string, id: string): IntegrationRecord & { secret: string } {
+  findRow(core, orgId, id);
+  const secret = newSecret();
+  const updated = core.db
+    .update(integrations)
+    .set({ secretSealed: core.sealer.seal(secret), secretLast4: secret.slice(-4), updatedAt: iso() })
+    .where(and(eq(integrations.id, id), eq(integrations.orgId, orgId)))
+    .returning()
+    .get();
+  if (!updated) throw notFound("integration");
+  return { ...toIntegrationRecord(core, updated), secret };
+}
+
+export function deleteIntegration(core: Core, orgId: string, id: string): void {
+  core.sqlite
+    .transaction(() => {
+      findRow(core, orgId, id);
+      // Callbacks not yet sent have nowhere to go any more; sent ones stay in the log.
+      core.sqlite
+        .query("UPDATE deliveries SET status = 'failed', last_error = 'the integration was deleted', updated_at = ? WHERE target_id = ? AND status = 'pending'")
+        .run(iso(), id);
+      core.db.delete(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).run();
+    })
+    .immediate();
+}

@@ -1,0 +1,31 @@
+// Signed JSON deliveries (SPEC §9): the body is the task itself, {title, prompt, priority?, kind?,
+// review?, ref?}. Only the delivery id dedupes: the same body sent twice is two tasks.
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { invalid } from "../../server/errors";
+import { SignedJsonBody } from "./model";
+import type { Interpretation } from "./interpret";
+
+const check = TypeCompiler.Compile(SignedJsonBody);
+
+export function interpretSignedJson(payload: unknown): Interpretation {
+  if (!check.Check(payload)) {
+    const details = [...check.Errors(payload)].map((e) => ({ field: e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)", message: e.message }));
+    throw invalid("the delivery body is invalid", details);
+  }
+  const body = payload as SignedJsonBody;
+  if (body.kind === "review" && !body.review) {
+    throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
+  }
+  return {
+    kind: "task",
+    task: {
+      title: body.title,
+      prompt: body.prompt,
+      priority: body.priority,
+      kind: body.kind,
+      review: body.kind === "review" ? body.review : undefined,
+      ref: body.ref,
+      itemKeys: [],
+    },
+  };
+}
