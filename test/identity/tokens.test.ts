@@ -112,6 +112,14 @@ describe("a token at work", () => {
     expect(r.status).toBe(403);
     expect(r.body.error.code).toBe("forbidden");
     expect((await s.api("GET", `/orgs/${other.orgId}/members`, { token: tok })).status).toBe(403);
+    // GET /orgs shows a token its own org only, and nothing once its owner left.
+    const m = await addMember(s, other, "viewer");
+    await s.api("POST", `/orgs/${owner.orgId}/members`, { token: owner.accessToken, body: { email: m.email, role: "member" } });
+    const mtok = await makeToken(s, m, owner.orgId);
+    expect((await s.api("GET", "/orgs", { token: m.accessToken })).body.items.length).toBe(2);
+    expect((await s.api("GET", "/orgs", { token: mtok })).body).toEqual({ items: [expect.objectContaining({ id: owner.orgId, role: "member" })], nextCursor: null });
+    await s.api("DELETE", `/orgs/${owner.orgId}/members/${m.userId}`, { token: owner.accessToken });
+    expect((await s.api("GET", "/orgs", { token: mtok })).body).toEqual({ items: [], nextCursor: null });
   });
 
   test("capped at the owner's current role: demotion narrows it at once, promotion never lifts it above its own role", async () => {

@@ -1,6 +1,5 @@
 // Sign-in: password login, sessions (one per sign-in: the family of its refresh and access
 // tokens), refresh-token rotation with reuse detection, logout.
-import { eq } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { sessions } from "../../db/schema";
 import { ApiError, unauthorized } from "../../server/errors";
@@ -131,8 +130,4 @@ export function sessionUser(core: Core, userId: string): UserRow {
   const user = getUser(core, userId);
   if (!user) throw unauthorized();
   return user;
-}
-
-export function findSession(core: Core, sessionId: string) {
-  return core.db.select().from(sessions).where(eq(sessions.id, sessionId)).get();
 }

@@ -9,12 +9,20 @@ import { AddMemberBody, ChangeRoleBody, CreateOrgBody, MemberParams, MemberView,
 export default (core: Core) =>
   new Elysia({ name: "orgs", seed: core.instanceId, prefix: "/api/v1", tags: ["orgs"] })
     .use(authPlugin(core))
-    .get("/orgs", ({ principal, query }) => listOrgsOf(core, principal.userId, query), {
-      auth: "session",
-      query: PageQuery,
-      response: { 200: pageOfSchema(OrgView) },
-      detail: { summary: "The caller's organizations with the caller's role, newest first" },
-    })
+    .get(
+      "/orgs",
+      ({ principal, query }) =>
+        listOrgsOf(core, principal.userId, query, principal.kind === "token" ? { orgId: principal.orgId, role: principal.role } : undefined),
+      {
+        auth: "any",
+        query: PageQuery,
+        response: { 200: pageOfSchema(OrgView) },
+        detail: {
+          summary: "The caller's organizations with the caller's role, newest first",
+          description: "A personal API token sees only its own org, with its effective role.",
+        },
+      },
+    )
     .post("/orgs", ({ principal, body, status }) => status(201, { ...orgView(createOrg(core, body.name, principal.userId)), role: "owner" as const }), {
       auth: "session",
       body: CreateOrgBody,

@@ -57,8 +57,15 @@ export function findOrgByName(core: IdentityStore, name: string): OrgRow | undef
   return core.db.select().from(orgs).where(eq(orgs.name, name.trim())).orderBy(orgs.id).limit(1).get();
 }
 
-/** The orgs a user belongs to, with the user's role, newest first. */
-export function listOrgsOf(core: Core, userId: string, q: PageQuery): Page<OrgView & { role: Role }> {
+/**
+ * The orgs a user belongs to, with the user's role, newest first. `only` narrows the list to
+ * one org with a capped role: what a personal API token sees.
+ */
+export function listOrgsOf(core: Core, userId: string, q: PageQuery, only?: { orgId: string; role: Role | null }): Page<OrgView & { role: Role }> {
+  if (only) {
+    const org = only.role && !q.cursor ? getOrg(core, only.orgId) : undefined;
+    return { items: org ? [{ ...orgView(org), role: only.role! }] : [], nextCursor: null };
+  }
   return pageOf(
     q,
     1,
