@@ -7,6 +7,9 @@ import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 
+/** Routes that take large raw bodies; they enforce their own limit. */
+const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
+
 export function createApp(core: Core) {
   const limit = core.config.jsonLimitBytes;
   let app = new Elysia({ normalize: true })
@@ -21,20 +24,14 @@ export function createApp(core: Core) {
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
-    .onParse(async ({ request, contentType, route }) => {
-      // Inbound webhooks verify a signature over the exact bytes first: that route reads its raw body itself.
-      if (route === "/api/v1/hooks/:id") return;
-      // JSON bodies are read here so the size limit and malformed JSON get the SPEC's errors.
-      if (!contentType?.startsWith("application/json")) return;
-      const declared = Number(request.headers.get("content-length") ?? "0");
-      if (declared > limit) throw payloadTooLarge(limit);
-      const text = await request.text();
-      if (text.length > limit && Buffer.byteLength(text) > limit) throw payloadTooLarge(limit);
-      if (text.trim() === "") return {};
-      try {
-        return JSON.parse(text);
-      } catch {
-        throw invalid("the body is not valid JSON");
+    .onRequest(({ request }) => {
+      // Body size is checked from the declared length before anything is read. Elysia's own JSON
+      // parser then runs (a custom global parser would hide every request body from the OpenAPI document).
+      const length = request.headers.get("content-length");
+      if (length !== null) {
+        if (Number(length) > limit && !RAW_UPLOAD.test(request.url)) throw payloadTooLarge(limit);
+      } else if (request.headers.get("transfer-encoding") && request.headers.get("content-type")?.startsWith("application/json")) {
+        throw new ApiError(411, "length_required", "JSON bodies must declare their Content-Length");
       }
     })
     .use(
