@@ -74,12 +74,12 @@ export function followTask(opts: FollowOptions): Promise<Task> {
 
     const catchUp = async () => {
       const task = await client.request<Task>("GET", base);
-      let cursor: string | undefined;
-      do {
-        const page = await client.request<Page<TaskEvent>>("GET", `${base}/events`, { query: { after: lastSeq, limit: 200, cursor } });
+      // Pages follow from lastSeq itself (show() advances it), so no cursor is needed.
+      for (;;) {
+        const page = await client.request<Page<TaskEvent>>("GET", `${base}/events`, { query: { after: lastSeq, limit: 200 } });
         for (const e of page.items) show(e);
-        cursor = page.nextCursor ?? undefined;
-      } while (cursor && !finished);
+        if (!page.nextCursor || page.items.length === 0 || finished) break;
+      }
       if (opts.done(task)) finish(task);
     };
 
@@ -110,15 +110,19 @@ export function followTask(opts: FollowOptions): Promise<Task> {
       } else if (msg.type === "task.event" && msg.taskId === taskId && msg.event) {
         const e = msg.event as TaskEvent;
         enqueue(async () => {
-          if (e.seq === lastSeq + 1) show(e);
-          else if (e.seq > lastSeq + 1) await catchUp();
+          if (e.seq <= lastSeq) return;
+          if (e.seq > lastSeq + 1) return catchUp();
+          show(e);
+          // A status event may be the only sign of a state change (task.updated is not sent for
+          // every change), so read the task again.
+          if (e.type === "status") await catchUp();
         });
       } else if (msg.type === "task.updated" && msg.task?.id === taskId) {
         // The events of this change follow on the socket; catchUp reads them before deciding.
         if (opts.done(msg.task as Task)) enqueue(catchUp);
       } else if (msg.type === "error") {
         const code = String(msg.code ?? "error");
-        if (code === "forbidden" || code === "not_found") fail(new ApiFailure(403, code, msg.message ?? "the server refused the subscription"));
+        if (code === "forbidden" || code === "not_found") fail(new ApiFailure(code === "forbidden" ? 403 : 404, code, msg.message ?? "the server refused the subscription"));
       }
     };
 

@@ -180,7 +180,7 @@ async function events(args: string[]): Promise<number | void> {
   const p = parse(args, { ...ORG, follow: { type: "boolean", short: "f" }, after: { type: "string" }, json: { type: "boolean" } }, 1);
   if (flag(p, "help")) return printHelp("task events");
   const id = taskId(p);
-  const after = str(p, "after") === undefined ? 0 : (positiveInt("after", str(p, "after")) ?? 0);
+  const after = str(p, "after") === "0" ? 0 : (positiveInt("after", str(p, "after")) ?? 0);
   const json = flag(p, "json");
   const ctx = await connect(str(p, "org"));
   if (flag(p, "follow")) {
@@ -197,7 +197,8 @@ async function events(args: string[]): Promise<number | void> {
   const all: TaskEvent[] = [];
   let cursor: string | undefined;
   do {
-    const page = await ctx.client.request<Page<TaskEvent>>("GET", `${taskPath(ctx, id)}/events`, { query: { after, limit: 200, cursor } });
+    const query = cursor ? { cursor, limit: 200 } : { after, limit: 200 };
+    const page = await ctx.client.request<Page<TaskEvent>>("GET", `${taskPath(ctx, id)}/events`, { query });
     all.push(...page.items);
     cursor = page.nextCursor ?? undefined;
   } while (cursor);

@@ -1,0 +1,352 @@
+// `ao task ...` against a real server: create, list, show, events, actions, --wait and
+// --follow, with the task moved along through the server's task store as a worker would.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, login, makeToken, newOrg, type Session } from "../helpers/identity";
+import { newConfigDir, runCli, seedSession, spawnCli } from "./helpers";
+import { changeTask, type EventInput, type TaskPatch } from "../../src/modules/tasks/store";
+import type { TaskRow } from "../../src/modules/tasks/record";
+
+let s: TestServer;
+let owner: Session;
+let env: Record<string, string>;
+let projectId: string;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await createAdmin(s);
+  const dir = newConfigDir();
+  seedSession(dir, s.url, { ...(await login(s, owner.email)), email: owner.email, orgId: owner.orgId });
+  env = { AO_CONFIG_DIR: dir };
+  const p = await s.api("POST", `/orgs/${owner.orgId}/projects`, { body: { name: "Web Shop" }, token: owner.accessToken });
+  expect(p.status).toBe(201);
+  projectId = p.body.id;
+});
+afterAll(() => s.stop());
+
+const ao = (...args: string[]) => runCli(args, env);
+
+async function newTask(title = "a task", extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { body: { projectId, title, prompt: "do it", ...extra }, token: owner.accessToken });
+  expect(r.status).toBe(201);
+  return r.body.id;
+}
+
+/** What a worker would do: change the task's state and append timeline events. */
+function move(taskId: string, to: TaskRow["status"], patch: TaskPatch = {}, extra: EventInput[] = []) {
+  changeTask(s.core, owner.orgId, taskId, (row) => ({
+    patch: { status: to, ...(to === "running" && !row.started_at ? { attempt: row.attempt + 1, started_at: new Date().toISOString() } : {}), ...patch },
+    events: [...extra, { type: "status", data: { from: row.status, to } }],
+  }));
+}
+
+const log = (line: string): EventInput => ({ type: "log", data: { line } });
+
+describe("ao task create", () => {
+  test("by project name, priority in any case: the task as JSON", async () => {
+    const r = await ao("task", "create", "--project", "web shop", "--title", "Fix the cart", "--prompt", "The cart loses items", "--priority", "high", "--json");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const t = JSON.parse(r.stdout);
+    expect(t).toMatchObject({ projectId, title: "Fix the cart", prompt: "The cart loses items", priority: "HIGH", kind: "task", status: "queued" });
+    expect((await s.api("GET", `/orgs/${owner.orgId}/tasks/${t.id}`, { token: owner.accessToken })).body.title).toBe("Fix the cart");
+  });
+
+  test("a review from a prompt file, a plan from standard input; human output names the task", async () => {
+    const file = join(newConfigDir(), "prompt.md");
+    writeFileSync(file, "Review this\nline two\n");
+    const review = await ao("task", "create", "--project", projectId, "--title", "Review PR", "--prompt-file", file, "--kind", "review", "--base", "main", "--head", "feature", "--json");
+    expect(review.code).toBe(0);
+    expect(JSON.parse(review.stdout)).toMatchObject({ kind: "review", review: { base: "main", head: "feature" }, prompt: "Review this\nline two\n" });
+
+    const plan = await runCli(["task", "create", "--project", projectId, "--title", "Plan it", "--prompt-file", "-", "--kind", "plan"], env, "from stdin");
+    expect(plan.code).toBe(0);
+    const [, id] = plan.stdout.match(/^Created task (tsk_\w+) \(queued\): Plan it$/m)!;
+    const t = await s.api("GET", `/orgs/${owner.orgId}/tasks/${id}`, { token: owner.accessToken });
+    expect(t.body).toMatchObject({ kind: "plan", prompt: "from stdin" });
+  });
+
+  test("bad command lines exit 2 and create nothing", async () => {
+    const before = (await s.api("GET", `/orgs/${owner.orgId}/tasks?limit=200`, { token: owner.accessToken })).body.items.length;
+    const base = ["task", "create", "--project", projectId, "--title", "T"];
+    const table: [string[], RegExp][] = [
+      [["task", "create", "--title", "T", "--prompt", "P"], /--project is required/],
+      [["task", "create", "--project", projectId, "--prompt", "P"], /--title is required/],
+      [base, /--prompt or --prompt-file is required/],
+      [[...base, "--prompt", "P", "--prompt-file", "f"], /not both/],
+      [[...base, "--prompt", "P", "--kind", "review", "--base", "main"], /--kind review needs --base and --head/],
+      [[...base, "--prompt", "P", "--base", "main", "--head", "x"], /--base and --head go with --kind review/],
+      [[...base, "--prompt", "P", "--priority", "asap"], /--priority must be one of LOW, MEDIUM, HIGH, URGENT/],
+      [[...base, "--prompt", "P", "--kind", "epic"], /--kind must be one of task, review, plan/],
+      [[...base, "--prompt", "P", "--color", "red"], /Unknown option '--color'/],
+      [[...base, "--prompt", "P", "extra"], /unexpected argument 'extra'/],
+    ];
+    for (const [args, message] of table) {
+      const r = await ao(...args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+    }
+    expect((await s.api("GET", `/orgs/${owner.orgId}/tasks?limit=200`, { token: owner.accessToken })).body.items.length).toBe(before);
+  });
+
+  test("what the server refuses exits 1 with its code and message", async () => {
+    const table: [string[], RegExp][] = [
+      [["task", "create", "--project", "No Such", "--title", "T", "--prompt", "P"], /no project named 'No Such' \(projects: Web Shop\)/],
+      [["task", "create", "--project", "prj_nope", "--title", "T", "--prompt", "P"], /^ao: validation_failed: /],
+      [["task", "create", "--project", projectId, "--title", "x".repeat(201), "--prompt", "P"], /^ao: validation_failed: [^]*title/],
+      [["task", "create", "--project", projectId, "--title", "T", "--prompt-file", "/no/such/file"], /cannot read --prompt-file \/no\/such\/file/],
+    ];
+    for (const [args, message] of table) {
+      const r = await ao(...args);
+      expect({ args: args.slice(0, 3), code: r.code }).toEqual({ args: args.slice(0, 3), code: 1 });
+      expect(r.stderr).toMatch(message);
+    }
+  });
+});
+
+describe("ao task list, show, events", () => {
+  let ids: string[];
+  beforeAll(async () => {
+    const p = await s.api("POST", `/orgs/${owner.orgId}/projects`, { body: { name: "Listing" }, token: owner.accessToken });
+    ids = [];
+    for (const title of ["first", "second", "third"]) {
+      const r = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { body: { projectId: p.body.id, title, prompt: "p" }, token: owner.accessToken });
+      ids.push(r.body.id);
+    }
+    move(ids[0]!, "running", {}, [log("cloning")]);
+  });
+
+  test("list: aligned columns, newest first, filters and limit", async () => {
+    const r = await ao("task", "list", "--project", "Listing");
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID +STATUS +PRIORITY +KIND +UPDATED +TITLE$/);
+    expect(lines.slice(1).map((l) => l.split(/ +/)[0])).toEqual([...ids].reverse());
+    const titleColumn = lines[0]!.indexOf("TITLE");
+    for (const l of lines.slice(1)) expect(l.slice(titleColumn)).toMatch(/^(first|second|third)$/);
+    expect(lines[3]).toMatch(/ running +MEDIUM +task +\d{4}-\d\d-\d\d \d\d:\d\d +first$/);
+
+    const running = JSON.parse((await ao("task", "list", "--project", "Listing", "--status", "running", "--json")).stdout);
+    expect(running.map((t: any) => t.id)).toEqual([ids[0]]);
+    const limited = JSON.parse((await ao("task", "list", "--project", "Listing", "--limit", "2", "--json")).stdout);
+    expect(limited.map((t: any) => t.title)).toEqual(["third", "second"]);
+    expect((await ao("task", "list", "--project", "Listing", "--status", "failed")).stdout).toBe("No tasks.\n");
+  });
+
+  test("list: bad filters exit 2", async () => {
+    for (const args of [["--status", "done"], ["--limit", "0"], ["--limit", "ten"], ["--kind", "x"]]) {
+      const r = await ao("task", "list", ...args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+    }
+  });
+
+  test("show: details for people, the record with --json", async () => {
+    const r = await ao("task", "show", ids[0]!);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toStartWith(`${ids[0]}  first\n`);
+    expect(r.stdout).toMatch(/^status +running \(attempt 1\)$/m);
+    expect(r.stdout).toContain(`created   `);
+    const json = JSON.parse((await ao("task", "show", ids[0]!, "--json")).stdout);
+    expect(json).toMatchObject({ id: ids[0], status: "running", attempt: 1 });
+  });
+
+  test("show: unknown task, another org's task exit 1 not_found; no ID exits 2", async () => {
+    const other = await newOrg(s);
+    const op = await s.api("POST", `/orgs/${other.orgId}/projects`, { body: { name: "theirs" }, token: other.accessToken });
+    const theirs = await s.api("POST", `/orgs/${other.orgId}/tasks`, { body: { projectId: op.body.id, title: "secret", prompt: "p" }, token: other.accessToken });
+    for (const id of ["tsk_nope", theirs.body.id]) {
+      const r = await ao("task", "show", id);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^ao: not_found: task not found/);
+      expect(r.stdout).toBe("");
+    }
+    const r = await ao("task", "show");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("the task ID is required");
+  });
+
+  test("events: one line per event (#seq time type text), --after, --json", async () => {
+    const r = await ao("task", "events", ids[0]!);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by user usr_\w+$/),
+      expect.stringMatching(/^#2 \d\d:\d\d:\d\d log cloning$/),
+      expect.stringMatching(/^#3 \d\d:\d\d:\d\d status queued -> running$/),
+    ]);
+    expect((await ao("task", "events", ids[0]!, "--after", "2")).stdout).toMatch(/^#3 [^\n]*\n$/);
+    const json = JSON.parse((await ao("task", "events", ids[0]!, "--json")).stdout);
+    expect(json.map((e: any) => e.seq)).toEqual([1, 2, 3]);
+    expect(json[1]).toMatchObject({ type: "log", data: { line: "cloning" } });
+  });
+});
+
+describe("ao task <action>", () => {
+  test("each action answers with the new state; refusals exit 1 with the allowed actions", async () => {
+    const id = await newTask("controlled");
+    const steps: [string[], number, RegExp][] = [
+      [["pause", id], 0, /^pause: task tsk_\w+ is now paused$/m],
+      [["resume", id], 0, /is now queued/],
+      [["approve", id], 1, /^ao: invalid_transition: cannot approve a task that is queued\n {2}status: queued\n {2}allowedActions: pause, cancel\n$/],
+      [["cancel", id, "--reason", "not needed"], 0, /is now cancelled/],
+      [["retry", id], 0, /is now queued/],
+    ];
+    for (const [args, code, out] of steps) {
+      const r = await ao("task", ...args);
+      expect({ args, code: r.code }).toEqual({ args, code });
+      expect(code === 0 ? r.stdout : r.stderr).toMatch(out);
+    }
+    move(id, "running");
+    move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "which colour?" }) });
+    const answered = await ao("task", "input", id, "--input", "blue", "--json");
+    expect(answered.code).toBe(0);
+    expect(JSON.parse(answered.stdout)).toMatchObject({ id, status: "running", needs: null });
+    const events = (await s.api("GET", `/orgs/${owner.orgId}/tasks/${id}/events`, { token: owner.accessToken })).body.items;
+    expect(events.filter((e: any) => e.type === "action").map((e: any) => e.data)).toEqual([
+      { action: "pause" },
+      { action: "resume" },
+      { action: "cancel", reason: "not needed" },
+      { action: "retry" },
+      { action: "input", input: "blue" },
+    ]);
+  });
+
+  test("bad command lines exit 2", async () => {
+    const table: [string[], RegExp][] = [
+      [["input", "tsk_x"], /'ao task input' needs --input TEXT/],
+      [["pause", "tsk_x", "--input", "x"], /--input goes with 'ao task input'/],
+      [["deny", "tsk_x", "--reason", "r".repeat(2001)], /--reason is at most 2,000 characters/],
+      [["cancel"], /the task ID is required/],
+      [["explode", "tsk_x"], /unknown command 'task explode'/],
+    ];
+    for (const [args, message] of table) {
+      const r = await ao("task", ...args);
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+    }
+  });
+
+  test("unknown task: exit 1 not_found", async () => {
+    const r = await ao("task", "cancel", "tsk_doesnotexist");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^ao: not_found: /);
+  });
+});
+
+// Each test follows a live task; the server pushes over the WebSocket, so they take well under a second.
+describe("--wait and --follow", () => {
+  /** Starts `ao task create --wait` and returns the new task's id and the running CLI. */
+  async function createWaiting(title: string, ...extra: string[]) {
+    const cli = spawnCli(["task", "create", "--project", projectId, "--title", title, "--prompt", "go", "--wait", ...extra], env);
+    const [, id] = await cli.waitFor(/^Created task (tsk_\w+): /m);
+    return { cli, id: id! };
+  }
+
+  test("completes: exit 0 with the timeline as it happens", async () => {
+    const { cli, id } = await createWaiting("will complete");
+    await cli.waitFor(/^#1 .* status queued/m);
+    move(id, "running", {}, [log("step one")]);
+    await cli.waitFor(/^#3 .* status queued -> running$/m);
+    move(id, "completed", { summary: "all done", finished_at: new Date().toISOString() }, [log("step two")]);
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toEqual([
+      `Created task ${id}: will complete`,
+      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by user usr_\w+$/),
+      expect.stringMatching(/^#2 \d\d:\d\d:\d\d log step one$/),
+      expect.stringMatching(/^#3 \d\d:\d\d:\d\d status queued -> running$/),
+      expect.stringMatching(/^#4 \d\d:\d\d:\d\d log step two$/),
+      expect.stringMatching(/^#5 \d\d:\d\d:\d\d status running -> completed$/),
+      `task ${id} completed: all done`,
+    ]);
+  });
+
+  test("cancelled: exit 1", async () => {
+    const { cli, id } = await createWaiting("will be cancelled");
+    await cli.waitFor(/^#1 /m);
+    expect((await s.api("POST", `/orgs/${owner.orgId}/tasks/${id}/actions`, { body: { action: "cancel" }, token: owner.accessToken })).status).toBe(200);
+    const r = await cli.done;
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/#2 [^\n]* action cancel by user usr_\w+\n#3 [^\n]* status queued -> cancelled by user usr_\w+\ntask tsk_\w+ cancelled\n$/);
+  });
+
+  test("failed: exit 1", async () => {
+    const { cli, id } = await createWaiting("will fail");
+    await cli.waitFor(/^#1 /m);
+    move(id, "running");
+    move(id, "failed", { finished_at: new Date().toISOString() }, [{ type: "error", data: { message: "tests failed" } }]);
+    const r = await cli.done;
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/ error tests failed\n#4 [^\n]* status running -> failed\ntask tsk_\w+ failed\n$/);
+  });
+
+  test("needs input: exit 3 with the question and how to answer; --json prints only the final task", async () => {
+    const { cli, id } = await createWaiting("will ask");
+    await cli.waitFor(/^#1 /m);
+    move(id, "running");
+    move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "Which database?" }) });
+    const r = await cli.done;
+    expect(r.code).toBe(3);
+    expect(r.stdout).toEndWith(`task ${id} needs input: Which database?\n  answer with: ao task input ${id} --input TEXT\n`);
+
+    const json = spawnCli(["task", "create", "--project", projectId, "--title", "json wait", "--prompt", "go", "--wait", "--json"], env);
+    let task: any;
+    for (let i = 0; i < 100 && !task; i++) {
+      await Bun.sleep(50);
+      task = (await s.api("GET", `/orgs/${owner.orgId}/tasks?limit=5`, { token: owner.accessToken })).body.items.find((t: any) => t.title === "json wait");
+    }
+    move(task.id, "running");
+    move(task.id, "needs_approval", { needs: JSON.stringify({ kind: "approval", message: "Deploy?" }) });
+    const jr = await json.done;
+    expect(jr.code).toBe(3);
+    expect(JSON.parse(jr.stdout)).toMatchObject({ id: task.id, status: "needs_approval", needs: { kind: "approval", message: "Deploy?" } });
+  });
+
+  test("events --follow prints every event once, in order, and exits when the task is over", async () => {
+    const id = await newTask("followed");
+    move(id, "running", {}, [log("before following")]);
+    const cli = spawnCli(["task", "events", id, "--follow"], env);
+    await cli.waitFor(/^#3 .* running$/m);
+    for (let i = 0; i < 5; i++) move(id, "running", {}, [log(`line ${i}`)].slice(0, 1)); // events-only changes
+    move(id, "completed", { finished_at: new Date().toISOString() });
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    const seqs = r.stdout.trimEnd().split("\n").map((l) => Number(l.match(/^#(\d+) /)![1]));
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+    expect(r.stdout).toContain(" log line 4\n");
+    expect(r.stdout).toMatch(/status running -> completed\n$/);
+  });
+
+  test("a terminal task: --wait-free follow ends at once; --json gives one event per line", async () => {
+    const id = await newTask("already over");
+    await s.api("POST", `/orgs/${owner.orgId}/tasks/${id}/actions`, { body: { action: "cancel" }, token: owner.accessToken });
+    const r = await ao("task", "events", id, "--follow", "--json");
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l).seq)).toEqual([1, 2, 3]);
+  });
+});
+
+describe("AO_SERVER and AO_TOKEN", () => {
+  test("a token works in its own org without a session file", async () => {
+    const token = await makeToken(s, owner);
+    const tenv = { AO_CONFIG_DIR: newConfigDir(), AO_SERVER: s.url, AO_TOKEN: token };
+    const created = await runCli(["task", "create", "--project", "Web Shop", "--title", "from CI", "--prompt", "p", "--json"], tenv);
+    expect(created.code).toBe(0);
+    const t = JSON.parse(created.stdout);
+    expect(t.createdBy).toMatchObject({ type: "token" });
+    const shown = await runCli(["task", "show", t.id, "--json"], tenv);
+    expect(JSON.parse(shown.stdout).id).toBe(t.id);
+    const wrong = await runCli(["task", "list", "--org", "some-other-org"], tenv);
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain("AO_TOKEN belongs to organization admin-org");
+  });
+
+  test("a viewer's token cannot create tasks: exit 1 forbidden", async () => {
+    const token = await makeToken(s, owner, owner.orgId, "viewer");
+    const r = await runCli(["task", "create", "--project", projectId, "--title", "T", "--prompt", "P"], { AO_CONFIG_DIR: newConfigDir(), AO_SERVER: s.url, AO_TOKEN: token });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^ao: forbidden: /);
+  });
+});
