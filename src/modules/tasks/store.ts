@@ -109,7 +109,10 @@ export function txChangeTask(
   // `touch`: the record changed outside the row (e.g. its artifacts list), so updatedAt moves too.
   const changed = touch || Object.keys(patch).length > 0;
   const now = iso();
-  const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? now : before.updated_at };
+  // updatedAt moves strictly forward on every change (two changes in one millisecond stay
+  // distinguishable): publishChanges and polling clients tell a record change by it.
+  const updatedAt = now > before.updated_at ? now : iso(Date.parse(before.updated_at) + 1);
+  const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? updatedAt : before.updated_at };
   if (!changed && events.length === 0) return { before, after, events: [] };
   s.update.run(
     after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,

@@ -1,5 +1,57 @@
+// Workers (SPEC §7): pairing, the worker protocol (HTTP routes + the /api/v1/worker/ws socket),
+// the org's worker management, and the project features that need workers (clone, readiness,
+// discovered). The factory also wires the dispatcher to task changes and actions.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { presenceOf } from "./presence";
+import { WORKER_SOCKET_PATH, workerSocket } from "./socket";
+import { isHeld } from "./dispatcher";
+import protocolRoutes from "./protocol-routes";
+import pairingRoutes from "./pairing-routes";
+import orgRoutes from "./org-routes";
+import type { ControlAction } from "../../protocol/messages";
 
-// Routes of this feature are added by its issue; the module is mounted in server/modules.ts.
-export default (core: Core) => new Elysia({ name: "workers", seed: core.instanceId, prefix: "/api/v1" });
+/** Person actions that a worker holding the attempt must hear about, and what it is told. */
+const CONTROLS: Partial<Record<string, ControlAction>> = {
+  pause: "pause",
+  resume: "resume",
+  cancel: "cancel",
+  restart: "cancel",
+  input: "input",
+  approve: "approve",
+  deny: "deny",
+};
+
+function wire(core: Core) {
+  const presence = presenceOf(core);
+  const dispatcher = presence.dispatcher;
+  core.sockets.register(WORKER_SOCKET_PATH, workerSocket(core));
+  core.events.on("task.changed", (change) => {
+    try {
+      dispatcher.onTaskChanged(change.before, change.after);
+    } catch (err) {
+      core.log.error("dispatcher failed on a task change", { taskId: change.after.id, error: String((err as Error)?.stack ?? err) });
+    }
+  });
+  core.events.on("task.action", ({ change, action, input, reason }) => {
+    const before = change.before;
+    const control = CONTROLS[action];
+    if (!before || !control || !before.worker_id) return;
+    // Resume reaches the worker only when the task went back to it; the rest only when it held the attempt.
+    const holder = action === "resume" ? (isHeld(change.after) ? change.after.worker_id : null) : isHeld(before) ? before.worker_id : null;
+    if (!holder) return;
+    dispatcher.control(holder, before.id, before.attempt, control, {
+      ...(input !== undefined ? { input } : {}),
+      ...(reason !== undefined ? { reason } : action === "restart" ? { reason: "restarted" } : {}),
+    });
+  });
+  core.onClose.push(() => presence.close());
+}
+
+export default (core: Core) => {
+  wire(core);
+  return new Elysia({ name: "workers", seed: core.instanceId, prefix: "/api/v1" })
+    .use(protocolRoutes(core))
+    .use(pairingRoutes(core))
+    .use(orgRoutes(core));
+};

@@ -1,0 +1,293 @@
+// The dispatcher: which workers are connected, what each holds, and which queued task is offered
+// to whom. In memory per server instance; the database stays the truth about tasks (a claim is
+// the atomic step), so losing this state costs only a re-offer.
+//
+// Offers go to approved, connected workers with a free slot (capacity - held - offered), by
+// priority then age, honouring labels (project.policy.workerLabels must all be on the worker)
+// and worker policy (worker.policy.projects, when set, lists the only projects it takes).
+import type { Core } from "../../server/core";
+import type { Socket } from "../../server/sockets";
+import { randomSecret } from "../../lib/tokens";
+import { iso } from "../../lib/time";
+import type { TaskRow } from "../tasks/record";
+import type { Control, ControlAction, Offer, ServerMessage } from "../../protocol/messages";
+
+export interface Conn {
+  ws: Socket;
+  workerId: string;
+  orgId: string;
+  labels: Set<string>;
+  /** Projects the worker is limited to, or null for any. */
+  projects: Set<string> | null;
+  capacity: number;
+  /** Said hello (capacity and holdings are known). */
+  greeted: boolean;
+  /** Approved and greeted: may receive offers. */
+  active: boolean;
+  /** Claimed attempts it holds: taskId -> attempt. */
+  held: Map<string, number>;
+  offers: Set<string>;
+  lastSeen: number;
+  lastOfferAt: number;
+}
+
+export interface OfferState {
+  offerId: string;
+  taskId: string;
+  orgId: string;
+  attempt: number;
+  workerId: string;
+  expiresAt: number;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank">;
+
+const HELD = new Set(["running", "paused", "needs_input", "needs_approval"]);
+export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
+
+/** How many queued rows one pass looks at for one worker (the rest wait for the next pass). */
+const SCAN_LIMIT = 500;
+
+export class Dispatcher {
+  readonly conns = new Map<string, Conn>();
+  private readonly byOrg = new Map<string, Set<Conn>>();
+  readonly offers = new Map<string, OfferState>();
+  private readonly offerByTask = new Map<string, OfferState>();
+  /** Controls for workers that are not connected right now, sent at their next hello. */
+  private readonly pendingControls = new Map<string, Control[]>();
+  private readonly q;
+
+  constructor(private readonly core: Core) {
+    const s = core.sqlite;
+    this.q = {
+      queuedFirst: s.query<QueuedRow, [string, number]>(
+        `SELECT id, org_id, project_id, attempt, priority_rank FROM tasks WHERE status = 'queued' AND org_id = ?
+          ORDER BY priority_rank DESC, id ASC LIMIT ?`,
+      ),
+      queuedAfter: s.query<QueuedRow, [string, number, number, string, number]>(
+        `SELECT id, org_id, project_id, attempt, priority_rank FROM tasks WHERE status = 'queued' AND org_id = ?
+          AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`,
+      ),
+      projectPolicy: s.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
+    };
+  }
+
+  // --- connections -------------------------------------------------------------------------
+
+  add(conn: Conn): Conn | undefined {
+    const previous = this.conns.get(conn.workerId);
+    if (previous) this.remove(previous);
+    this.conns.set(conn.workerId, conn);
+    let set = this.byOrg.get(conn.orgId);
+    if (!set) this.byOrg.set(conn.orgId, (set = new Set()));
+    set.add(conn);
+    return previous;
+  }
+
+  /** Forgets a connection and re-offers what was offered to it. No-op for a replaced connection. */
+  remove(conn: Conn) {
+    if (this.conns.get(conn.workerId) !== conn) return;
+    this.conns.delete(conn.workerId);
+    this.byOrg.get(conn.orgId)?.delete(conn);
+    const voided = [...conn.offers].map((id) => this.offers.get(id)).filter((o): o is OfferState => !!o);
+    for (const offer of voided) this.dropOffer(offer);
+    for (const offer of voided) this.offerTaskById(offer.taskId);
+  }
+
+  isConnected(workerId: string): boolean {
+    return this.conns.has(workerId);
+  }
+
+  free(conn: Conn): number {
+    return conn.capacity - conn.held.size - conn.offers.size;
+  }
+
+  send(conn: Conn, message: ServerMessage): boolean {
+    // 0 means the message was dropped (socket closing or over its backpressure limit).
+    return conn.ws.send(JSON.stringify(message)) !== 0;
+  }
+
+  // --- offers ------------------------------------------------------------------------------
+
+  private dropOffer(offer: OfferState) {
+    clearTimeout(offer.timer);
+    this.offers.delete(offer.offerId);
+    if (this.offerByTask.get(offer.taskId) === offer) this.offerByTask.delete(offer.taskId);
+    this.conns.get(offer.workerId)?.offers.delete(offer.offerId);
+  }
+
+  /** Takes the offer out for a claim: the caller then owns the outcome. */
+  takeOffer(offerId: string, workerId: string, taskId: string): OfferState | null {
+    const offer = this.offers.get(offerId);
+    if (!offer || offer.workerId !== workerId || offer.taskId !== taskId) return null;
+    this.dropOffer(offer);
+    return offer;
+  }
+
+  /** The worker declined, or the offer ran out: offer the task elsewhere (to the same worker only if nobody else fits). */
+  releaseOffer(offerId: string, workerId: string) {
+    const offer = this.offers.get(offerId);
+    if (!offer || offer.workerId !== workerId) return;
+    this.dropOffer(offer);
+    this.offerTaskById(offer.taskId, workerId);
+  }
+
+  /** A task left the queue (claimed, paused, cancelled): its offer is void. */
+  voidOfferFor(taskId: string) {
+    const offer = this.offerByTask.get(taskId);
+    if (offer) this.dropOffer(offer);
+  }
+
+  private makeOffer(conn: Conn, task: QueuedRow): boolean {
+    const offerMs = this.core.config.workerTimeouts.offerMs;
+    const offer: OfferState = {
+      offerId: `ofr_${randomSecret(22)}`,
+      taskId: task.id,
+      orgId: task.org_id,
+      attempt: task.attempt + 1,
+      workerId: conn.workerId,
+      expiresAt: Date.now() + offerMs,
+      timer: setTimeout(() => this.releaseOffer(offer.offerId, conn.workerId), offerMs),
+    };
+    const message: Offer = { type: "offer", offerId: offer.offerId, taskId: task.id, attempt: offer.attempt, expiresAt: iso(offer.expiresAt) };
+    this.offers.set(offer.offerId, offer);
+    this.offerByTask.set(task.id, offer);
+    conn.offers.add(offer.offerId);
+    conn.lastOfferAt = Date.now();
+    if (!this.send(conn, message)) {
+      this.dropOffer(offer);
+      return false;
+    }
+    return true;
+  }
+
+  private requiredLabels(projectId: string, cache?: Map<string, string[]>): string[] {
+    const cached = cache?.get(projectId);
+    if (cached) return cached;
+    const row = this.q.projectPolicy.get(projectId);
+    let labels: string[] = [];
+    if (row) {
+      try {
+        const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
+        if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
+      } catch {}
+    }
+    cache?.set(projectId, labels);
+    return labels;
+  }
+
+  eligible(conn: Conn, task: Pick<QueuedRow, "org_id" | "project_id">, required: string[]): boolean {
+    if (!conn.active || conn.orgId !== task.org_id) return false;
+    if (conn.projects && !conn.projects.has(task.project_id)) return false;
+    for (const label of required) if (!conn.labels.has(label)) return false;
+    return true;
+  }
+
+  /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
+  offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
+    if (this.offerByTask.has(task.id)) return true;
+    const candidates = this.byOrg.get(task.org_id);
+    if (!candidates || candidates.size === 0) return false;
+    const required = this.requiredLabels(task.project_id);
+    let best: Conn | null = null;
+    let fallback: Conn | null = null;
+    for (const conn of candidates) {
+      const free = this.free(conn);
+      if (free <= 0 || !this.eligible(conn, task, required)) continue;
+      if (conn.workerId === avoidWorkerId) {
+        fallback = conn;
+        continue;
+      }
+      if (!best || free > this.free(best) || (free === this.free(best) && conn.lastOfferAt < best.lastOfferAt)) best = conn;
+    }
+    const target = best ?? fallback;
+    return target ? this.makeOffer(target, task) : false;
+  }
+
+  private offerTaskById(taskId: string, avoidWorkerId?: string) {
+    const row = this.core.sqlite
+      .query<QueuedRow & { status: string }, [string]>("SELECT id, org_id, project_id, attempt, priority_rank, status FROM tasks WHERE id = ?")
+      .get(taskId);
+    if (row && row.status === "queued") this.offerTask(row, avoidWorkerId);
+  }
+
+  /** Fills a worker's free slots from its org's queue, highest priority and oldest first. */
+  fill(conn: Conn) {
+    if (!conn.active || this.free(conn) <= 0) return;
+    const cache = new Map<string, string[]>();
+    let rows = this.q.queuedFirst.all(conn.orgId, 100);
+    let scanned = 0;
+    while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
+      for (const row of rows) {
+        scanned++;
+        if (this.offerByTask.has(row.id)) continue;
+        if (!this.eligible(conn, row, this.requiredLabels(row.project_id, cache))) continue;
+        this.makeOffer(conn, row);
+        if (this.free(conn) <= 0) return;
+      }
+      const last = rows[rows.length - 1];
+      rows = this.q.queuedAfter.all(conn.orgId, last.priority_rank, last.priority_rank, last.id, 100);
+    }
+  }
+
+  /** Safety net: every worker with a free slot gets a look at the queue. */
+  fillAll() {
+    for (const conn of this.conns.values()) if (conn.active && this.free(conn) > 0) this.fill(conn);
+  }
+
+  // --- task changes --------------------------------------------------------------------------
+
+  /** Keeps holdings and offers in step with a committed task change (listener of core "task.changed"). */
+  onTaskChanged(before: TaskRow | null, after: TaskRow) {
+    const wasHeldBy = before && isHeld(before) ? before.worker_id : null;
+    const heldBy = isHeld(after) ? after.worker_id : null;
+    if (wasHeldBy && (wasHeldBy !== heldBy || before!.attempt !== after.attempt)) {
+      const conn = this.conns.get(wasHeldBy);
+      if (conn && conn.held.get(after.id) === before!.attempt) {
+        conn.held.delete(after.id);
+        if (wasHeldBy !== heldBy) this.fill(conn);
+      }
+    }
+    if (heldBy) this.conns.get(heldBy)?.held.set(after.id, after.attempt);
+    if (after.status !== "queued") this.voidOfferFor(after.id);
+    else if (before?.status !== "queued" || before.attempt !== after.attempt) this.offerTask(after);
+  }
+
+  // --- control messages ----------------------------------------------------------------------
+
+  /** Tells the worker holding an attempt to act on it; queued for delivery when it is away. */
+  control(workerId: string, taskId: string, attempt: number, action: ControlAction, extra: { input?: string; reason?: string } = {}) {
+    const message: Control = { type: "control", taskId, attempt, action, ...extra };
+    const conn = this.conns.get(workerId);
+    if (conn && this.send(conn, message)) return;
+    const list = this.pendingControls.get(workerId) ?? [];
+    list.push(message);
+    this.pendingControls.set(workerId, list.slice(-100));
+  }
+
+  flushControls(conn: Conn) {
+    const list = this.pendingControls.get(conn.workerId);
+    if (!list) return;
+    this.pendingControls.delete(conn.workerId);
+    for (const message of list) this.send(conn, message);
+  }
+
+  forgetWorker(workerId: string) {
+    this.pendingControls.delete(workerId);
+  }
+
+  close() {
+    for (const offer of this.offers.values()) clearTimeout(offer.timer);
+    this.offers.clear();
+    this.offerByTask.clear();
+  }
+}
+
+const dispatchers = new WeakMap<Core, Dispatcher>();
+
+export function dispatcherOf(core: Core): Dispatcher {
+  let d = dispatchers.get(core);
+  if (!d) dispatchers.set(core, (d = new Dispatcher(core)));
+  return d;
+}

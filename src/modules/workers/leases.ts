@@ -1,0 +1,181 @@
+// What a worker may do to a task: claim an offer (atomic, BEGIN IMMEDIATE), then, fenced by the
+// lease of that attempt, report transitions and append events. A write carrying another
+// attempt's lease is refused with 409 and changes nothing.
+import type { Core } from "../../server/core";
+import { ApiError, conflict, forbidden, invalid, notFound } from "../../server/errors";
+import { iso } from "../../lib/time";
+import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
+import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
+import type { TaskRow } from "../tasks/record";
+import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import type { TaskStatus } from "../../db/schema";
+import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
+import { dispatcherOf } from "./dispatcher";
+import type { WorkerRow } from "./registry";
+
+/** Largest `data` of one worker event, serialised. */
+export const MAX_EVENT_BYTES = 256 * 1024;
+
+const staleLease = () => conflict("the lease is not the current attempt's: this write was not applied", { reason: "stale_lease" });
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    project: q.query<{ id: string; name: string; knowledge: string; policy: string }, [string]>(
+      "SELECT id, name, knowledge, policy FROM projects WHERE id = ?",
+    ),
+    repositories: q.query<{ id: string; url: string; name: string; branch: string; is_primary: number }, [string]>(
+      "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC",
+    ),
+    seenSeq: q.query<{ one: number }, [string, number, number]>(
+      "SELECT 1 AS one FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq = ?",
+    ),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+function checkLease(row: TaskRow, worker: WorkerRow, leaseToken: string) {
+  if (row.worker_id !== worker.id || !row.lease_token_hash || !constantTimeEqual(row.lease_token_hash, sha256Hex(leaseToken))) throw staleLease();
+}
+
+export function projectForWorker(core: Core, projectId: string): ClaimResult["project"] {
+  const p = stmts(core).project.get(projectId)!;
+  const repositories: RepositoryInfo[] = stmts(core)
+    .repositories.all(projectId)
+    .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
+  return { id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories };
+}
+
+/** Claims an offered task: queued -> running with attempt + 1 and a new lease, or 409. */
+export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId: string): ClaimResult {
+  if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
+  if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
+  const dispatcher = dispatcherOf(core);
+  const offer = dispatcher.takeOffer(offerId, worker.id, taskId);
+  if (!offer) throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
+  const leaseToken = randomSecret(43);
+  try {
+    const change = changeTask(core, worker.org_id, taskId, (row) => {
+      if (row.status !== "queued" || row.attempt + 1 !== offer.attempt) throw conflict("the task is no longer queued for this attempt", { reason: "taken", status: row.status });
+      const patch: TaskPatch = {
+        status: "running",
+        attempt: offer.attempt,
+        worker_id: worker.id,
+        lease_token_hash: sha256Hex(leaseToken),
+        started_at: iso(),
+        finished_at: null,
+        needs: null,
+        paused_from: null,
+      };
+      return { patch, events: [{ type: "status", data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
+    });
+    const t = change.after;
+    return {
+      attempt: t.attempt,
+      leaseToken,
+      runMode: t.run_mode,
+      task: {
+        id: t.id,
+        projectId: t.project_id,
+        title: t.title,
+        prompt: t.prompt,
+        kind: t.kind,
+        priority: t.priority,
+        review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
+      },
+      project: projectForWorker(core, t.project_id),
+    };
+  } catch (err) {
+    // The slot the offer held is free again.
+    const conn = dispatcher.conns.get(worker.id);
+    if (conn) dispatcher.fill(conn);
+    throw err;
+  }
+}
+
+function invalidTransition(from: TaskStatus, to: string) {
+  return new ApiError(409, "invalid_transition", `a worker cannot move a task from ${from} to ${to}`, {
+    status: from,
+    allowed: WORKER_TRANSITIONS[from] ?? [],
+  });
+}
+
+/** A worker reports where its attempt went (through WORKER_TRANSITIONS). Repeating a terminal report is a no-op. */
+export function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
+  const change = changeTask(core, worker.org_id, taskId, (row) => {
+    checkLease(row, worker, req.leaseToken);
+    if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
+    if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
+    const patch: TaskPatch = { status: req.to };
+    const events: EventInput[] = [];
+    const status: Record<string, unknown> = { from: row.status, to: req.to, attempt: row.attempt };
+    if (req.to === "needs_input" || req.to === "needs_approval") {
+      if (!req.needs) throw invalid(`moving to ${req.to} needs needs.message`, [{ field: "needs", message: "required with this target" }]);
+      const needs = { kind: req.to === "needs_input" ? "input" : "approval", message: req.needs.message };
+      patch.needs = JSON.stringify(needs);
+      status.needs = needs;
+    } else {
+      patch.needs = null;
+    }
+    if (req.plan) {
+      if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
+      if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
+      patch.plan = JSON.stringify(req.plan);
+    } else if (row.kind === "plan" && req.to === "completed") {
+      throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
+    }
+    if (req.summary !== undefined) patch.summary = req.summary;
+    if (req.to === "completed" || req.to === "failed") {
+      patch.finished_at = iso();
+      patch.paused_from = null;
+    }
+    if (req.error !== undefined) events.push({ type: "error", attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
+    events.push({ type: "status", data: status });
+    return { patch, events };
+  });
+  return { status: change.after.status, attempt: change.after.attempt };
+}
+
+/** Appends an attempt's events; a seq already written for this attempt is skipped (resends are safe). */
+export function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
+  let written = 0;
+  let duplicates = 0;
+  const serialised = req.events.map((e, i) => {
+    const size = JSON.stringify(e.data ?? null).length;
+    if (size > MAX_EVENT_BYTES) throw invalid("an event is too large", [{ field: `events.${i}.data`, message: `at most ${MAX_EVENT_BYTES} bytes` }]);
+    return e;
+  });
+  changeTask(core, worker.org_id, taskId, (row) => {
+    checkLease(row, worker, req.leaseToken);
+    if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
+    const seen = stmts(core).seenSeq;
+    const inBatch = new Set<number>();
+    const events: EventInput[] = [];
+    for (const e of serialised) {
+      if (inBatch.has(e.seq) || seen.get(taskId, row.attempt, e.seq)) {
+        duplicates++;
+        continue;
+      }
+      inBatch.add(e.seq);
+      events.push({ type: e.type, data: e.data ?? null, attempt: row.attempt, workerSeq: e.seq });
+    }
+    written = events.length;
+    return { events };
+  });
+  return { written, duplicates };
+}
+
+/** Checks the lease of an upload before its body is read (the upload itself is storeArtifact's). */
+export function leaseForUpload(core: Core, worker: WorkerRow, taskId: string, leaseToken: string | null): TaskRow {
+  const row = findTask(core, worker.org_id, taskId);
+  if (!row) throw notFound("task");
+  if (!leaseToken) throw staleLease();
+  checkLease(row, worker, leaseToken);
+  if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
+  return row;
+}

@@ -1,0 +1,69 @@
+// Schemas of the worker, pairing, clone, readiness and discovered routes (people's side). The
+// worker protocol's own schemas are in src/protocol.
+import { t } from "elysia";
+import { Labels } from "../../protocol/requests";
+
+export const ErrorBody = t.Object(
+  { error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Unknown()) }) },
+  { description: "Every non-2xx answer" },
+);
+export const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
+
+const Id = t.String({ minLength: 1, maxLength: 64 });
+const Tool = t.Object({ name: t.String(), version: t.Nullable(t.String()) });
+
+export const WorkerPolicy = t.Object(
+  {
+    projects: t.Optional(
+      t.Array(Id, { maxItems: 500, uniqueItems: true, description: "When set, the worker only takes tasks of these projects" }),
+    ),
+  },
+  { additionalProperties: true, description: "Project policy.workerLabels lists labels a worker must carry to take that project's tasks" },
+);
+
+export const WorkerRecord = t.Object({
+  id: t.String(),
+  orgId: t.String(),
+  name: t.String(),
+  hostname: t.String(),
+  labels: t.Array(t.String()),
+  policy: t.Record(t.String(), t.Unknown()),
+  status: t.UnionEnum(["online", "offline", "pending_approval", "revoked"]),
+  tools: t.Array(Tool),
+  agents: t.Array(Tool),
+  providers: t.Array(t.String(), { description: "Names of API-key variables present on the worker, never values" }),
+  version: t.Nullable(t.String()),
+  capacity: t.Integer(),
+  lastSeenAt: t.Nullable(t.String()),
+  runningTaskIds: t.Array(t.String()),
+  approvedAt: t.Nullable(t.String()),
+  revokedAt: t.Nullable(t.String()),
+  createdAt: t.String(),
+  updatedAt: t.String(),
+});
+
+export const WorkerPage = t.Object({ items: t.Array(WorkerRecord), nextCursor: t.Nullable(t.String()) });
+export const PageQuery = t.Object({
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),
+  cursor: t.Optional(t.String({ maxLength: 200 })),
+});
+
+export const WorkerParams = t.Object({ orgId: Id, workerId: Id });
+
+export const PatchWorkerBody = t.Object(
+  { name: t.Optional(t.String({ minLength: 1, maxLength: 100 })), labels: t.Optional(Labels), policy: t.Optional(WorkerPolicy) },
+  { additionalProperties: false },
+);
+
+export const PairingView = t.Object({
+  userCode: t.String(),
+  status: t.String(),
+  name: t.String(),
+  hostname: t.String(),
+  labels: t.Array(t.String()),
+  requestIp: t.Nullable(t.String()),
+  createdAt: t.String(),
+  expiresAt: t.String(),
+});
+export const UserCodeBody = t.Object({ userCode: t.String({ minLength: 1, maxLength: 20 }) });
+export const ApprovePairingBody = t.Object({ userCode: t.String({ minLength: 1, maxLength: 20 }), orgId: Id });

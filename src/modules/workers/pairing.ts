@@ -1,0 +1,88 @@
+// Worker pairing (SPEC §7) on the shared RFC 8628 grants of kind "pairing": the worker starts and
+// polls; a signed-in person who may create work in an org approves it into that org. The first
+// approved poll creates the worker and returns its aow_ credential, once.
+//
+// Who may approve: any member allowed task.create in the chosen org (owner, admin, member; not a
+// viewer). Orgs that want a second look turn on requireWorkerApproval: the worker then waits in
+// pending_approval until someone with worker.approve approves it.
+import type { Core } from "../../server/core";
+import { ApiError, forbidden } from "../../server/errors";
+import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantRow } from "../auth/device-grants";
+import { can, type Role } from "../orgs/roles";
+import type { PairRequest, PairResult, PairStarted } from "../../protocol/requests";
+import { createWorker } from "./registry";
+
+export const PAIRING_PERMISSION = "task.create" as const;
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  return {
+    role: core.sqlite.query<{ role: Role }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?"),
+    requireApproval: core.sqlite.query<{ require_worker_approval: number }, [string]>("SELECT require_worker_approval FROM orgs WHERE id = ?"),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+export function startPairing(core: Core, req: PairRequest, requestIp: string | null): PairStarted {
+  const g = createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp });
+  const verificationUri = `${core.config.publicUrl}/pair`;
+  return {
+    deviceCode: g.deviceCode,
+    userCode: g.userCode,
+    verificationUri,
+    verificationUriComplete: `${verificationUri}?code=${g.userCode}`,
+    intervalSec: g.intervalSec,
+    expiresIn: g.expiresIn,
+  };
+}
+
+/** One poll. The approved grant and the new worker commit together, so a credential is never lost half-way. */
+export function pollPairing(core: Core, deviceCode: string): PairResult {
+  // Errors are returned, not thrown, inside the transaction: a pending poll must still commit its lastPolledAt.
+  const outcome = core.sqlite
+    .transaction((): PairResult | ApiError => {
+      const result = pollGrant(core, "pairing", deviceCode);
+      if (result.status !== "approved") return pollError(result);
+      const g = result.grant;
+      const org = stmts(core).requireApproval.get(g.orgId!);
+      if (!org) return pollError({ status: "expired" });
+      const { worker, credential } = createWorker(core, {
+        orgId: g.orgId!,
+        name: g.workerName ?? g.hostname ?? "worker",
+        hostname: g.hostname ?? "",
+        labels: g.labels ?? [],
+        approved: org.require_worker_approval === 0,
+        pairedBy: g.decidedBy!,
+        pairedFromIp: g.requestIp,
+      });
+      return { credential, workerId: worker.id, orgId: worker.org_id };
+    })
+    .immediate();
+  if (outcome instanceof ApiError) throw outcome;
+  return outcome;
+}
+
+export function pairingView(g: GrantRow) {
+  const v = grantView(g);
+  return { userCode: v.userCode, status: v.status, name: v.workerName ?? "", hostname: v.hostname ?? "", labels: v.labels ?? [], requestIp: v.requestIp, createdAt: v.createdAt, expiresAt: v.expiresAt };
+}
+
+export function describePairing(core: Core, userCode: string): GrantRow | null {
+  return findPendingGrant(core, "pairing", userCode);
+}
+
+/** Approves a pending pairing into an org where the caller may create work; null when the code is unknown. */
+export function approvePairing(core: Core, userId: string, userCode: string, orgId: string): GrantRow | null {
+  const role = stmts(core).role.get(orgId, userId)?.role;
+  if (!role) throw new ApiError(404, "not_found", "organization not found");
+  if (!can(role, PAIRING_PERMISSION)) throw forbidden(`your role (${role}) cannot pair workers into this organization`);
+  return decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId });
+}
+
+export function denyPairing(core: Core, userId: string, userCode: string): GrantRow | null {
+  return decideGrant(core, "pairing", userCode, { approve: false, decidedBy: userId });
+}

@@ -1,0 +1,108 @@
+// The worker protocol over HTTP (SPEC §7): pairing from the worker's side, then claim,
+// transition, events and artifact uploads of the attempts it holds.
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { storeArtifact } from "../tasks/artifacts";
+import { clientIp } from "../auth/http";
+import {
+  ClaimRequest,
+  ClaimResult,
+  EventsRequest,
+  EventsResult,
+  LEASE_HEADER,
+  PairPoll,
+  PairRequest,
+  PairResult,
+  PairStarted,
+  TransitionRequest,
+} from "../../protocol/requests";
+import { appendEvents, claimTask, leaseForUpload, transitionTask } from "./leases";
+import { ErrorBody, WorkerRecord, errors } from "./model";
+import { pollPairing, startPairing } from "./pairing";
+import { workerRecord } from "./service";
+import { workerAuthPlugin } from "./worker-auth";
+
+const tags = ["worker protocol"];
+const TaskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) });
+
+export default (core: Core) =>
+  new Elysia({ name: "workers-protocol", seed: core.instanceId })
+    .use(workerAuthPlugin(core))
+    .post("/worker/pair", (ctx) => startPairing(core, ctx.body, clientIp(ctx)), {
+      body: PairRequest,
+      response: { 200: PairStarted, 400: ErrorBody },
+      detail: {
+        summary: "Start pairing a worker (worker side)",
+        description: "A person approves userCode at verificationUriComplete; the worker polls /worker/pair/poll every intervalSec. Codes live 600 s.",
+        tags,
+      },
+    })
+    .post("/worker/pair/poll", ({ body }) => pollPairing(core, body.deviceCode), {
+      body: PairPoll,
+      response: { 200: PairResult, 400: ErrorBody },
+      detail: {
+        summary: "Poll a pairing (worker side)",
+        description:
+          "400 authorization_pending | slow_down | access_denied | expired_token, as device sign-in; 200 {credential: aow_..., workerId, orgId} once.",
+        tags,
+      },
+    })
+    .get("/worker/me", ({ worker }) => workerRecord(core, worker), {
+      worker: true,
+      response: { 200: WorkerRecord, 401: ErrorBody },
+      detail: { summary: "The calling worker's own record", tags },
+    })
+    .post("/worker/tasks/:taskId/claim", ({ worker, params, body }) => claimTask(core, worker, params.taskId, body.offerId), {
+      worker: true,
+      params: TaskParams,
+      body: ClaimRequest,
+      response: { 200: ClaimResult, ...errors, 409: ErrorBody },
+      detail: {
+        summary: "Claim an offered task",
+        description: "Atomic: the task becomes running with attempt + 1 and a new lease, or 409 (offer expired, taken, or not this worker's).",
+        tags,
+      },
+    })
+    .post("/worker/tasks/:taskId/transition", ({ worker, params, body }) => transitionTask(core, worker, params.taskId, body), {
+      worker: true,
+      params: TaskParams,
+      body: TransitionRequest,
+      response: { 200: t.Object({ status: t.String(), attempt: t.Integer() }), ...errors, 409: ErrorBody },
+      detail: {
+        summary: "Report where the attempt went",
+        description: "Through the worker transitions of the state machine. 409 conflict (details.reason stale_lease) for another attempt's lease.",
+        tags,
+      },
+    })
+    .post("/worker/tasks/:taskId/events", ({ worker, params, body }) => appendEvents(core, worker, params.taskId, body), {
+      worker: true,
+      params: TaskParams,
+      body: EventsRequest,
+      response: { 200: EventsResult, ...errors, 409: ErrorBody },
+      detail: { summary: "Append timeline events of the attempt", description: "Idempotent per (attempt, seq): resent events are skipped.", tags },
+    })
+    .put(
+      "/worker/tasks/:taskId/artifacts/:name",
+      async ({ worker, params, request, headers, status }) => {
+        const row = leaseForUpload(core, worker, params.taskId, headers[LEASE_HEADER] ?? null);
+        const body = request.body ?? new Uint8Array(0);
+        const stored = await storeArtifact(core, worker.org_id, params.taskId, params.name, body, row.attempt);
+        return status(201, { name: stored.name, contentType: stored.contentType, size: stored.size, createdAt: stored.createdAt });
+      },
+      {
+        worker: true,
+        parse: "none",
+        params: t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 200 }) }),
+        response: {
+          201: t.Object({ name: t.String(), contentType: t.String(), size: t.Integer(), createdAt: t.String() }),
+          ...errors,
+          409: ErrorBody,
+          413: ErrorBody,
+        },
+        detail: {
+          summary: "Upload an artifact (raw body)",
+          description: `The lease goes in the ${LEASE_HEADER} header. Names: letters, digits and . _ + - (no paths). 413 past the artifact limit.`,
+          tags,
+        },
+      },
+    );

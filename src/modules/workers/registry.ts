@@ -1,0 +1,143 @@
+// Worker rows: creation at pairing, credential look-up, the record the API shows, updates.
+import type { Core } from "../../server/core";
+import { unauthorized } from "../../server/errors";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+import { isWellFormedToken, newChecksummedToken, sha256Hex } from "../../lib/tokens";
+import type { ToolInfo } from "../../db/schema";
+
+export interface WorkerRow {
+  id: string;
+  org_id: string;
+  name: string;
+  hostname: string;
+  labels: string;
+  policy: string;
+  credential_hash: string;
+  approved_at: string | null;
+  approved_by: string | null;
+  revoked_at: string | null;
+  paired_by: string | null;
+  paired_from_ip: string | null;
+  tools: string;
+  agents: string;
+  providers: string;
+  version: string | null;
+  capacity: number;
+  last_seen_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What the dispatcher needs of a worker's policy: the projects it may take (none: any). */
+export interface WorkerPolicy {
+  projects?: string[];
+}
+
+export type WorkerStatus = "online" | "offline" | "pending_approval" | "revoked";
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    byCredential: q.query<WorkerRow, [string]>("SELECT * FROM workers WHERE credential_hash = ?"),
+    byId: q.query<WorkerRow, [string]>("SELECT * FROM workers WHERE id = ?"),
+    insert: q.query(
+      `INSERT INTO workers (id, org_id, name, hostname, labels, policy, credential_hash, approved_at, approved_by, paired_by, paired_from_ip, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    held: q.query<{ id: string }, [string]>(
+      "SELECT id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval') ORDER BY id",
+    ),
+    hello: q.query(
+      "UPDATE workers SET tools = ?, agents = ?, providers = ?, version = ?, capacity = ?, last_seen_at = ?, updated_at = ? WHERE id = ?",
+    ),
+    seen: q.query("UPDATE workers SET last_seen_at = ? WHERE id = ?"),
+  };
+}
+export function workerStatements(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+export interface NewWorker {
+  orgId: string;
+  name: string;
+  hostname: string;
+  labels: string[];
+  approved: boolean;
+  pairedBy: string;
+  pairedFromIp: string | null;
+}
+
+/** Creates a worker and its credential; the credential is returned once and stored hashed. */
+export function createWorker(core: Core, w: NewWorker): { worker: WorkerRow; credential: string } {
+  const credential = newChecksummedToken("aow_");
+  const id = newId("wkr");
+  const now = iso();
+  workerStatements(core).insert.run(
+    id, w.orgId, w.name, w.hostname, JSON.stringify(w.labels), sha256Hex(credential),
+    w.approved ? now : null, w.approved ? w.pairedBy : null, w.pairedBy, w.pairedFromIp, now, now,
+  );
+  return { worker: workerStatements(core).byId.get(id)!, credential };
+}
+
+/** The worker a credential names. 401 for anything malformed, unknown or revoked (no database read for garbage). */
+export function workerByCredential(core: Core, credential: string | null | undefined): WorkerRow {
+  if (!credential || !isWellFormedToken(credential, "aow_")) throw unauthorized("the worker credential is missing or malformed");
+  const row = workerStatements(core).byCredential.get(sha256Hex(credential));
+  if (!row) throw unauthorized("the worker credential is unknown");
+  if (row.revoked_at) throw unauthorized("the worker credential was revoked");
+  return row;
+}
+
+/** The Bearer value of an Authorization header, or null. */
+export function bearerOf(header: string | null | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : null;
+}
+
+export function getWorkerRow(core: Core, orgId: string, workerId: string): WorkerRow | null {
+  const row = workerStatements(core).byId.get(workerId);
+  return row && row.org_id === orgId ? row : null;
+}
+
+export function heldTaskIds(core: Core, workerId: string): string[] {
+  return workerStatements(core).held.all(workerId).map((r) => r.id);
+}
+
+export const parseLabels = (row: WorkerRow): string[] => JSON.parse(row.labels) as string[];
+export const parsePolicy = (row: WorkerRow): WorkerPolicy & Record<string, unknown> => JSON.parse(row.policy) as WorkerPolicy & Record<string, unknown>;
+
+export function statusOf(row: WorkerRow, connected: boolean): WorkerStatus {
+  if (row.revoked_at) return "revoked";
+  if (!row.approved_at) return "pending_approval";
+  return connected ? "online" : "offline";
+}
+
+/** The worker record of the API (SPEC §7). `live` is what only the running server knows. */
+export function toWorkerRecord(core: Core, row: WorkerRow, live: { connected: boolean; lastSeenAt: string | null }) {
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    hostname: row.hostname,
+    labels: parseLabels(row),
+    policy: parsePolicy(row),
+    status: statusOf(row, live.connected),
+    tools: JSON.parse(row.tools) as ToolInfo[],
+    agents: JSON.parse(row.agents) as ToolInfo[],
+    providers: JSON.parse(row.providers) as string[],
+    version: row.version,
+    capacity: row.capacity,
+    lastSeenAt: live.lastSeenAt ?? row.last_seen_at,
+    runningTaskIds: row.revoked_at ? [] : heldTaskIds(core, row.id),
+    approvedAt: row.approved_at,
+    revokedAt: row.revoked_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+export type WorkerRecord = ReturnType<typeof toWorkerRecord>;

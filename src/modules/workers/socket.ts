@@ -1,0 +1,87 @@
+// The worker socket, /api/v1/worker/ws: authenticated by the aow_ credential at the upgrade,
+// then hello, heartbeats and declines in; welcome, offers, controls, clone and readiness out.
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import type { Core } from "../../server/core";
+import type { Socket, SocketHandler } from "../../server/sockets";
+import { ApiError, errorResponse } from "../../server/errors";
+import { CLOSE, WorkerMessage } from "../../protocol/messages";
+import type { Conn } from "./dispatcher";
+import { presenceOf } from "./presence";
+import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
+
+export const WORKER_SOCKET_PATH = "/api/v1/worker/ws";
+
+const checkMessage = TypeCompiler.Compile(WorkerMessage);
+/** Malformed messages tolerated per connection before it is closed. */
+const GARBAGE_LIMIT = 20;
+
+type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; garbage: number };
+
+export function workerSocket(core: Core): SocketHandler {
+  const presence = presenceOf(core);
+  return {
+    upgrade(request) {
+      try {
+        const worker = workerByCredential(core, bearerOf(request.headers.get("authorization")));
+        return { workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0 };
+      } catch (err) {
+        if (err instanceof ApiError) return errorResponse(err);
+        throw err;
+      }
+    },
+    open(ws: Socket) {
+      const data = ws.data as unknown as WorkerSocketData & { labels: string[]; projects: string[] | null };
+      const conn: Conn = {
+        ws,
+        workerId: data.workerId,
+        orgId: data.orgId,
+        labels: new Set(data.labels),
+        projects: data.projects ? new Set(data.projects) : null,
+        capacity: 0,
+        greeted: false,
+        active: false,
+        held: new Map(),
+        offers: new Set(),
+        lastSeen: Date.now(),
+        lastOfferAt: 0,
+      };
+      data.conn = conn;
+      presence.opened(conn);
+    },
+    message(ws: Socket, raw: string | Buffer) {
+      const data = ws.data as unknown as WorkerSocketData;
+      const conn = data.conn;
+      if (!conn) return;
+      let message: unknown;
+      try {
+        message = JSON.parse(typeof raw === "string" ? raw : raw.toString("utf8"));
+      } catch {
+        message = undefined;
+      }
+      if (!checkMessage.Check(message)) {
+        data.garbage++;
+        ws.send(JSON.stringify({ type: "error", code: "bad_message", message: "not a worker protocol message" }));
+        if (data.garbage >= GARBAGE_LIMIT) ws.close(CLOSE.garbage, "too many malformed messages");
+        return;
+      }
+      try {
+        switch (message.type) {
+          case "hello":
+            return presence.hello(conn, message);
+          case "heartbeat":
+            if (!conn.greeted) return void ws.send(JSON.stringify({ type: "error", code: "hello_first", message: "send hello first" }));
+            return presence.heartbeat(conn, message);
+          case "decline":
+            conn.lastSeen = Date.now();
+            return presence.dispatcher.releaseOffer(message.offerId, conn.workerId);
+        }
+      } catch (err) {
+        core.log.error("worker message failed", { workerId: conn.workerId, type: message.type, error: String((err as Error)?.stack ?? err) });
+      }
+    },
+    close(ws: Socket) {
+      const conn = (ws.data as unknown as WorkerSocketData).conn;
+      if (conn) presence.closed(conn);
+    },
+  };
+}

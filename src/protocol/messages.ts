@@ -1,0 +1,116 @@
+// The worker protocol's WebSocket messages (internal, versioned with the server). The worker
+// runtime and the server both import these; neither imports the other.
+//
+//   worker -> server   hello, heartbeat, decline
+//   server -> worker   welcome, offer, control, clone, readiness, error
+import { Type as T, type Static } from "@sinclair/typebox";
+
+/** Bumped when a message changes incompatibly; the server refuses other versions at hello. */
+export const PROTOCOL_VERSION = 1;
+
+/** Close codes the server uses on the worker socket. */
+export const CLOSE = {
+  /** The credential was revoked: do not reconnect. */
+  revoked: 4001,
+  /** The worker speaks another protocol version: do not reconnect without upgrading. */
+  unsupportedVersion: 4002,
+  /** Another connection of the same worker replaced this one. */
+  replaced: 4003,
+  /** Nothing heard for the offline timeout. */
+  silent: 4004,
+  /** Too many malformed messages. */
+  garbage: 4005,
+} as const;
+
+export const ToolInfo = T.Object({ name: T.String({ minLength: 1, maxLength: 100 }), version: T.Union([T.String({ maxLength: 200 }), T.Null()]) });
+export type ToolInfo = Static<typeof ToolInfo>;
+
+export const RunningAttempt = T.Object({ taskId: T.String({ maxLength: 100 }), attempt: T.Integer({ minimum: 1 }) });
+export type RunningAttempt = Static<typeof RunningAttempt>;
+
+const Running = T.Array(RunningAttempt, { maxItems: 256 });
+
+export const Hello = T.Object({
+  type: T.Literal("hello"),
+  protocol: T.Integer(),
+  /** The ao version of the worker. */
+  version: T.String({ maxLength: 100 }),
+  tools: T.Array(ToolInfo, { maxItems: 100 }),
+  agents: T.Array(ToolInfo, { maxItems: 100 }),
+  /** Names of the API-key environment variables present, never their values. */
+  providers: T.Array(T.String({ maxLength: 100 }), { maxItems: 100 }),
+  capacity: T.Integer({ minimum: 1, maximum: 64 }),
+  /** What it still runs after a reconnect: matching leases continue, the rest is resolved. */
+  running: T.Optional(Running),
+});
+export type Hello = Static<typeof Hello>;
+
+export const Heartbeat = T.Object({ type: T.Literal("heartbeat"), running: Running });
+export type Heartbeat = Static<typeof Heartbeat>;
+
+/** The worker cannot take an offer after all (no free slot): the task is offered elsewhere at once. */
+export const Decline = T.Object({ type: T.Literal("decline"), offerId: T.String({ maxLength: 100 }) });
+export type Decline = Static<typeof Decline>;
+
+export const WorkerMessage = T.Union([Hello, Heartbeat, Decline]);
+export type WorkerMessage = Static<typeof WorkerMessage>;
+
+export interface Welcome {
+  type: "welcome";
+  protocol: number;
+  workerId: string;
+  orgId: string;
+  /** pending_approval: connected but offered no work until a person approves it. */
+  status: "active" | "pending_approval";
+  heartbeatMs: number;
+}
+
+export interface Offer {
+  type: "offer";
+  offerId: string;
+  taskId: string;
+  /** The attempt a successful claim starts. */
+  attempt: number;
+  expiresAt: string;
+}
+
+export const CONTROL_ACTIONS = ["pause", "resume", "cancel", "input", "approve", "deny"] as const;
+export type ControlAction = (typeof CONTROL_ACTIONS)[number];
+
+export interface Control {
+  type: "control";
+  taskId: string;
+  attempt: number;
+  action: ControlAction;
+  input?: string;
+  reason?: string;
+}
+
+/** Clone a repository into the workspace (or update the clone there) and report it. */
+export interface CloneRequest {
+  type: "clone";
+  repositoryId: string;
+  projectId: string;
+  url: string;
+  branch: string;
+  name: string;
+}
+
+/** Run the readiness checks on the worker's clone of a project's primary repository. */
+export interface ReadinessRequest {
+  type: "readiness";
+  runId: string;
+  projectId: string;
+  repositoryId: string;
+  url: string;
+  branch: string;
+  name: string;
+}
+
+export interface ProtocolError {
+  type: "error";
+  code: string;
+  message: string;
+}
+
+export type ServerMessage = Welcome | Offer | Control | CloneRequest | ReadinessRequest | ProtocolError;

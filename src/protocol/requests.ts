@@ -1,0 +1,135 @@
+// The worker protocol's HTTP requests and answers (all under /api/v1/worker). State changes go
+// over HTTP so they get a status code and can be retried; the socket only carries signals.
+import { Type as T, type Static } from "@sinclair/typebox";
+
+export const LABEL_PATTERN = "^[a-z0-9][a-z0-9._:-]{0,49}$";
+export const Label = T.String({ pattern: LABEL_PATTERN, description: "lower-case letters, digits and . _ : -, up to 50" });
+export const Labels = T.Array(Label, { maxItems: 20, uniqueItems: true });
+
+export const PairRequest = T.Object({
+  name: T.String({ minLength: 1, maxLength: 100 }),
+  hostname: T.String({ minLength: 1, maxLength: 255 }),
+  labels: T.Optional(Labels),
+});
+export type PairRequest = Static<typeof PairRequest>;
+
+export const PairStarted = T.Object({
+  deviceCode: T.String(),
+  userCode: T.String(),
+  verificationUri: T.String(),
+  verificationUriComplete: T.String(),
+  intervalSec: T.Integer(),
+  expiresIn: T.Integer(),
+});
+export type PairStarted = Static<typeof PairStarted>;
+
+export const PairPoll = T.Object({ deviceCode: T.String({ minLength: 1, maxLength: 200 }) });
+export const PairResult = T.Object({ credential: T.String(), workerId: T.String(), orgId: T.String() });
+export type PairResult = Static<typeof PairResult>;
+
+export const ClaimRequest = T.Object({ offerId: T.String({ minLength: 1, maxLength: 100 }) });
+
+export const RepositoryInfo = T.Object({ id: T.String(), url: T.String(), name: T.String(), branch: T.String(), primary: T.Boolean() });
+export type RepositoryInfo = Static<typeof RepositoryInfo>;
+
+export const ClaimedTask = T.Object({
+  id: T.String(),
+  projectId: T.String(),
+  title: T.String(),
+  prompt: T.String(),
+  kind: T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")]),
+  priority: T.String(),
+  review: T.Union([T.Object({ base: T.String(), head: T.String() }), T.Null()]),
+});
+export type ClaimedTask = Static<typeof ClaimedTask>;
+
+export const ClaimResult = T.Object({
+  attempt: T.Integer(),
+  leaseToken: T.String(),
+  /** fresh: start from scratch; continue: a retry that continues the previous attempt's work. */
+  runMode: T.Union([T.Literal("fresh"), T.Literal("continue")]),
+  task: ClaimedTask,
+  project: T.Object({
+    id: T.String(),
+    name: T.String(),
+    knowledge: T.String(),
+    policy: T.Record(T.String(), T.Unknown()),
+    /** Primary first. */
+    repositories: T.Array(RepositoryInfo),
+  }),
+});
+export type ClaimResult = Static<typeof ClaimResult>;
+
+export const Needs = T.Object({ message: T.String({ minLength: 1, maxLength: 10_000 }) });
+
+export const PlanItem = T.Object({
+  title: T.String({ minLength: 1, maxLength: 200 }),
+  prompt: T.String({ minLength: 1, maxLength: 100_000 }),
+  priority: T.Optional(T.Union([T.Literal("LOW"), T.Literal("MEDIUM"), T.Literal("HIGH"), T.Literal("URGENT")])),
+  kind: T.Optional(T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")])),
+  review: T.Optional(T.Object({ base: T.String({ minLength: 1, maxLength: 255 }), head: T.String({ minLength: 1, maxLength: 255 }) })),
+});
+export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
+export type Plan = Static<typeof Plan>;
+
+export const WORKER_TARGETS = ["running", "needs_input", "needs_approval", "completed", "failed"] as const;
+
+export const TransitionRequest = T.Object({
+  leaseToken: T.String({ minLength: 1, maxLength: 200 }),
+  to: T.Union(WORKER_TARGETS.map((s) => T.Literal(s))),
+  summary: T.Optional(T.String({ maxLength: 20_000 })),
+  error: T.Optional(T.String({ maxLength: 20_000 })),
+  /** Required with needs_input and needs_approval: what the person is asked. */
+  needs: T.Optional(Needs),
+  /** A plan task's proposal, with to = completed. */
+  plan: T.Optional(Plan),
+});
+export type TransitionRequest = Static<typeof TransitionRequest>;
+
+/** Event types a worker may write; status and action events are the server's own. */
+export const WORKER_EVENT_TYPES = ["log", "message", "tool", "error"] as const;
+export type WorkerEventType = (typeof WORKER_EVENT_TYPES)[number];
+
+export const WorkerEvent = T.Object({
+  seq: T.Integer({ minimum: 1 }),
+  type: T.Union(WORKER_EVENT_TYPES.map((s) => T.Literal(s))),
+  data: T.Unknown(),
+});
+export type WorkerEvent = Static<typeof WorkerEvent>;
+
+export const EventsRequest = T.Object({
+  leaseToken: T.String({ minLength: 1, maxLength: 200 }),
+  events: T.Array(WorkerEvent, { minItems: 1, maxItems: 1000 }),
+});
+export type EventsRequest = Static<typeof EventsRequest>;
+export const EventsResult = T.Object({ written: T.Integer(), duplicates: T.Integer() });
+
+/** Header carrying the lease on artifact uploads (the body is the file). */
+export const LEASE_HEADER = "x-ao-lease";
+
+export const ReposReport = T.Object({
+  repos: T.Array(
+    T.Object({ path: T.String({ maxLength: 4096 }), url: T.String({ minLength: 1, maxLength: 2048 }), branch: T.Optional(T.String({ maxLength: 255 })) }),
+    { maxItems: 1000 },
+  ),
+});
+export type ReposReport = Static<typeof ReposReport>;
+
+export const CloneReport = T.Object({
+  ok: T.Boolean(),
+  path: T.Optional(T.String({ maxLength: 4096 })),
+  error: T.Optional(T.String({ maxLength: 10_000 })),
+});
+export type CloneReport = Static<typeof CloneReport>;
+
+export const ReadinessCheck = T.Object({ id: T.String({ maxLength: 100 }), passed: T.Boolean(), detail: T.String({ maxLength: 4000 }) });
+export type ReadinessCheck = Static<typeof ReadinessCheck>;
+
+export const ReadinessReport = T.Object({
+  status: T.Union([T.Literal("running"), T.Literal("completed"), T.Literal("failed")]),
+  score: T.Optional(T.Integer({ minimum: 0, maximum: 100 })),
+  checks: T.Optional(T.Array(ReadinessCheck, { maxItems: 100 })),
+  report: T.Optional(T.String({ maxLength: 200_000 })),
+  error: T.Optional(T.String({ maxLength: 10_000 })),
+});
+export type ReadinessReport = Static<typeof ReadinessReport>;

@@ -1,0 +1,304 @@
+// The worker protocol against a real server: socket auth, offers, atomic claims, lease fencing,
+// idempotent events, transitions, controls, artifacts, and bad input of every kind.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { addMember, newOrg } from "../helpers/identity";
+import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
+import { LEASE_HEADER } from "../../src/protocol/requests";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
+let s: TestServer;
+let p: Awaited<ReturnType<typeof orgWithProject>>;
+
+beforeAll(async () => {
+  s = await startTestServer({ workerTimeouts: FAST, artifactLimitBytes: 64 * 1024 });
+  p = await orgWithProject(s);
+});
+afterAll(() => s.stop());
+
+/** Each scenario gets its own org, so tasks left queued by one never reach another's workers. */
+const fresh = async () => orgWithProject(s, await newOrg(s));
+
+async function claimNext(c: ProtocolClient, cred: string, taskId: string) {
+  const offer = await c.next("offer", (m) => m.taskId === taskId);
+  const r = await workerApi(s, cred)("POST", `/worker/tasks/${taskId}/claim`, { offerId: offer.offerId });
+  expect(r.status).toBe(200);
+  return { offer, claim: r.body };
+}
+
+describe("worker socket", () => {
+  test.each([
+    ["no credential", undefined],
+    ["malformed", "Bearer aow_nope"],
+    ["wrong checksum", "Bearer aow_" + "a".repeat(36)],
+    ["a person's token shape", "Bearer aot_" + "a".repeat(36)],
+  ])("upgrade refused: %s", async (_name, header) => {
+    const res = await fetch(s.url + "/api/v1/worker/ws", { headers: { upgrade: "websocket", connection: "upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13", ...(header ? { authorization: header } : {}) } });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as any).error.code).toBe("unauthorized");
+  });
+
+  test("hello gets welcome; garbage gets an error and the socket keeps serving", async () => {
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, null);
+    c.send("not json");
+    c.send({ type: "heartbeat", running: [] });
+    c.send({ type: "hello", protocol: 1 });
+    expect((await c.next("error")).code).toBe("bad_message");
+    expect((await c.next("error")).code).toBe("hello_first");
+    expect((await c.next("error")).code).toBe("bad_message");
+    c.send({ type: "hello", protocol: 1, version: "x", tools: [{ name: "git", version: "2" }], agents: [], providers: ["ANTHROPIC_API_KEY"], capacity: 2 });
+    const welcome = await c.next("welcome");
+    expect(welcome).toMatchObject({ workerId: w.workerId, orgId: p.orgId, status: "active" });
+    const rec = await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token });
+    expect(rec.body).toMatchObject({ status: "online", capacity: 2, providers: ["ANTHROPIC_API_KEY"], tools: [{ name: "git", version: "2" }] });
+    c.close();
+    await until(async () => (await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).body.status === "offline");
+  });
+
+  test("an unsupported protocol version is closed with 4002", async () => {
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, null);
+    c.send({ type: "hello", protocol: 99, version: "x", tools: [], agents: [], providers: [], capacity: 1 });
+    expect((await c.waitClose()).code).toBe(4002);
+  });
+});
+
+describe("offers and claims", () => {
+  test("create -> offer -> claim -> running with attempt 1 and the project", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p, { title: "first" });
+    const { offer, claim } = await claimNext(c, w.credential, task.id);
+    expect(offer.attempt).toBe(1);
+    expect(claim).toMatchObject({ attempt: 1, runMode: "fresh", task: { id: task.id, title: "first", kind: "task" }, project: { id: p.projectId, repositories: [] } });
+    expect(claim.leaseToken).toBeString();
+    const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
+    expect(t.body).toMatchObject({ status: "running", attempt: 1, workerId: w.workerId });
+    expect(t.body.startedAt).toBeString();
+    // The same offer again, another worker's claim, an unknown task, another org's task.
+    const api = workerApi(s, w.credential);
+    expect((await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId })).status).toBe(409);
+    const other = makeWorker(s, p.orgId);
+    expect((await workerApi(s, other.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId })).status).toBe(409);
+    expect((await api("POST", `/worker/tasks/tsk_unknown/claim`, { offerId: "ofr_x" })).status).toBe(404);
+    const o2 = await newOrg(s);
+    const p2 = await orgWithProject(s, o2);
+    const foreign = await createTaskApi(s, p2);
+    expect((await api("POST", `/worker/tasks/${foreign.id}/claim`, { offerId: "ofr_x" })).status).toBe(404);
+    expect((await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: 5 })).status).toBe(400);
+    expect((await s.api("POST", `/worker/tasks/${task.id}/claim`, { body: { offerId: "x" } })).status).toBe(401);
+    expect((await s.api("POST", `/worker/tasks/${task.id}/claim`, { body: { offerId: "x" }, token: p.token })).status).toBe(401);
+    c.close();
+  });
+
+  test("an unclaimed offer runs out and goes to another worker; a closed socket's offer is re-offered at once", async () => {
+    const p = await fresh();
+    const a = makeWorker(s, p.orgId, { labels: ["slowpoke"] });
+    const ca = await ProtocolClient.connect(s, a.credential);
+    const task = await createTaskApi(s, p);
+    const first = await ca.next("offer", (m) => m.taskId === task.id);
+    const b = makeWorker(s, p.orgId);
+    const cb = await ProtocolClient.connect(s, b.credential, { capacity: 1 });
+    // b connected while a's offer was live: b gets it only after a's offer expires (FAST.offerMs).
+    const started = Date.now();
+    const second = await cb.next("offer", (m) => m.taskId === task.id, 2000);
+    expect(Date.now() - started).toBeGreaterThan(FAST.offerMs / 2);
+    expect(second.offerId).not.toBe(first.offerId);
+    expect((await workerApi(s, a.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: first.offerId })).status).toBe(409);
+    // b goes away without claiming: the offer is void and a gets it again at once.
+    cb.close();
+    const third = await ca.next("offer", (m) => m.taskId === task.id, 1000);
+    expect((await workerApi(s, a.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: third.offerId })).status).toBe(200);
+    ca.close();
+  });
+
+  test("decline hands the task to another worker", async () => {
+    const p = await fresh();
+    const a = makeWorker(s, p.orgId);
+    const b = makeWorker(s, p.orgId);
+    const ca = await ProtocolClient.connect(s, a.credential);
+    const task = await createTaskApi(s, p);
+    const offer = await ca.next("offer", (m) => m.taskId === task.id);
+    const cb = await ProtocolClient.connect(s, b.credential);
+    ca.send({ type: "decline", offerId: offer.offerId });
+    await cb.next("offer", (m) => m.taskId === task.id, 1000);
+    ca.close();
+    cb.close();
+  });
+});
+
+describe("queue order, labels and policies", () => {
+  test("priority then age; labels required by the project; worker limited to projects", async () => {
+    const session = await newOrg(s);
+    const plain = await orgWithProject(s, session);
+    const gpu = await orgWithProject(s, session, { workerLabels: ["gpu"] });
+    const low = await createTaskApi(s, plain, { priority: "LOW", title: "low" });
+    const high = await createTaskApi(s, plain, { priority: "HIGH", title: "high" });
+    const med1 = await createTaskApi(s, plain, { title: "med1" });
+    const med2 = await createTaskApi(s, plain, { title: "med2" });
+    const gpuTask = await createTaskApi(s, gpu, { priority: "URGENT" });
+    const w = makeWorker(s, plain.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 1 });
+    const api = workerApi(s, w.credential);
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const offer = await c.next("offer");
+      const claim = await api("POST", `/worker/tasks/${offer.taskId}/claim`, { offerId: offer.offerId });
+      order.push(offer.taskId);
+      await api("POST", `/worker/tasks/${offer.taskId}/transition`, { leaseToken: claim.body.leaseToken, to: "completed" });
+    }
+    expect(order).toEqual([high.id, med1.id, med2.id, low.id]);
+    expect(await c.quiet("offer", 300)).toBe(true); // the gpu task is not for an unlabelled worker
+    const g = makeWorker(s, plain.orgId, { labels: ["gpu"] });
+    const cg = await ProtocolClient.connect(s, g.credential);
+    expect((await cg.next("offer")).taskId).toBe(gpuTask.id);
+    // Worker policy: limited to the plain project, it is not offered gpu tasks even with the label.
+    const r = await s.api("PATCH", `/orgs/${plain.orgId}/workers/${g.workerId}`, { token: plain.token, body: { policy: { projects: [plain.projectId] } } });
+    expect(r.status).toBe(200);
+    expect(r.body.policy).toEqual({ projects: [plain.projectId] });
+    cg.close();
+    c.close();
+  });
+});
+
+describe("leases, events and transitions", () => {
+  test("events are idempotent per seq and fenced by the lease; transitions follow the machine", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    const { claim } = await claimNext(c, w.credential, task.id);
+    const api = workerApi(s, w.credential);
+    const lease = claim.leaseToken;
+    const batch = [
+      { seq: 1, type: "log", data: { line: "hello" } },
+      { seq: 2, type: "message", data: { role: "assistant", text: "hi" } },
+      { seq: 2, type: "message", data: { role: "assistant", text: "dup in batch" } },
+    ];
+    expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: lease, events: batch })).body).toEqual({ written: 2, duplicates: 1 });
+    expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: lease, events: batch })).body).toEqual({ written: 0, duplicates: 3 });
+    const cases: [string, unknown, number, string?][] = [
+      ["wrong lease", { leaseToken: "nope", events: [{ seq: 9, type: "log", data: {} }] }, 409, "conflict"],
+      ["server-only type", { leaseToken: lease, events: [{ seq: 9, type: "status", data: {} }] }, 400, "validation_failed"],
+      ["seq 0", { leaseToken: lease, events: [{ seq: 0, type: "log", data: {} }] }, 400, "validation_failed"],
+      ["no events", { leaseToken: lease, events: [] }, 400, "validation_failed"],
+      ["huge event", { leaseToken: lease, events: [{ seq: 9, type: "log", data: "x".repeat(300_000) }] }, 400, "validation_failed"],
+    ];
+    for (const [name, body, status, code] of cases) {
+      const r = await api("POST", `/worker/tasks/${task.id}/events`, body);
+      expect([name, r.status, r.body?.error?.code]).toEqual([name, status, code]);
+    }
+    const tr = (body: Record<string, unknown>) => api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: lease, ...body });
+    expect((await tr({ to: "needs_input" })).status).toBe(400); // needs.message required
+    expect((await tr({ to: "running" })).status).toBe(409); // running -> running is not a worker transition
+    expect((await tr({ to: "needs_input", needs: { message: "which color?" } })).status).toBe(200);
+    let t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
+    expect(t.body).toMatchObject({ status: "needs_input", needs: { kind: "input", message: "which color?" } });
+    // The person answers: the worker gets a control message with the input.
+    expect((await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "input", input: "blue" } })).status).toBe(200);
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "input", input: "blue", attempt: 1 });
+    expect((await tr({ to: "needs_approval", needs: { message: "ship it?" } })).status).toBe(200);
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "deny", reason: "not yet" } });
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "deny", reason: "not yet" });
+    expect((await tr({ to: "completed", summary: "done", plan: { tasks: [] } })).status).toBe(400); // not a plan task
+    expect((await tr({ to: "completed", summary: "done" })).status).toBe(200);
+    expect((await tr({ to: "completed", summary: "done" })).status).toBe(200); // a repeated report is a no-op
+    expect((await tr({ to: "failed" })).status).toBe(409);
+    expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: lease, events: [{ seq: 10, type: "log", data: {} }] })).status).toBe(409);
+    t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
+    expect(t.body).toMatchObject({ status: "completed", summary: "done", needs: null });
+    expect(t.body.finishedAt).toBeString();
+    const ev = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}/events`, { token: p.token });
+    const types = ev.body.items.map((e: any) => e.type);
+    expect(types.filter((x: string) => x === "log" || x === "message")).toEqual(["log", "message"]);
+    expect(ev.body.items.map((e: any) => e.seq)).toEqual(ev.body.items.map((_: unknown, i: number) => i + 1));
+    c.close();
+  });
+
+  test("cancel reaches the worker and its old lease is refused afterwards; restart stops the attempt and re-offers", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 2 });
+    const api = workerApi(s, w.credential);
+    const task = await createTaskApi(s, p);
+    const { claim } = await claimNext(c, w.credential, task.id);
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "pause" } });
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "pause", attempt: 1 });
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "resume" } });
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "resume", attempt: 1 });
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "restart" } });
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "cancel", attempt: 1 });
+    const again = await c.next("offer", (m) => m.taskId === task.id);
+    expect(again.attempt).toBe(2);
+    expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: claim.leaseToken, events: [{ seq: 1, type: "log", data: {} }] })).status).toBe(409);
+    const second = await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: again.offerId });
+    expect(second.body.attempt).toBe(2);
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "cancel", reason: "enough" } });
+    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "cancel", attempt: 2, reason: "enough" });
+    const stale = await api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: second.body.leaseToken, to: "failed" });
+    expect(stale.status).toBe(409);
+    expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token })).body.status).toBe("cancelled");
+    c.close();
+  });
+
+  test("artifacts: raw upload with the lease; traversal, bad names, oversize and stale leases refused", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    const { claim } = await claimNext(c, w.credential, task.id);
+    const put = (name: string, body: string | Uint8Array, lease = claim.leaseToken) =>
+      fetch(`${s.url}/api/v1/worker/tasks/${task.id}/artifacts/${name}`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${w.credential}`, [LEASE_HEADER]: lease, "content-type": "application/octet-stream" },
+        body,
+      });
+    const ok = await put("report.md", "# Report\n");
+    expect(ok.status).toBe(201);
+    expect(await ok.json()).toMatchObject({ name: "report.md", contentType: "text/markdown; charset=utf-8", size: 9 });
+    const json = await fetch(`${s.url}/api/v1/worker/tasks/${task.id}/artifacts/data.json`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${w.credential}`, [LEASE_HEADER]: claim.leaseToken, "content-type": "application/json" },
+      body: '{"a":1}',
+    });
+    expect(json.status).toBe(201);
+    for (const [name, status] of [
+      ["..%2F..%2Fetc%2Fpasswd", 400],
+      ["%2E%2E", 404], // the URL itself resolves to another path: no route
+      [".hidden", 400],
+      ["a%5Cb", 400],
+    ] as const) {
+      expect([name, (await put(name, "x")).status]).toEqual([name, status]);
+    }
+    expect((await put("big.bin", new Uint8Array(65 * 1024))).status).toBe(413);
+    expect((await put("x.txt", "x", "stale")).status).toBe(409);
+    const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
+    expect(t.body.artifacts.map((a: any) => a.name)).toEqual(["data.json", "report.md"]);
+    expect(readdirSync(join(s.dataDir, "artifacts", task.id)).sort()).toEqual(["data.json", "report.md"]);
+    expect(readdirSync(join(s.dataDir, "artifacts")).every((n) => n.startsWith("tsk_"))).toBe(true);
+    const dl = await fetch(`${s.url}/api/v1/orgs/${p.orgId}/tasks/${task.id}/artifacts/report.md`, { headers: { authorization: `Bearer ${p.token}` } });
+    expect(await dl.text()).toBe("# Report\n");
+    c.close();
+  });
+
+  test("a member without worker.manage cannot patch or revoke; a viewer can list", async () => {
+    const member = await addMember(s, p.session, "member");
+    const w = makeWorker(s, p.orgId);
+    expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: member.accessToken, body: { name: "x" } })).status).toBe(403);
+    expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: member.accessToken })).status).toBe(403);
+    expect((await s.api("POST", `/orgs/${p.orgId}/workers/${w.workerId}/approve`, { token: member.accessToken })).status).toBe(403);
+    const viewer = await addMember(s, p.session, "viewer");
+    const list = await s.api("GET", `/orgs/${p.orgId}/workers?limit=2`, { token: viewer.accessToken });
+    expect(list.status).toBe(200);
+    expect(list.body.items.length).toBe(2);
+    const next = await s.api("GET", `/orgs/${p.orgId}/workers?limit=2&cursor=${list.body.nextCursor}`, { token: viewer.accessToken });
+    expect(next.body.items[0].id < list.body.items[1].id).toBe(true);
+    const other = await newOrg(s);
+    expect((await s.api("GET", `/orgs/${other.orgId}/workers/${w.workerId}`, { token: other.accessToken })).status).toBe(404);
+    const bad = await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token, body: { labels: ["Has Space"] } });
+    expect(bad.status).toBe(400);
+  });
+});

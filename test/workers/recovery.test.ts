@@ -1,0 +1,142 @@
+// Faults: silent workers, reconnects, revocation, the approval gate. Timeouts are shortened
+// (FAST) so each scenario takes about a second.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg } from "../helpers/identity";
+import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
+
+let s: TestServer;
+beforeAll(async () => {
+  s = await startTestServer({ workerTimeouts: FAST });
+});
+afterAll(() => s.stop());
+
+const fresh = async () => orgWithProject(s, await newOrg(s));
+const getTask = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+
+async function claim(c: ProtocolClient, cred: string, taskId: string) {
+  const offer = await c.next("offer", (m) => m.taskId === taskId);
+  const r = await workerApi(s, cred)("POST", `/worker/tasks/${taskId}/claim`, { offerId: offer.offerId });
+  expect(r.status).toBe(200);
+  c.running.push({ taskId, attempt: r.body.attempt });
+  return r.body;
+}
+
+describe("lost attempts", () => {
+  test("a silent worker goes offline; its attempt requeues with attempt + 1, and fails after 3 attempts", async () => {
+    const p = await fresh();
+    const task = await createTaskApi(s, p);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const w = makeWorker(s, p.orgId);
+      const c = await ProtocolClient.connect(s, w.credential);
+      const got = await claim(c, w.credential, task.id);
+      expect(got.attempt).toBe(attempt);
+      c.beats = false; // silent from now on (the socket stays open)
+      const closed = await c.waitClose(FAST.offlineMs * 4);
+      expect(closed.code).toBe(4004);
+      const t = await until(async () => {
+        const t = await getTask(p, task.id);
+        return t.status !== "running" && t;
+      }, FAST.offlineMs * 4);
+      expect(t.status).toBe(attempt < 3 ? "queued" : "failed");
+      expect(t.attempt).toBe(attempt);
+    }
+    const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}/events`, { token: p.token })).body.items;
+    const errors = events.filter((e: any) => e.type === "error").map((e: any) => e.data.message);
+    expect(errors).toHaveLength(3);
+    expect(errors[2]).toContain("failed after 3 attempts");
+    expect(errors[0]).toContain("offline");
+  });
+
+  test("a worker that reconnects listing its attempt keeps the lease; one that comes back without it loses it", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 2 });
+    const keep = await createTaskApi(s, p, { title: "keep" });
+    const drop = await createTaskApi(s, p, { title: "drop" });
+    const k = await claim(c, w.credential, keep.id);
+    const d = await claim(c, w.credential, drop.id);
+    c.close();
+    await Bun.sleep(50);
+    const c2 = await ProtocolClient.connect(s, w.credential, { capacity: 2, running: [{ taskId: keep.id, attempt: 1 }, { taskId: "tsk_gone", attempt: 4 }] });
+    // What it no longer holds is stopped; what it dropped is lost and offered again (to it: it has a free slot).
+    expect(await c2.next("control", (m) => m.taskId === "tsk_gone")).toMatchObject({ action: "cancel", attempt: 4 });
+    const again = await c2.next("offer", (m) => m.taskId === drop.id);
+    expect(again.attempt).toBe(2);
+    const api = workerApi(s, w.credential);
+    expect((await api("POST", `/worker/tasks/${keep.id}/events`, { leaseToken: k.leaseToken, events: [{ seq: 1, type: "log", data: { line: "still here" } }] })).status).toBe(200);
+    expect((await api("POST", `/worker/tasks/${drop.id}/events`, { leaseToken: d.leaseToken, events: [{ seq: 1, type: "log", data: {} }] })).status).toBe(409);
+    expect((await getTask(p, keep.id)).status).toBe("running");
+    c2.close();
+  });
+
+  test("a held attempt missing from two heartbeats is lost", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    await claim(c, w.credential, task.id);
+    c.running = [];
+    const again = await c.next("offer", (m) => m.taskId === task.id, FAST.heartbeatMs * 6);
+    expect(again.attempt).toBe(2);
+    c.close();
+  });
+
+  test("controls for an away worker are delivered when it says hello", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    await claim(c, w.credential, task.id);
+    c.close();
+    await Bun.sleep(50);
+    await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "pause" } });
+    const c2 = await ProtocolClient.connect(s, w.credential, { running: [{ taskId: task.id, attempt: 1 }] });
+    expect(await c2.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "pause", attempt: 1 });
+    c2.close();
+  });
+});
+
+describe("revocation and approval", () => {
+  test("revoke: socket closed with 4001, HTTP 401, running attempt requeued for another worker", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    const got = await claim(c, w.credential, task.id);
+    const r = await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: "revoked", runningTaskIds: [] });
+    expect((await c.waitClose()).code).toBe(4001);
+    const api = workerApi(s, w.credential);
+    expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: got.leaseToken, events: [{ seq: 1, type: "log", data: {} }] })).status).toBe(401);
+    expect((await api("GET", "/worker/me")).status).toBe(401);
+    const t = await getTask(p, task.id);
+    expect(t).toMatchObject({ status: "queued", workerId: null, attempt: 1 });
+    const again = await ProtocolClient.connect(s, w.credential, null).catch((e) => e);
+    expect(again).toBeInstanceOf(Error);
+    const other = makeWorker(s, p.orgId);
+    const c2 = await ProtocolClient.connect(s, other.credential);
+    expect((await c2.next("offer", (m) => m.taskId === task.id)).attempt).toBe(2);
+    expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).status).toBe(200);
+    expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token, body: { name: "x" } })).status).toBe(409);
+    c2.close();
+  });
+
+  test("approval gate: pending workers connect but get no work until approved", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId, { approved: false });
+    const c = await ProtocolClient.connect(s, w.credential, null);
+    c.send({ type: "hello", protocol: 1, version: "t", tools: [], agents: [], providers: [], capacity: 1 });
+    expect((await c.next("welcome")).status).toBe("pending_approval");
+    const task = await createTaskApi(s, p);
+    expect(await c.quiet("offer", 300)).toBe(true);
+    expect((await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).body.status).toBe("pending_approval");
+    expect((await workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: "ofr_x" })).status).toBe(403);
+    const r = await s.api("POST", `/orgs/${p.orgId}/workers/${w.workerId}/approve`, { token: p.token });
+    expect(r.body.status).toBe("online");
+    expect((await c.next("welcome")).status).toBe("active");
+    expect((await c.next("offer")).taskId).toBe(task.id);
+    c.close();
+  });
+});
