@@ -7,6 +7,9 @@ export { ErrorBody } from "../tasks/model";
 const Name = t.String({ minLength: 1, maxLength: 100, description: "Unique among the org's live projects" });
 const Knowledge = t.String({ maxLength: 100_000, description: "Free text handed to agents working on the project" });
 const Policy = t.Record(t.String(), t.Unknown(), { description: "Free-form JSON object of project rules" });
+// On input, not t.Record: the app's body normalisation would turn "text" into {"0":"t",...}.
+// The service checks that it is a JSON object.
+const PolicyInput = t.Unknown({ description: "Free-form JSON object of project rules" });
 const RepoName = t.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_][A-Za-z0-9._-]*$" });
 const Branch = t.String({ minLength: 1, maxLength: 255 });
 const Url = t.String({ minLength: 1, maxLength: 2048, description: "https://host/path, ssh://[user@]host/path or user@host:path" });
@@ -48,7 +51,7 @@ export const CreateProjectBody = t.Object(
   {
     name: Name,
     knowledge: t.Optional(Knowledge),
-    policy: t.Optional(Policy),
+    policy: t.Optional(PolicyInput),
     repositories: t.Optional(t.Array(NewRepository, { maxItems: 50, description: "Added in order; the first becomes primary" })),
   },
   { additionalProperties: false },
@@ -58,7 +61,7 @@ export const UpdateProjectBody = t.Object(
   {
     name: t.Optional(Name),
     knowledge: t.Optional(Knowledge),
-    policy: t.Optional(Policy),
+    policy: t.Optional(PolicyInput),
     archived: t.Optional(t.Literal(false, { description: "false restores an archived project (DELETE archives)" })),
   },
   { additionalProperties: false },

@@ -73,6 +73,12 @@ export function uniqueConflict(err: unknown): never {
   throw err;
 }
 
+export function assertPolicy(policy: unknown): asserts policy is Record<string, unknown> | undefined {
+  if (policy !== undefined && (policy === null || typeof policy !== "object" || Array.isArray(policy))) {
+    throw invalid("policy must be a JSON object", [{ field: "policy", message: "a JSON object" }]);
+  }
+}
+
 export function cleanName(name: string): string {
   const trimmed = name.trim();
   if (trimmed === "" || /[\x00-\x1f\x7f]/.test(trimmed)) throw invalid("the name is not valid", [{ field: "name", message: "1..100 characters, no control characters" }]);
@@ -80,7 +86,8 @@ export function cleanName(name: string): string {
 }
 
 /** Inserts a project row inside the caller's transaction. */
-export function txInsertProject(core: Core, orgId: string, input: { name: string; knowledge?: string; policy?: Record<string, unknown> }): ProjectRow {
+export function txInsertProject(core: Core, orgId: string, input: { name: string; knowledge?: string; policy?: unknown }): ProjectRow {
+  assertPolicy(input.policy);
   const now = iso();
   const row: ProjectRow = {
     id: newId("prj"),
@@ -99,7 +106,7 @@ export function txInsertProject(core: Core, orgId: string, input: { name: string
 export function createProject(
   core: Core,
   orgId: string,
-  input: { name: string; knowledge?: string; policy?: Record<string, unknown>; repositories?: NewRepositoryInput[] },
+  input: { name: string; knowledge?: string; policy?: unknown; repositories?: NewRepositoryInput[] },
 ): ProjectRecord {
   try {
     const id = core.sqlite
@@ -119,8 +126,9 @@ export function updateProject(
   core: Core,
   orgId: string,
   projectId: string,
-  patch: { name?: string; knowledge?: string; policy?: Record<string, unknown>; archived?: false },
+  patch: { name?: string; knowledge?: string; policy?: unknown; archived?: false },
 ): ProjectRecord {
+  assertPolicy(patch.policy);
   try {
     core.sqlite
       .transaction(() => {
@@ -128,7 +136,7 @@ export function updateProject(
         const set: Partial<ProjectRow> = { updatedAt: iso() };
         if (patch.name !== undefined) set.name = cleanName(patch.name);
         if (patch.knowledge !== undefined) set.knowledge = patch.knowledge;
-        if (patch.policy !== undefined) set.policy = patch.policy;
+        if (patch.policy !== undefined) set.policy = patch.policy as Record<string, unknown>;
         if (patch.archived === false) set.archived = false;
         core.db.update(projects).set(set).where(eq(projects.id, projectId)).run();
       })

@@ -28,6 +28,8 @@ function hostOk(host: string): boolean {
 export function parseGitUrl(raw: string): GitUrl | null {
   const url = raw.trim();
   if (url.length === 0 || url.length > MAX_URL_LENGTH || /[\s\x00-\x1f\x7f\\]/.test(url)) return null;
+  // "." and ".." segments: the URL parser would resolve them away, so look at the raw text.
+  if (/(^|[/:])\.\.?(\/|$)/.test(url)) return null;
   let segments: string[] | null;
   if (/^(https|ssh):\/\//i.test(url)) {
     let u: URL;

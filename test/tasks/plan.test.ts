@@ -1,0 +1,169 @@
+// POST /orgs/:orgId/tasks/:id/apply-plan: once (201), then the same tasks (200), also under
+// many parallel calls; the refusals of SPEC §5.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
+import { parsePlan } from "../../src/modules/tasks/plan";
+
+let s: TestServer;
+let w: World;
+beforeAll(async () => {
+  s = await startTestServer();
+  w = await makeWorld(s);
+});
+afterAll(() => s.stop());
+
+const PLAN = {
+  tasks: [
+    { title: "Add the schema", prompt: "Create the table." },
+    { title: "Write the API", prompt: "Routes for it.", priority: "HIGH" },
+    { title: "Plan the UI", prompt: "Sketch it.", kind: "plan", priority: "LOW" },
+  ],
+};
+
+async function completedPlan(plan: unknown = PLAN, projectId = w.project.id) {
+  const t = await makeTask(s, w.owner, projectId, { kind: "plan", title: "Plan the feature" });
+  putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
+  return t.id as string;
+}
+
+const apply = (id: string, token = w.member.accessToken, org = w.owner.orgId) => s.api("POST", `/orgs/${org}/tasks/${id}/apply-plan`, { token });
+const children = (id: string) =>
+  s.core.sqlite.query<{ id: string; plan_index: number }, [string]>("SELECT id, plan_index FROM tasks WHERE parent_id = ? ORDER BY plan_index").all(id);
+
+describe("apply a plan", () => {
+  test("201 with the tasks the first time, in the plan's project, with parentId and createdBy plan", async () => {
+    const id = await completedPlan();
+    const r = await apply(id);
+    expect(r.status).toBe(201);
+    expect(r.body.tasks).toHaveLength(3);
+    expect(r.body.tasks.map((t: Record<string, unknown>) => [t.title, t.prompt, t.priority, t.kind])).toEqual([
+      ["Add the schema", "Create the table.", "MEDIUM", "task"],
+      ["Write the API", "Routes for it.", "HIGH", "task"],
+      ["Plan the UI", "Sketch it.", "LOW", "plan"],
+    ]);
+    for (const t of r.body.tasks) {
+      expect(t).toMatchObject({ projectId: w.project.id, parentId: id, createdBy: { type: "plan", id }, status: "queued", orgId: w.owner.orgId });
+    }
+    // The children's first event names who applied the plan; the plan's timeline records it.
+    const ev = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${r.body.tasks[0].id}/events`, { token: w.owner.accessToken });
+    expect(ev.body.items[0]).toMatchObject({ type: "status", actor: { type: "user", id: w.member.userId } });
+    const planEvents = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}/events`, { token: w.owner.accessToken })).body.items;
+    expect(planEvents.at(-1)).toMatchObject({ type: "plan", data: { applied: r.body.tasks.map((t: { id: string }) => t.id) } });
+    // parentId filter lists them.
+    const listed = await s.api("GET", `/orgs/${w.owner.orgId}/tasks?parentId=${id}`, { token: w.viewer.accessToken });
+    expect(listed.body.items.map((t: { id: string }) => t.id).sort()).toEqual(r.body.tasks.map((t: { id: string }) => t.id).sort());
+  });
+
+  test("200 with the same tasks afterwards, nothing new created", async () => {
+    const id = await completedPlan();
+    const first = await apply(id);
+    const again = await apply(id, w.ownerToken);
+    expect(again.status).toBe(200);
+    expect(again.body.tasks.map((t: { id: string }) => t.id)).toEqual(first.body.tasks.map((t: { id: string }) => t.id));
+    expect(children(id)).toHaveLength(3);
+  });
+
+  test("50 parallel calls create one set of children: exactly one 201, the rest 200 with the same ids", async () => {
+    const id = await completedPlan();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => apply(id)));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((x) => x === 201)).toHaveLength(1);
+    expect(statuses.filter((x) => x === 200)).toHaveLength(49);
+    const ids = children(id).map((c) => c.id);
+    expect(ids).toHaveLength(3);
+    for (const a of answers) expect(a.body.tasks.map((t: { id: string }) => t.id)).toEqual(ids);
+    expect(children(id).map((c) => c.plan_index)).toEqual([0, 1, 2]);
+  });
+
+  test("the database itself refuses a second child at the same plan index (the cross-process backstop)", async () => {
+    const id = await completedPlan();
+    await apply(id);
+    const child = children(id)[0].id;
+    const cols = s.core.sqlite.query<{ name: string }, []>("PRAGMA table_info(tasks)").all().map((c) => c.name).filter((c) => c !== "id");
+    expect(() =>
+      s.core.sqlite.exec(`INSERT INTO tasks (id, ${cols}) SELECT 'tsk_duplicate', ${cols} FROM tasks WHERE id = '${child}'`),
+    ).toThrow(/UNIQUE/);
+  });
+
+  test("an empty plan applies to nothing: 200 {tasks: []}", async () => {
+    const id = await completedPlan({ tasks: [] });
+    const r = await apply(id);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ tasks: [] });
+  });
+});
+
+describe("refusals", () => {
+  test("not a plan -> 400", async () => {
+    const t = await makeTask(s, w.owner, w.project.id);
+    putInState(s, t.id, "completed");
+    const r = await apply(t.id);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+  });
+
+  for (const status of ["queued", "running", "paused", "needs_input", "needs_approval", "failed", "cancelled"] as const) {
+    test(`a plan that is ${status} -> 409 conflict`, async () => {
+      const t = await makeTask(s, w.owner, w.project.id, { kind: "plan" });
+      if (status !== "queued") putInState(s, t.id, status, { plan: JSON.stringify(PLAN) });
+      const r = await apply(t.id);
+      expect(r.status).toBe(409);
+      expect(r.body.error.code).toBe("conflict");
+      expect(children(t.id)).toHaveLength(0);
+    });
+  }
+
+  test("a completed plan without a task list -> 409", async () => {
+    const id = await completedPlan(null);
+    expect((await apply(id)).status).toBe(409);
+    const bad = await completedPlan({ tasks: [{ title: "", prompt: "x" }] });
+    const r = await apply(bad);
+    expect(r.status).toBe(409);
+    expect(JSON.stringify(r.body.error.details)).toContain("plan.tasks.0.title");
+  });
+
+  test("the plan's project was archived -> 409, nothing created", async () => {
+    const p = await makeProject(s, w.owner, "archived-later");
+    const id = await completedPlan(PLAN, p.id);
+    await s.api("DELETE", `/orgs/${w.owner.orgId}/projects/${p.id}`, { token: w.owner.accessToken });
+    expect((await apply(id)).status).toBe(409);
+    expect(children(id)).toHaveLength(0);
+  });
+
+  test("viewer 403, another org 404, another org's token 403, unknown task 404", async () => {
+    const id = await completedPlan();
+    expect((await apply(id, w.viewer.accessToken)).status).toBe(403);
+    expect((await apply(id, w.viewerToken)).status).toBe(403);
+    expect((await apply(id, w.other.accessToken)).status).toBe(404);
+    expect((await apply(id, w.other.accessToken, w.other.orgId)).status).toBe(404);
+    expect((await apply(id, w.otherToken)).status).toBe(403);
+    expect((await apply(id, w.otherToken, w.other.orgId)).status).toBe(404);
+    expect((await apply("tsk_01m819v1yqhsryfjy69tbbabjs")).status).toBe(404);
+    expect(children(id)).toHaveLength(0);
+  });
+});
+
+describe("parsePlan (what a worker may report)", () => {
+  test("normalises a good plan", () => {
+    expect(parsePlan({ tasks: [{ title: " t ", prompt: "p", kind: "review", review: { base: "main", head: "x" } }] })).toEqual({
+      tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x" } }],
+    });
+  });
+  const bad: [string, unknown][] = [
+    ["not an object", "plan"],
+    ["no tasks", {}],
+    ["tasks not a list", { tasks: {} }],
+    ["a task without prompt", { tasks: [{ title: "t" }] }],
+    ["a title of 201", { tasks: [{ title: "x".repeat(201), prompt: "p" }] }],
+    ["a bad priority", { tasks: [{ title: "t", prompt: "p", priority: "high" }] }],
+    ["a bad kind", { tasks: [{ title: "t", prompt: "p", kind: "epic" }] }],
+    ["a review without refs", { tasks: [{ title: "t", prompt: "p", kind: "review" }] }],
+    ["101 tasks", { tasks: Array.from({ length: 101 }, () => ({ title: "t", prompt: "p" })) }],
+  ];
+  for (const [name, plan] of bad) {
+    test(`refuses ${name}`, () => {
+      expect(() => parsePlan(plan)).toThrow();
+    });
+  }
+});
