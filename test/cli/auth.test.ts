@@ -76,6 +76,23 @@ describe("ao login (device sign-in)", () => {
     expect(existsSync(sessionFile(dir))).toBe(false);
   }, 20_000);
 
+  test.concurrent("someone in no organization is signed in all the same, and told so", async () => {
+    const email = `loner-${Date.now()}@example.test`;
+    expect((await s.api("POST", "/admin/users", { body: { email, password: owner.password }, token: owner.accessToken })).status).toBe(201);
+    const loner = await login(s, email, owner.password);
+    const dir = newConfigDir();
+    const cli = spawnCli(["login", "--server", s.url], { AO_CONFIG_DIR: dir });
+    const [, code] = await cli.waitFor(/Code: ([B-Z]{4}-[B-Z]{4})/);
+    expect((await s.api("POST", "/auth/device/approve", { body: { userCode: code }, token: loner.accessToken })).status).toBe(200);
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`as ${email}. You are in no organization yet`);
+    expect(readSessionFile(dir)).toMatchObject({ orgId: "", user: { email } });
+    const list = await runCli(["task", "list"], { AO_CONFIG_DIR: dir });
+    expect(list.code).toBe(1);
+    expect(list.stderr).toContain("you are not a member of any organization");
+  }, 20_000);
+
   test("bad command lines exit 2", async () => {
     const table: [string[], RegExp][] = [
       [["login"], /--server is required/],

@@ -49,11 +49,20 @@ export function login(args: string[]): Promise<number> {
       const me = await client.request<any>("GET", "/me");
       draft.user = me?.user ?? me;
     }
-    const org = await resolveOrg(client, str(p, "org"));
-    const session: Session = { ...(client.session ?? draft), user: pickUser(draft.user), orgId: org.id, orgName: org.name };
+    const orgChoice = str(p, "org");
+    // Someone in no organization yet is still signed in; the org is chosen when there is one.
+    const org = orgChoice === undefined && !(await hasOrg(client)) ? null : await resolveOrg(client, orgChoice);
+    const session: Session = { ...(client.session ?? draft), user: pickUser(draft.user), orgId: org?.id ?? "", orgName: org?.name };
     writeSession(session, dir);
-    console.log(`Signed in to ${server} as ${session.user.email ?? session.user.id}, organization ${org.name} (${org.id}).`);
+    const who = `Signed in to ${server} as ${session.user.email ?? session.user.id}`;
+    if (org) console.log(`${who}, organization ${org.name} (${org.id}).`);
+    else console.log(`${who}. You are in no organization yet: create one in the web app or ask an administrator to add you.`);
   });
+}
+
+async function hasOrg(client: ApiClient): Promise<boolean> {
+  const page = await client.request<{ items: unknown[] }>("GET", "/orgs", { query: { limit: 1 } });
+  return page.items.length > 0;
 }
 
 const pickUser = (u: Session["user"]) => ({ id: u.id, email: u.email, name: u.name ?? null });
