@@ -126,13 +126,18 @@ export function followTask(opts: FollowOptions): Promise<Task> {
       }
     };
 
+    const reconnectLater = () => {
+      const delay = Math.min(MAX_BACKOFF_MS, 500 * 2 ** failures++);
+      reconnectTimer = setTimeout(() => void connect(), delay);
+    };
+
     const connect = async () => {
       if (finished) return;
       let token: string | null;
       try {
-        token = await client.accessToken();
+        token = await client.accessToken(); // may refresh the session first
       } catch (err) {
-        return fail(err);
+        return err instanceof Unreachable ? reconnectLater() : fail(err);
       }
       const ws = new WebSocket(client.wsUrl(), token ? { headers: { authorization: `Bearer ${token}` } } : undefined);
       socket = ws;
@@ -145,8 +150,7 @@ export function followTask(opts: FollowOptions): Promise<Task> {
         subscribed = false;
         if (finished) return;
         schedulePoll(); // poll while the socket is down
-        const delay = Math.min(MAX_BACKOFF_MS, 500 * 2 ** failures++);
-        reconnectTimer = setTimeout(() => void connect(), delay);
+        reconnectLater();
       };
     };
 
