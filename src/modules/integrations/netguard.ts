@@ -59,9 +59,9 @@ export function checkTargetUrl(value: string, allowPrivate: boolean): URL {
 
 /**
  * Resolves the URL's host and refuses it when any address is private (unless allowed).
- * Returns the address to connect to.
+ * Returns the addresses to connect to, in the resolver's order.
  */
-export async function resolveTarget(url: URL, allowPrivate: boolean, timeoutMs = 5000): Promise<{ address: string; family: 4 | 6 }> {
+export async function resolveTarget(url: URL, allowPrivate: boolean, timeoutMs = 5000): Promise<{ address: string; family: 4 | 6 }[]> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const literal = isIP(host);
   let addresses: { address: string; family: number }[];
@@ -83,8 +83,7 @@ export async function resolveTarget(url: URL, allowPrivate: boolean, timeoutMs =
     const bad = addresses.find((a) => isPrivateAddress(a.address));
     if (bad) throw new TargetRefused(`${host} resolves to ${bad.address}, a loopback, link-local or private address`);
   }
-  const first = addresses[0];
-  return { address: first.address, family: first.family === 6 ? 6 : 4 };
+  return addresses.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
 }
 
 /** Configuration-time check: the URL, and its host's addresses when they can be looked up now. */

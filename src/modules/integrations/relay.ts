@@ -2,6 +2,7 @@
 // after a commit that wrote rows (and polled every second as a safety net). Only 2xx is success;
 // redirects are not followed; 410 disables the target; Retry-After is honoured; rows left
 // "delivering" by a crash are due again at startup (at-least-once, with a stable delivery id).
+import { isIP } from "node:net";
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
 import { VERSION } from "../../version";
@@ -147,29 +148,20 @@ export class Relay {
     const target = this.target(row);
     if (typeof target === "string") return { kind: "failed", code: null, error: target, latencyMs: null };
     const allowPrivate = this.core.config.allowPrivateCallbacks;
+    const timeoutMs = this.core.config.callbacks.timeoutMs;
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     try {
       const url = checkTargetUrl(target.url, allowPrivate);
-      // Connect to the address that was checked, so a second DNS answer cannot point elsewhere.
-      const { address, family } = await resolveTarget(url, allowPrivate);
-      const pinned = new URL(url);
-      pinned.hostname = family === 6 ? `[${address}]` : address;
-      const res = await fetch(pinned, {
-        method: "POST",
-        headers: {
-          host: url.host,
-          "content-type": "application/json",
-          "user-agent": `ao/${VERSION}`,
-          "x-svc-signature": signSvc(target.secret, row.payload),
-          "x-svc-delivery": row.id,
-          "x-svc-event": row.event,
-        },
-        body: row.payload,
-        redirect: "manual",
-        signal: AbortSignal.any([stop, AbortSignal.timeout(this.core.config.callbacks.timeoutMs)]),
-        tls: { serverName: url.hostname },
-      } as RequestInit);
+      const addresses = await resolveTarget(url, allowPrivate);
+      const signal = AbortSignal.any([stop, AbortSignal.timeout(timeoutMs)]);
+      const res = await this.post(url, addresses, signal, {
+        "content-type": "application/json",
+        "user-agent": `ao/${VERSION}`,
+        "x-svc-signature": signSvc(target.secret, row.payload),
+        "x-svc-delivery": row.id,
+        "x-svc-event": row.event,
+      }, row.payload);
       const latencyMs = elapsed();
       void res.body?.cancel().catch(() => {});
       if (res.status >= 200 && res.status < 300) return { kind: "succeeded", code: res.status, latencyMs };
@@ -179,10 +171,37 @@ export class Relay {
     } catch (err) {
       if (stop.aborted) return { kind: "interrupted" };
       if (err instanceof TargetRefused) return { kind: "failed", code: null, error: err.message, latencyMs: null };
-      const name = (err as Error)?.name;
-      const error = name === "TimeoutError" ? `timed out after ${this.core.config.callbacks.timeoutMs} ms` : String((err as Error)?.message ?? err);
-      return { kind: "retry", code: null, error, latencyMs: name === "TimeoutError" ? elapsed() : null };
+      const timedOut = (err as Error)?.name === "TimeoutError";
+      const error = timedOut ? `timed out after ${timeoutMs} ms` : String((err as Error)?.message ?? err);
+      return { kind: "retry", code: null, error, latencyMs: timedOut ? elapsed() : null };
     }
+  }
+
+  /**
+   * POSTs to the checked addresses themselves (never a second DNS answer), trying the next one
+   * when a connection cannot be made. The Host header and TLS server name stay the URL's.
+   */
+  private async post(url: URL, addresses: { address: string; family: 4 | 6 }[], signal: AbortSignal, headers: Record<string, string>, body: string) {
+    let lastError: unknown;
+    for (const { address, family } of addresses) {
+      const pinned = new URL(url);
+      pinned.hostname = family === 6 ? `[${address}]` : address;
+      try {
+        return await fetch(pinned, {
+          method: "POST",
+          headers: { ...headers, host: url.host },
+          body,
+          redirect: "manual",
+          signal,
+          // Certificates are checked against the URL's name, not the address connected to.
+          ...(url.protocol === "https:" && !isIP(url.hostname) ? { tls: { serverName: url.hostname } } : {}),
+        } as RequestInit);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        lastError = err;
+      }
+    }
+    throw lastError;
   }
 
   private record(row: DueRow, outcome: Outcome) {
