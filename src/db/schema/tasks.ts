@@ -87,11 +87,12 @@ export const tasks = sqliteTable(
     index("tasks_org_status").on(t.orgId, t.status, t.id),
     index("tasks_org_project").on(t.orgId, t.projectId, t.id),
     index("tasks_org_kind").on(t.orgId, t.kind, t.id),
-    index("tasks_org_parent").on(t.orgId, t.parentId, t.id),
+    // Partial: most tasks have no parent, and an index a create need not touch is a write saved.
+    index("tasks_org_parent").on(t.orgId, t.parentId, t.id).where(sql`parent_id IS NOT NULL`),
     index("tasks_queue").on(t.priorityRank, t.id).where(sql`status = 'queued'`),
     // The attempts a worker holds (recovery when it goes offline or is revoked).
     index("tasks_worker_held").on(t.workerId).where(sql`status IN ('running', 'paused', 'needs_input', 'needs_approval')`),
-    uniqueIndex("tasks_plan_child").on(t.parentId, t.planIndex),
+    uniqueIndex("tasks_plan_child").on(t.parentId, t.planIndex).where(sql`parent_id IS NOT NULL`),
   ],
 );
 
@@ -110,7 +111,7 @@ export const taskEvents = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.taskId, t.seq] }),
-    uniqueIndex("task_events_worker_seq").on(t.taskId, t.attempt, t.workerSeq),
+    uniqueIndex("task_events_worker_seq").on(t.taskId, t.attempt, t.workerSeq).where(sql`worker_seq IS NOT NULL`),
   ],
 );
 
