@@ -13,6 +13,7 @@ const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }>
   logout: { summary: "end the stored session", run: async () => (await import("./cli/client")).logout },
   task: { summary: "create, list, follow and control tasks", run: async () => (await import("./cli/client")).task },
   token: { summary: "create a personal API token", run: async () => (await import("./cli/client")).token },
+  worker: { summary: "run tasks on this machine: worker --server URL (pairs on first start)", run: async () => (await import("./worker")).worker },
 };
 
 export function registerCommand(name: string, summary: string, run: () => Promise<Command>) {

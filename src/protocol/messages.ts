@@ -105,6 +105,8 @@ export interface ReadinessRequest {
   url: string;
   branch: string;
   name: string;
+  /** How long the repository's test command may run. */
+  testTimeoutMs: number;
 }
 
 export interface ProtocolError {

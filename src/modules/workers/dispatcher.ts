@@ -54,8 +54,8 @@ export class Dispatcher {
   private readonly byOrg = new Map<string, Set<Conn>>();
   readonly offers = new Map<string, OfferState>();
   private readonly offerByTask = new Map<string, OfferState>();
-  /** Controls for workers that are not connected right now, sent at their next hello. */
-  private readonly pendingControls = new Map<string, Control[]>();
+  /** Messages for workers that are not connected right now, sent at their next hello. */
+  private readonly pending = new Map<string, ServerMessage[]>();
   private readonly q;
 
   constructor(private readonly core: Core) {
@@ -259,22 +259,28 @@ export class Dispatcher {
   /** Tells the worker holding an attempt to act on it; queued for delivery when it is away. */
   control(workerId: string, taskId: string, attempt: number, action: ControlAction, extra: { input?: string; reason?: string } = {}) {
     const message: Control = { type: "control", taskId, attempt, action, ...extra };
-    const conn = this.conns.get(workerId);
-    if (conn && this.send(conn, message)) return;
-    const list = this.pendingControls.get(workerId) ?? [];
-    list.push(message);
-    this.pendingControls.set(workerId, list.slice(-100));
+    this.deliver(workerId, message);
   }
 
-  flushControls(conn: Conn) {
-    const list = this.pendingControls.get(conn.workerId);
+  /** Sends a message to a worker now, or at its next hello when it is not connected. */
+  deliver(workerId: string, message: ServerMessage): boolean {
+    const conn = this.conns.get(workerId);
+    if (conn && conn.greeted && this.send(conn, message)) return true;
+    const list = this.pending.get(workerId) ?? [];
+    list.push(message);
+    this.pending.set(workerId, list.slice(-100));
+    return false;
+  }
+
+  flushPending(conn: Conn) {
+    const list = this.pending.get(conn.workerId);
     if (!list) return;
-    this.pendingControls.delete(conn.workerId);
+    this.pending.delete(conn.workerId);
     for (const message of list) this.send(conn, message);
   }
 
   forgetWorker(workerId: string) {
-    this.pendingControls.delete(workerId);
+    this.pending.delete(workerId);
   }
 
   close() {

@@ -9,6 +9,7 @@ import { isHeld } from "./dispatcher";
 import protocolRoutes from "./protocol-routes";
 import pairingRoutes from "./pairing-routes";
 import orgRoutes from "./org-routes";
+import projectRoutes from "./project-routes";
 import type { ControlAction } from "../../protocol/messages";
 
 /** Person actions that a worker holding the attempt must hear about, and what it is told. */
@@ -53,5 +54,6 @@ export default (core: Core) => {
   return new Elysia({ name: "workers", seed: core.instanceId, prefix: "/api/v1" })
     .use(protocolRoutes(core))
     .use(pairingRoutes(core))
-    .use(orgRoutes(core));
+    .use(orgRoutes(core))
+    .use(projectRoutes(core));
 };

@@ -67,3 +67,54 @@ export const PairingView = t.Object({
 });
 export const UserCodeBody = t.Object({ userCode: t.String({ minLength: 1, maxLength: 20 }) });
 export const ApprovePairingBody = t.Object({ userCode: t.String({ minLength: 1, maxLength: 20 }), orgId: Id });
+
+export const CloneBody = t.Object(
+  { workerIds: t.Array(Id, { minItems: 1, maxItems: 100, description: "Workers of this organization to clone the repository to" }) },
+  { additionalProperties: false },
+);
+export const CloneAccepted = t.Object({
+  repositoryId: t.String(),
+  workers: t.Array(t.Object({ workerId: t.String(), status: t.String(), delivered: t.Boolean({ description: "false: sent when the worker reconnects" }) })),
+});
+export const CloneStatuses = t.Object({
+  items: t.Array(
+    t.Object({ workerId: t.String(), status: t.UnionEnum(["cloning", "cloned", "failed"]), path: t.Nullable(t.String()), error: t.Nullable(t.String()), updatedAt: t.String() }),
+  ),
+});
+export const RepositoryParams = t.Object({ orgId: Id, projectId: Id, repositoryId: Id });
+export const ProjectParams = t.Object({ orgId: Id, projectId: Id });
+
+export const ReadinessBody = t.Object({ workerId: t.Optional(Id) }, { additionalProperties: false });
+export const ReadinessAccepted = t.Object({ runId: t.String(), workerId: t.String(), status: t.String() });
+export const ReadinessRun = t.Object({
+  runId: t.String(),
+  projectId: t.String(),
+  repositoryId: t.String(),
+  workerId: t.String(),
+  status: t.UnionEnum(["queued", "running", "completed", "failed"]),
+  score: t.Nullable(t.Integer({ description: "0..100, the weighted share of checks passed" })),
+  checks: t.Array(t.Object({ id: t.String(), passed: t.Boolean(), detail: t.String() })),
+  report: t.Nullable(t.String({ description: "Markdown" })),
+  error: t.Nullable(t.String()),
+  createdAt: t.String(),
+  finishedAt: t.Nullable(t.String()),
+});
+
+export const Discovered = t.Object({
+  id: t.String(),
+  url: t.String(),
+  name: t.String(),
+  branch: t.Nullable(t.String()),
+  workers: t.Array(t.Object({ workerId: t.String(), path: t.String(), seenAt: t.String() })),
+  firstSeenAt: t.String(),
+  lastSeenAt: t.String(),
+});
+export const DiscoveredPage = t.Object({ items: t.Array(Discovered), nextCursor: t.Nullable(t.String()) });
+export const AcceptBody = t.Object(
+  {
+    ids: t.Array(Id, { minItems: 1, maxItems: 100 }),
+    projectId: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "Add them to this project; absent: one new project per repository" })),
+  },
+  { additionalProperties: false },
+);
+export const DismissBody = t.Object({ ids: t.Array(Id, { minItems: 1, maxItems: 100 }) }, { additionalProperties: false });

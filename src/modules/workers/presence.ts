@@ -5,7 +5,7 @@ import { iso } from "../../lib/time";
 import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
-import { loseAttempts } from "./recovery";
+import { failReadinessRuns, loseAttempts } from "./recovery";
 import { getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
@@ -78,7 +78,7 @@ export class Presence {
       status: conn.active ? "active" : "pending_approval",
       heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
     });
-    this.dispatcher.flushControls(conn);
+    this.dispatcher.flushPending(conn);
     this.dispatcher.fill(conn);
     this.publish(conn.orgId, conn.workerId);
   }
@@ -137,6 +137,7 @@ export class Presence {
     this.departed.delete(workerId);
     this.dispatcher.forgetWorker(workerId);
     loseAttempts(this.core, workerId, "the worker was revoked");
+    failReadinessRuns(this.core, workerId, "the worker was revoked");
   }
 
   /** Approval or new labels/policy: the connection picks them up and looks at the queue. */
@@ -184,7 +185,9 @@ export class Presence {
       for (const [workerId, lastSeen] of [...this.departed]) {
         if (now - lastSeen <= offlineMs) continue;
         this.departed.delete(workerId);
-        loseAttempts(this.core, workerId, `the worker was offline for more than ${Math.round(offlineMs / 1000)} s`);
+        const reason = `the worker was offline for more than ${Math.round(offlineMs / 1000)} s`;
+        loseAttempts(this.core, workerId, reason);
+        failReadinessRuns(this.core, workerId, reason);
       }
       this.dispatcher.fillAll();
       if (now - this.lastFlush > 5000) this.flushLastSeen(now);

@@ -16,7 +16,10 @@ import {
   PairStarted,
   TransitionRequest,
 } from "../../protocol/requests";
+import { CloneReport, ReadinessReport, ReposReport } from "../../protocol/requests";
 import { appendEvents, claimTask, leaseForUpload, transitionTask } from "./leases";
+import { reportClone, reportRepos } from "./clones";
+import { reportReadiness } from "./readiness";
 import { ErrorBody, WorkerRecord, errors } from "./model";
 import { pollPairing, startPairing } from "./pairing";
 import { workerRecord } from "./service";
@@ -105,4 +108,23 @@ export default (core: Core) =>
           tags,
         },
       },
-    );
+    )
+    .post("/worker/repos", ({ worker, body }) => reportRepos(core, worker, body), {
+      worker: true,
+      body: ReposReport,
+      response: { 200: t.Object({ known: t.Integer(), discovered: t.Integer() }), 400: ErrorBody, 401: ErrorBody },
+      detail: { summary: "Report the git repositories in the workspace (the full list)", tags },
+    })
+    .post("/worker/clones/:repositoryId", ({ worker, params, body }) => reportClone(core, worker, params.repositoryId, body), {
+      worker: true,
+      params: t.Object({ repositoryId: t.String({ minLength: 1, maxLength: 64 }) }),
+      body: CloneReport,
+      response: { 200: t.Object({ status: t.String() }), ...errors },
+      detail: { summary: "Report the result of a clone", tags },
+    })
+    .post("/worker/readiness/:runId", ({ worker, params, body }) => reportReadiness(core, worker, params.runId, body), {
+      worker: true,
+      params: t.Object({ runId: t.String({ minLength: 1, maxLength: 64 }) }),
+      body: ReadinessReport,
+      detail: { summary: "Report progress or the result of a readiness run", tags },
+    });

@@ -48,3 +48,11 @@ export function loseAttempts(core: Core, workerId: string, reason: string, taskI
   publishChanges(core, changes);
   return changes;
 }
+
+/** Readiness runs waiting on a worker that is gone will not finish: they fail with the reason. */
+export function failReadinessRuns(core: Core, workerId: string, reason: string) {
+  const now = iso();
+  core.sqlite
+    .query("UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE worker_id = ? AND status IN ('queued', 'running')")
+    .run(reason, now, now, workerId);
+}

@@ -1,0 +1,99 @@
+// The project features that need workers (SPEC §8): clone a repository to workers, AI readiness,
+// repositories discovered on workers.
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { authPlugin } from "../../server/auth";
+import { Project } from "../projects/model";
+import { cloneStatuses, requestClone } from "./clones";
+import { acceptDiscoveredSafely, dismissDiscovered, listDiscovered } from "./discovered";
+import { latestReadiness, requestReadiness } from "./readiness";
+import {
+  AcceptBody,
+  CloneAccepted,
+  CloneBody,
+  CloneStatuses,
+  DiscoveredPage,
+  DismissBody,
+  ErrorBody,
+  PageQuery,
+  ProjectParams,
+  ReadinessAccepted,
+  ReadinessBody,
+  ReadinessRun,
+  RepositoryParams,
+  errors,
+} from "./model";
+
+const tags = ["projects"];
+
+export default (core: Core) =>
+  new Elysia({ name: "workers-projects", seed: core.instanceId })
+    .use(authPlugin(core))
+    .post(
+      "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clone",
+      ({ orgId, params, body, status }) => status(202, requestClone(core, orgId, params.projectId, params.repositoryId, body.workerIds)),
+      {
+        permission: "project.update",
+        params: RepositoryParams,
+        body: CloneBody,
+        response: { 202: CloneAccepted, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Clone the repository to workers",
+          description: "Each worker clones it into its workspace and reports; follow with GET .../clones. Offline workers get the request when they reconnect.",
+          tags,
+        },
+      },
+    )
+    .get(
+      "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clones",
+      ({ orgId, params }) => ({ items: cloneStatuses(core, orgId, params.projectId, params.repositoryId) }),
+      {
+        permission: "member",
+        params: RepositoryParams,
+        response: { 200: CloneStatuses, ...errors },
+        detail: { summary: "Which workers have the repository (cloning, cloned, failed)", tags },
+      },
+    )
+    .post(
+      "/orgs/:orgId/projects/:projectId/readiness",
+      ({ orgId, params, body, actor, status }) => status(202, requestReadiness(core, orgId, params.projectId, body?.workerId, actor)),
+      {
+        permission: "member",
+        params: ProjectParams,
+        body: t.Optional(ReadinessBody),
+        response: { 202: ReadinessAccepted, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Run the AI readiness analysis on a worker that has the project",
+          description: "workerId picks the worker (it must have the primary repository); without it an online worker that has it is chosen. 409 when none has it.",
+          tags,
+        },
+      },
+    )
+    .get("/orgs/:orgId/projects/:projectId/readiness", ({ orgId, params }) => latestReadiness(core, orgId, params.projectId), {
+      permission: "member",
+      params: ProjectParams,
+      response: { 200: ReadinessRun, ...errors },
+      detail: { summary: "The latest readiness run: status, score, checks and a report", tags },
+    })
+    .get("/orgs/:orgId/discovered", ({ orgId, query }) => listDiscovered(core, orgId, query), {
+      permission: "member",
+      query: PageQuery,
+      response: { 200: DiscoveredPage, ...errors },
+      detail: { summary: "Repositories found on workers that are in no project", tags },
+    })
+    .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscoveredSafely(core, orgId, body.ids, body.projectId), {
+      permission: "member",
+      body: AcceptBody,
+      response: { 200: t.Object({ projects: t.Array(Project) }), ...errors, 409: ErrorBody },
+      detail: {
+        summary: "Accept discovered repositories",
+        description: "With projectId they join that project; without, each becomes a project of its own. 409 for ids already accepted or dismissed.",
+        tags,
+      },
+    })
+    .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => dismissDiscovered(core, orgId, body.ids), {
+      permission: "member",
+      body: DismissBody,
+      response: { 200: t.Object({ dismissed: t.Array(t.String()) }), ...errors, 409: ErrorBody },
+      detail: { summary: "Dismiss discovered repositories for good (not shown again, even when reported again)", tags },
+    });

@@ -1,0 +1,148 @@
+// AI readiness runs (SPEC §8): a person asks, a worker that has the project's primary repository
+// runs the checks in its clone and reports {status, score, checks, report}.
+import type { Core } from "../../server/core";
+import { conflict, invalid, notFound } from "../../server/errors";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+import type { ReadinessRequest } from "../../protocol/messages";
+import type { ReadinessReport } from "../../protocol/requests";
+import type { Actor } from "../auth/principal";
+import { presenceOf } from "./presence";
+import type { WorkerRow } from "./registry";
+
+/** How long the repository's test command may run during a readiness check. */
+export const READINESS_TEST_TIMEOUT_MS = 300_000;
+
+interface RunRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  repository_id: string;
+  worker_id: string;
+  status: "queued" | "running" | "completed" | "failed";
+  score: number | null;
+  checks: string | null;
+  report: string | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    project: q.query<{ id: string; archived: number }, [string, string]>("SELECT id, archived FROM projects WHERE id = ? AND org_id = ?"),
+    primary: q.query<{ id: string; url: string; name: string; branch: string }, [string]>(
+      "SELECT id, url, name, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1",
+    ),
+    holders: q.query<{ worker_id: string }, [string]>(
+      `SELECT wr.worker_id FROM worker_repositories wr JOIN workers w ON w.id = wr.worker_id
+        WHERE wr.repository_id = ? AND wr.status = 'cloned' AND w.revoked_at IS NULL AND w.approved_at IS NOT NULL ORDER BY wr.updated_at DESC`,
+    ),
+    worker: q.query<{ id: string; revoked_at: string | null; approved_at: string | null }, [string, string]>(
+      "SELECT id, revoked_at, approved_at FROM workers WHERE id = ? AND org_id = ?",
+    ),
+    insert: q.query(
+      `INSERT INTO readiness_runs (id, org_id, project_id, repository_id, worker_id, status, requested_by, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
+    ),
+    latest: q.query<RunRow, [string]>("SELECT * FROM readiness_runs WHERE project_id = ? ORDER BY id DESC LIMIT 1"),
+    byId: q.query<RunRow, [string]>("SELECT * FROM readiness_runs WHERE id = ?"),
+    update: q.query("UPDATE readiness_runs SET status = ?, score = ?, checks = ?, report = ?, error = ?, updated_at = ?, finished_at = ? WHERE id = ?"),
+  };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+export function readinessView(r: RunRow) {
+  return {
+    runId: r.id,
+    projectId: r.project_id,
+    repositoryId: r.repository_id,
+    workerId: r.worker_id,
+    status: r.status,
+    score: r.score,
+    checks: r.checks ? (JSON.parse(r.checks) as { id: string; passed: boolean; detail: string }[]) : [],
+    report: r.report,
+    error: r.error,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+export function requestReadiness(core: Core, orgId: string, projectId: string, workerId: string | undefined, actor: Actor) {
+  const s = stmts(core);
+  const project = s.project.get(projectId, orgId);
+  if (!project) throw notFound("project");
+  const repo = s.primary.get(projectId);
+  if (!repo) throw conflict("the project has no repository to assess");
+  const dispatcher = presenceOf(core).dispatcher;
+  const holders = s.holders.all(repo.id).map((h) => h.worker_id);
+  let chosen: string;
+  if (workerId) {
+    const w = s.worker.get(workerId, orgId);
+    if (!w) throw invalid("workerId does not name a worker of this organization", [{ field: "workerId", message: "unknown worker" }]);
+    if (!holders.includes(workerId)) throw conflict("that worker does not have the project; clone its repository there first", { workerId });
+    chosen = workerId;
+  } else {
+    const online = holders.find((id) => dispatcher.isConnected(id));
+    if (!online) {
+      throw conflict(holders.length ? "no worker that has the project is online" : "no worker has the project; clone its repository to one first", {
+        workersWithProject: holders,
+      });
+    }
+    chosen = online;
+  }
+  const runId = newId("rdy");
+  const now = iso();
+  s.insert.run(runId, orgId, projectId, repo.id, chosen, JSON.stringify(actor), now, now);
+  const message: ReadinessRequest = {
+    type: "readiness",
+    runId,
+    projectId,
+    repositoryId: repo.id,
+    url: repo.url,
+    branch: repo.branch,
+    name: repo.name,
+    testTimeoutMs: READINESS_TEST_TIMEOUT_MS,
+  };
+  dispatcher.deliver(chosen, message);
+  return { runId, workerId: chosen, status: "queued" as const };
+}
+
+export function latestReadiness(core: Core, orgId: string, projectId: string) {
+  const s = stmts(core);
+  if (!s.project.get(projectId, orgId)) throw notFound("project");
+  const run = s.latest.get(projectId);
+  if (!run) throw notFound("readiness run");
+  return readinessView(run);
+}
+
+/** The worker running it reports progress and the result; a finished run does not change again. */
+export function reportReadiness(core: Core, worker: WorkerRow, runId: string, report: ReadinessReport) {
+  const s = stmts(core);
+  const run = s.byId.get(runId);
+  if (!run || run.worker_id !== worker.id) throw notFound("readiness run");
+  if (run.status === "completed" || run.status === "failed") throw conflict(`the run is already ${run.status}`);
+  if (report.status === "completed" && (report.score === undefined || !report.checks || report.report === undefined)) {
+    throw invalid("a completed run reports score, checks and report", [{ field: "score", message: "required with status completed" }]);
+  }
+  const now = iso();
+  const finished = report.status !== "running";
+  s.update.run(
+    report.status,
+    report.score ?? null,
+    report.checks ? JSON.stringify(report.checks) : null,
+    report.report ?? null,
+    report.status === "failed" ? (report.error ?? "the readiness run failed") : null,
+    now,
+    finished ? now : null,
+    runId,
+  );
+  return readinessView(s.byId.get(runId)!);
+}

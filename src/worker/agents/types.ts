@@ -1,0 +1,35 @@
+// What an agent adapter is: something that starts a coding agent on one attempt and reports what
+// it does through the context. The runtime owns the task's state; adapters only translate.
+import type { ClaimResult, WorkerEventType } from "../../protocol/requests";
+
+export interface AgentContext {
+  claim: ClaimResult;
+  /** The checkout the agent works in. */
+  workdir: string;
+  /** Files left here are uploaded as artifacts; a plan task writes plan.json here. */
+  artifactsDir: string;
+  /** The environment for the agent process (the worker's own, plus AO_* variables). */
+  env: Record<string, string>;
+  /** The full instructions: title, prompt, project knowledge, review refs. */
+  instructions: string;
+  emit(type: WorkerEventType, data: unknown): void;
+  summary(text: string): void;
+  /** Asks the person (needs_input / needs_approval); the answer arrives through AgentRun.answer. */
+  ask(kind: "input" | "approval", message: string): void;
+}
+
+export interface AgentRun {
+  /** Exit code of the agent; 0 completes the task, anything else fails it. */
+  exited: Promise<{ code: number | null; signal: string | null }>;
+  pause(): void;
+  resume(): void;
+  /** Stops the agent and everything it started. */
+  cancel(graceMs: number): Promise<void>;
+  /** A person's answer, one line (`approve`, `deny REASON` or the input text). */
+  answer(line: string): void;
+}
+
+export interface Agent {
+  name: string;
+  start(ctx: AgentContext): AgentRun;
+}

@@ -1,0 +1,217 @@
+// One attempt of one task on this worker: checkout, agent, timeline, person's answers, artifacts,
+// the final transition, cleanup. A stale lease or a cancel stops the agent and reports nothing.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { Value } from "@sinclair/typebox/value";
+import type { Control } from "../protocol/messages";
+import { Plan, type ClaimResult, type TransitionRequest } from "../protocol/requests";
+import { prepareCheckout, keptDir } from "./checkout";
+import { HttpError, type WorkerClient } from "./client";
+import { EventSink } from "./events";
+import { instructionsFor } from "./instructions";
+import type { Agent, AgentRun } from "./agents/types";
+
+export interface AttemptDeps {
+  client: WorkerClient;
+  agent: Agent;
+  runsDir: string;
+  killGraceMs: number;
+  log(line: string): void;
+}
+
+/** Artifact names the server accepts: letters, digits and . _ + -, no leading dot or dash. */
+export function artifactNameOf(relativePath: string): string {
+  const safe = relativePath.replace(/[\\/]+/g, "_").replace(/[^A-Za-z0-9._+-]/g, "_").replace(/^[.-]+/, "");
+  return (safe || "artifact").slice(-128);
+}
+
+function listFiles(dir: string, root = dir, out: string[] = []): string[] {
+  if (!existsSync(dir)) return out;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) listFiles(path, root, out);
+    else if (entry.isFile()) out.push(relative(root, path));
+  }
+  return out.sort();
+}
+
+export class Attempt {
+  readonly taskId: string;
+  readonly attempt: number;
+  private run: AgentRun | null = null;
+  private stopped: "cancelled" | "stale" | null = null;
+  private summary: string | undefined;
+  private answers: string[] = [];
+  private pausedBeforeStart = false;
+  /** Transitions go out one at a time, in the order the agent asked for them. */
+  private transitions: Promise<unknown> = Promise.resolve();
+  private readonly sink: EventSink;
+  private readonly runDir: string;
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly deps: AttemptDeps,
+    private readonly claim: ClaimResult,
+  ) {
+    this.taskId = claim.task.id;
+    this.attempt = claim.attempt;
+    this.runDir = join(deps.runsDir, `${claim.task.id}-a${claim.attempt}`);
+    this.sink = new EventSink(deps.client, this.taskId, claim.leaseToken, () => void this.stop("stale"));
+    this.done = this.execute();
+  }
+
+  control(message: Control) {
+    switch (message.action) {
+      case "pause":
+        if (this.run) this.run.pause();
+        else this.pausedBeforeStart = true;
+        return;
+      case "resume":
+        if (this.run) this.run.resume();
+        else this.pausedBeforeStart = false;
+        return;
+      case "cancel":
+        return void this.stop("cancelled");
+      case "input":
+        return this.answer(message.input ?? "");
+      case "approve":
+        return this.answer("approve");
+      case "deny":
+        return this.answer(`deny ${message.reason ?? ""}`.trim());
+    }
+  }
+
+  private answer(line: string) {
+    const oneLine = line.replace(/\r?\n/g, " ");
+    if (this.run) this.run.answer(oneLine);
+    else this.answers.push(oneLine);
+  }
+
+  private async stop(why: "cancelled" | "stale") {
+    if (this.stopped) return;
+    this.stopped = why;
+    this.deps.log(`${why === "cancelled" ? "cancelling" : "dropping (lease lost)"} ${this.taskId} attempt ${this.attempt}`);
+    await this.run?.cancel(this.deps.killGraceMs);
+  }
+
+  private transition(body: Omit<TransitionRequest, "leaseToken">): Promise<void> {
+    const next = this.transitions.then(async () => {
+      if (this.stopped) return;
+      await this.sink.flush();
+      try {
+        await this.deps.client.transition(this.taskId, { leaseToken: this.claim.leaseToken, ...body });
+      } catch (err) {
+        if (err instanceof HttpError && (err.status === 409 || err.status === 404 || err.status === 401)) {
+          if (err.details?.reason === "stale_lease" || err.status !== 409) void this.stop("stale");
+          else this.deps.log(`transition to ${body.to} refused: ${err.message}`);
+        } else {
+          this.deps.log(`transition to ${body.to} failed: ${(err as Error).message}`);
+        }
+      }
+    });
+    this.transitions = next;
+    return next;
+  }
+
+  private async execute() {
+    let outcome: "completed" | "failed" | "stopped" = "failed";
+    const artifactsDir = join(this.runDir, "artifacts");
+    try {
+      const checkout = await prepareCheckout(this.claim, this.runDir, this.deps.runsDir);
+      this.sink.push("log", { stream: "worker", line: checkout.note });
+      mkdirSync(artifactsDir, { recursive: true });
+      if (this.stopped) return void (outcome = "stopped");
+      const t = this.claim.task;
+      const env: Record<string, string> = {
+        ...(process.env as Record<string, string>),
+        ...checkout.env,
+        AO_TASK_ID: t.id,
+        AO_TASK_KIND: t.kind,
+        AO_TASK_TITLE: t.title,
+        AO_TASK_PROMPT: t.prompt,
+        AO_TASK_ATTEMPT: String(this.attempt),
+        AO_TASK_RUN_MODE: this.claim.runMode,
+        AO_PROJECT_ID: this.claim.project.id,
+        AO_PROJECT_NAME: this.claim.project.name,
+        AO_ARTIFACTS_DIR: artifactsDir,
+      };
+      this.run = this.deps.agent.start({
+        claim: this.claim,
+        workdir: checkout.workdir,
+        artifactsDir,
+        env,
+        instructions: instructionsFor(this.claim),
+        emit: (type, data) => this.sink.push(type, data),
+        summary: (text) => void (this.summary = text),
+        ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message } }),
+      });
+      if (this.pausedBeforeStart) this.run.pause();
+      for (const a of this.answers.splice(0)) this.run.answer(a);
+      const exit = await this.run.exited;
+      await this.transitions;
+      if (this.stopped) return void (outcome = "stopped");
+      await this.uploadArtifacts(artifactsDir);
+      if (exit.code === 0) {
+        const plan = t.kind === "plan" ? this.readPlan(artifactsDir) : undefined;
+        if (typeof plan === "string") {
+          await this.transition({ to: "failed", error: plan, summary: this.summary });
+        } else {
+          await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}) });
+          outcome = "completed";
+        }
+      } else {
+        const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+        await this.transition({ to: "failed", error: `the agent ${how}`, summary: this.summary });
+      }
+    } catch (err) {
+      if (this.stopped) return void (outcome = "stopped");
+      this.sink.push("error", { message: (err as Error).message });
+      await this.transition({ to: "failed", error: (err as Error).message, summary: this.summary });
+    } finally {
+      await this.sink.flush().catch(() => {});
+      this.cleanup(outcome);
+    }
+  }
+
+  /** The plan a plan task wrote, or an error message when it wrote none or a malformed one. */
+  private readPlan(artifactsDir: string): TransitionRequest["plan"] | string {
+    const path = join(artifactsDir, "plan.json");
+    if (!existsSync(path)) return "the plan task wrote no $AO_ARTIFACTS_DIR/plan.json";
+    try {
+      const plan = JSON.parse(readFileSync(path, "utf8"));
+      if (!Value.Check(Plan, plan)) return `plan.json does not have the shape {"tasks": [{"title", "prompt", "priority"?, "kind"?}]}`;
+      return plan;
+    } catch (err) {
+      return `plan.json is not valid JSON: ${(err as Error).message}`;
+    }
+  }
+
+  private async uploadArtifacts(dir: string) {
+    for (const rel of listFiles(dir)) {
+      const name = artifactNameOf(rel);
+      try {
+        const size = statSync(join(dir, rel)).size;
+        await this.deps.client.upload(this.taskId, this.claim.leaseToken, name, Bun.file(join(dir, rel)));
+        this.deps.log(`uploaded ${name} (${size} bytes) for ${this.taskId}`);
+      } catch (err) {
+        this.sink.push("error", { message: `could not upload artifact ${name}: ${(err as Error).message}` });
+      }
+    }
+  }
+
+  /** A completed attempt leaves nothing; an unfinished one keeps its checkout for a retry that continues. */
+  private cleanup(outcome: "completed" | "failed" | "stopped") {
+    try {
+      const work = join(this.runDir, "work");
+      if (outcome !== "completed" && existsSync(work)) {
+        const kept = keptDir(this.deps.runsDir, this.taskId);
+        rmSync(kept, { recursive: true, force: true });
+        mkdirSync(join(kept, ".."), { recursive: true });
+        renameSync(work, kept);
+      }
+      rmSync(this.runDir, { recursive: true, force: true });
+    } catch (err) {
+      this.deps.log(`cleanup of ${this.runDir} failed: ${(err as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,99 @@
+// HTTP client of the worker protocol. State changes are retried on network errors and 5xx with
+// backoff (they are idempotent on the server: events by seq, terminal transitions by state).
+import type { ClaimResult, CloneReport, EventsRequest, PairResult, PairStarted, ReadinessReport, ReposReport, TransitionRequest } from "../protocol/requests";
+import { LEASE_HEADER } from "../protocol/requests";
+
+export class HttpError extends Error {
+  constructor(
+    public readonly status: number,
+    public readonly code: string,
+    message: string,
+    public readonly details?: any,
+  ) {
+    super(message);
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Full jitter: a random wait up to min(cap, base * 2^n). */
+export function backoff(attempt: number, baseMs = 500, capMs = 30_000): number {
+  return Math.floor(Math.random() * Math.min(capMs, baseMs * 2 ** attempt));
+}
+
+export class WorkerClient {
+  credential: string | null = null;
+
+  constructor(readonly server: string) {}
+
+  async request<T>(method: string, path: string, body?: unknown, opts: { retries?: number; headers?: Record<string, string>; raw?: Blob | string } = {}): Promise<T> {
+    const retries = opts.retries ?? 0;
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        const headers: Record<string, string> = { ...opts.headers };
+        if (this.credential) headers.authorization = `Bearer ${this.credential}`;
+        if (body !== undefined) headers["content-type"] = "application/json";
+        res = await fetch(`${this.server}/api/v1${path}`, {
+          method,
+          headers,
+          body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+          signal: AbortSignal.timeout(60_000),
+        });
+      } catch (err) {
+        if (attempt < retries) {
+          await sleep(backoff(attempt, 250, 5000));
+          continue;
+        }
+        throw new HttpError(0, "network", `cannot reach ${this.server}: ${(err as Error).message}`);
+      }
+      const text = await res.text();
+      let parsed: any = null;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {}
+      if (res.ok) return parsed as T;
+      if (res.status >= 500 && attempt < retries) {
+        await sleep(backoff(attempt, 250, 5000));
+        continue;
+      }
+      const e = parsed?.error ?? {};
+      throw new HttpError(res.status, e.code ?? "http_error", e.message ?? `${method} ${path} answered ${res.status}`, e.details);
+    }
+  }
+
+  pair(body: { name: string; hostname: string; labels: string[] }) {
+    return this.request<PairStarted>("POST", "/worker/pair", body, { retries: 5 });
+  }
+  pollPairing(deviceCode: string) {
+    return this.request<PairResult>("POST", "/worker/pair/poll", { deviceCode }, { retries: 3 });
+  }
+  me() {
+    return this.request<{ id: string; orgId: string; name: string; status: string }>("GET", "/worker/me", undefined, { retries: 3 });
+  }
+  claim(taskId: string, offerId: string) {
+    return this.request<ClaimResult>("POST", `/worker/tasks/${taskId}/claim`, { offerId });
+  }
+  transition(taskId: string, body: TransitionRequest) {
+    return this.request<{ status: string }>("POST", `/worker/tasks/${taskId}/transition`, body, { retries: 8 });
+  }
+  events(taskId: string, body: EventsRequest) {
+    return this.request<{ written: number; duplicates: number }>("POST", `/worker/tasks/${taskId}/events`, body, { retries: 8 });
+  }
+  upload(taskId: string, leaseToken: string, name: string, data: Blob) {
+    return this.request("PUT", `/worker/tasks/${taskId}/artifacts/${encodeURIComponent(name)}`, undefined, {
+      retries: 3,
+      raw: data,
+      headers: { [LEASE_HEADER]: leaseToken, "content-type": "application/octet-stream" },
+    });
+  }
+  reportRepos(body: ReposReport) {
+    return this.request("POST", "/worker/repos", body, { retries: 3 });
+  }
+  reportClone(repositoryId: string, body: CloneReport) {
+    return this.request("POST", `/worker/clones/${repositoryId}`, body, { retries: 5 });
+  }
+  reportReadiness(runId: string, body: ReadinessReport) {
+    return this.request("POST", `/worker/readiness/${runId}`, body, { retries: 5 });
+  }
+}

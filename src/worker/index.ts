@@ -1,0 +1,59 @@
+// `ao worker`: pairs on first start, then runs tasks until stopped (SIGINT/SIGTERM) or revoked.
+import { HttpError, WorkerClient } from "./client";
+import { loadCredential, pair, credentialPath } from "./credential";
+import { parseWorkerOptions, UsageError, type WorkerOptions } from "./options";
+import { WorkerRuntime } from "./runtime";
+import { execAgent } from "./agents/exec";
+import { claudeAgent, CLAUDE_DEFAULT_ARGS } from "./agents/claude";
+import { codexAgent, CODEX_DEFAULT_ARGS } from "./agents/codex";
+import type { Agent } from "./agents/types";
+
+/** The agent to run: as chosen, or the first coding agent found on PATH. */
+export function chooseAgent(options: WorkerOptions): Agent {
+  const pick = options.agent ?? (Bun.which("claude") ? "claude" : Bun.which("codex") ? "codex" : null);
+  if (pick === "exec") return execAgent(options.exec!);
+  if (pick === "claude") return claudeAgent(Bun.which("claude") ?? "claude", options.agentArgs ?? CLAUDE_DEFAULT_ARGS);
+  if (pick === "codex") return codexAgent(Bun.which("codex") ?? "codex", options.agentArgs ?? CODEX_DEFAULT_ARGS);
+  throw new UsageError("no coding agent found on PATH (claude, codex): install one, or run a command with --exec 'COMMAND'");
+}
+
+export async function worker(args: string[]): Promise<number> {
+  let options: WorkerOptions;
+  let agent: Agent;
+  try {
+    options = parseWorkerOptions(args);
+    agent = chooseAgent(options);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(err.message);
+      return 2;
+    }
+    throw err;
+  }
+  const say = (line: string) => console.log(line);
+  const client = new WorkerClient(options.server);
+  let stored = loadCredential(options.dataDir, options.server);
+  if (!stored) {
+    try {
+      stored = await pair(client, options, say);
+    } catch (err) {
+      console.error(`ao worker: ${(err as Error).message}`);
+      return 1;
+    }
+  }
+  client.credential = stored.credential;
+  try {
+    await client.me();
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 401) {
+      console.error(`ao worker: the server refused the credential in ${credentialPath(options.dataDir)} (${err.message}); delete it to pair again`);
+      return 3;
+    }
+    // Unreachable server: the runtime keeps reconnecting.
+  }
+  const runtime = new WorkerRuntime(options, client, agent, say);
+  const shutdown = (signal: string) => void runtime.stop(0, `ao worker: received ${signal}, stopping`);
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  return runtime.start();
+}

@@ -1,0 +1,68 @@
+// What this machine offers, reported at hello: tools with versions, coding agents on PATH, and
+// the names (never the values) of model-provider API-key variables that are set.
+
+export interface Found {
+  name: string;
+  version: string | null;
+}
+
+const TOOLS: [string, string[]][] = [
+  ["git", ["--version"]],
+  ["node", ["--version"]],
+  ["bun", ["--version"]],
+  ["python3", ["--version"]],
+  ["docker", ["--version"]],
+  ["go", ["version"]],
+  ["cargo", ["--version"]],
+  ["make", ["--version"]],
+  ["gh", ["--version"]],
+];
+
+export const AGENTS = ["claude", "codex", "gemini", "aider", "opencode", "cursor-agent", "amp"];
+
+export const PROVIDER_VARIABLES = [
+  "ANTHROPIC_API_KEY",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "OPENAI_API_KEY",
+  "CODEX_API_KEY",
+  "GEMINI_API_KEY",
+  "GOOGLE_API_KEY",
+  "OPENROUTER_API_KEY",
+  "MISTRAL_API_KEY",
+  "GROQ_API_KEY",
+  "DEEPSEEK_API_KEY",
+  "XAI_API_KEY",
+  "AZURE_OPENAI_API_KEY",
+  "AWS_BEARER_TOKEN_BEDROCK",
+];
+
+/** The first version-looking token of a --version answer. */
+export function versionOf(text: string): string | null {
+  const m = /\d+\.\d+(?:\.\d+)?(?:[-+][\w.]+)?/.exec(text);
+  return m ? m[0] : text.trim().split("\n")[0]?.slice(0, 100) || null;
+}
+
+async function probe(name: string, args: string[]): Promise<Found | null> {
+  const path = Bun.which(name);
+  if (!path) return null;
+  try {
+    const proc = Bun.spawn([path, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout: 5000 });
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    await proc.exited;
+    return { name, version: versionOf(out || err) };
+  } catch {
+    return { name, version: null };
+  }
+}
+
+export async function inventory(env: Record<string, string | undefined> = process.env) {
+  const [tools, agents] = await Promise.all([
+    Promise.all(TOOLS.map(([n, a]) => probe(n, a))),
+    Promise.all(AGENTS.map((n) => probe(n, ["--version"]))),
+  ]);
+  return {
+    tools: tools.filter((t): t is Found => t !== null),
+    agents: agents.filter((t): t is Found => t !== null),
+    providers: PROVIDER_VARIABLES.filter((v) => (env[v] ?? "") !== ""),
+  };
+}

@@ -1,0 +1,80 @@
+// `ao worker` flags (SPEC §7). Each flag also has an environment variable for service managers.
+import { parseArgs } from "node:util";
+import { homedir, hostname } from "node:os";
+import { join, resolve } from "node:path";
+
+export interface WorkerOptions {
+  server: string;
+  name: string;
+  labels: string[];
+  dataDir: string;
+  workspace: string;
+  capacity: number;
+  /** exec, claude or codex; null: exec when --exec is given, else the first agent found on PATH. */
+  agent: string | null;
+  exec: string | null;
+  /** Replaces the agent's default extra arguments (e.g. a permission mode). */
+  agentArgs: string[] | null;
+  /** How long a cancelled agent gets between SIGTERM and SIGKILL. */
+  killGraceMs: number;
+}
+
+export const USAGE = `usage: ao worker --server URL [--name N] [--labels a,b] [--data-dir D] [--workspace DIR]
+                 [--capacity N] [--agent exec|claude|codex] [--exec 'COMMAND'] [--agent-args 'ARGS']
+                 [--kill-grace-ms MS]
+
+Pairs with the server on first start (prints a code to approve in the web app), then takes tasks.
+Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
+AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS.`;
+
+export class UsageError extends Error {}
+
+export function parseWorkerOptions(args: string[], env: Record<string, string | undefined> = process.env): WorkerOptions {
+  const { values } = parseArgs({
+    args,
+    options: {
+      server: { type: "string" },
+      name: { type: "string" },
+      labels: { type: "string" },
+      "data-dir": { type: "string" },
+      workspace: { type: "string" },
+      capacity: { type: "string" },
+      agent: { type: "string" },
+      exec: { type: "string" },
+      "agent-args": { type: "string" },
+      "kill-grace-ms": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) throw new UsageError(USAGE);
+  const server = (values.server ?? env.AO_SERVER ?? "").replace(/\/+$/, "");
+  if (!/^https?:\/\/[^/]+/.test(server)) throw new UsageError(`--server URL is required (http:// or https://)\n\n${USAGE}`);
+  const dataDir = resolve(values["data-dir"] ?? env.AO_WORKER_DATA_DIR ?? join(homedir(), ".local", "share", "ao-worker"));
+  const capacity = Number(values.capacity ?? env.AO_WORKER_CAPACITY ?? "1");
+  if (!Number.isInteger(capacity) || capacity < 1 || capacity > 64) throw new UsageError("--capacity must be an integer from 1 to 64");
+  const labels = (values.labels ?? env.AO_WORKER_LABELS ?? "")
+    .split(",")
+    .map((l) => l.trim().toLowerCase())
+    .filter(Boolean);
+  for (const l of labels) if (!/^[a-z0-9][a-z0-9._:-]{0,49}$/.test(l)) throw new UsageError(`label '${l}' is not valid (a-z 0-9 . _ : -, up to 50)`);
+  const exec = values.exec ?? env.AO_WORKER_EXEC ?? null;
+  const agent = values.agent ?? env.AO_WORKER_AGENT ?? (exec ? "exec" : null);
+  if (agent && !["exec", "claude", "codex"].includes(agent)) throw new UsageError(`unknown agent '${agent}' (exec, claude or codex)`);
+  if (agent === "exec" && !exec) throw new UsageError("--agent exec needs --exec 'COMMAND'");
+  const rawArgs = values["agent-args"] ?? env.AO_WORKER_AGENT_ARGS;
+  const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
+  if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");
+  return {
+    server,
+    name: (values.name ?? env.AO_WORKER_NAME ?? hostname()).slice(0, 100),
+    labels,
+    dataDir,
+    workspace: resolve(values.workspace ?? env.AO_WORKER_WORKSPACE ?? join(dataDir, "workspace")),
+    capacity,
+    agent,
+    exec,
+    agentArgs: rawArgs === undefined ? null : rawArgs.split(/\s+/).filter(Boolean),
+    killGraceMs,
+  };
+}

@@ -1,0 +1,207 @@
+// The worker's main loop: one socket to the server (reconnected with jittered backoff), hello and
+// heartbeats, offers claimed up to --capacity, controls routed to their attempt, clone and
+// readiness requests served, the workspace reported.
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { CLOSE, PROTOCOL_VERSION, type Control, type Offer, type ReadinessRequest, type ServerMessage } from "../protocol/messages";
+import { VERSION } from "../version";
+import { Attempt } from "./attempt";
+import { backoff, HttpError, type WorkerClient } from "./client";
+import { inventory } from "./inventory";
+import { assessReadiness } from "./readiness";
+import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
+import type { Agent } from "./agents/types";
+import type { WorkerOptions } from "./options";
+
+/** How often the workspace is rescanned for discovered repositories. */
+const SCAN_EVERY_MS = 60_000;
+/** Kept checkouts of unfinished tasks (for retries that continue) beyond this many are pruned. */
+const MAX_KEPT = 20;
+
+export class WorkerRuntime {
+  private ws: WebSocket | null = null;
+  private readonly attempts = new Map<string, Attempt>();
+  private claiming = 0;
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
+  private scanner: ReturnType<typeof setInterval> | null = null;
+  private stopped = false;
+  private failures = 0;
+  private inventory: Awaited<ReturnType<typeof inventory>> | null = null;
+  private finished!: (code: number) => void;
+  readonly exited = new Promise<number>((resolve) => (this.finished = resolve));
+  readonly runsDir: string;
+
+  constructor(
+    private readonly options: WorkerOptions,
+    private readonly client: WorkerClient,
+    private readonly agent: Agent,
+    private readonly say: (line: string) => void,
+  ) {
+    this.runsDir = join(options.dataDir, "runs");
+    mkdirSync(this.runsDir, { recursive: true });
+    mkdirSync(options.workspace, { recursive: true });
+    this.pruneRuns();
+  }
+
+  running() {
+    return [...this.attempts.values()].map((a) => ({ taskId: a.taskId, attempt: a.attempt }));
+  }
+
+  async start() {
+    this.inventory = await inventory();
+    this.say(`ao worker: agent ${this.agent.name}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
+    this.connect();
+    this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);
+    return this.exited;
+  }
+
+  private connect() {
+    if (this.stopped) return;
+    const url = this.options.server.replace(/^http/, "ws") + "/api/v1/worker/ws";
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.client.credential}` } } as unknown as string[]);
+    this.ws = ws;
+    ws.onopen = () => {
+      const inv = this.inventory!;
+      this.send({ type: "hello", protocol: PROTOCOL_VERSION, version: VERSION, ...inv, capacity: this.options.capacity, running: this.running() });
+    };
+    ws.onmessage = (e) => {
+      let message: ServerMessage;
+      try {
+        message = JSON.parse(String(e.data));
+      } catch {
+        return;
+      }
+      this.onMessage(message);
+    };
+    ws.onclose = (e) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = null;
+      if (e.code === CLOSE.revoked) return void this.stop(3, "ao worker: this worker's credential was revoked; pair it again to use it");
+      if (e.code === CLOSE.unsupportedVersion) return void this.stop(4, "ao worker: the server speaks another protocol version; upgrade ao");
+      void this.reconnectLater();
+    };
+    ws.onerror = () => {};
+  }
+
+  /** Reconnects after a jittered, growing wait; a refused credential (401) ends the worker. */
+  private async reconnectLater() {
+    if (this.stopped) return;
+    const wait = backoff(this.failures++, 500, 30_000);
+    this.say(`ao worker: disconnected; reconnecting in ${(wait / 1000).toFixed(1)} s`);
+    await Bun.sleep(wait);
+    try {
+      await this.client.me();
+    } catch (err) {
+      if (err instanceof HttpError && err.status === 401) return void this.stop(3, `ao worker: the server refused this worker's credential (${err.message})`);
+      // The server is unreachable: keep trying.
+      return void this.reconnectLater();
+    }
+    this.connect();
+  }
+
+  private send(message: unknown) {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  private onMessage(m: ServerMessage) {
+    switch (m.type) {
+      case "welcome":
+        this.failures = 0;
+        if (this.heartbeat) clearInterval(this.heartbeat);
+        this.heartbeat = setInterval(() => this.send({ type: "heartbeat", running: this.running() }), m.heartbeatMs);
+        this.say(m.status === "active" ? `ao worker: connected as ${m.workerId}` : "ao worker: connected; waiting for approval by the organization");
+        void this.report();
+        return;
+      case "offer":
+        return void this.onOffer(m);
+      case "control":
+        return this.onControl(m);
+      case "clone":
+        return void handleClone(this.client, this.options.workspace, m, this.say).then(() => this.report());
+      case "readiness":
+        return void this.onReadiness(m);
+      case "error":
+        this.say(`ao worker: server says ${m.code}: ${m.message}`);
+        return;
+    }
+  }
+
+  private async onOffer(offer: Offer) {
+    if (this.stopped || this.attempts.size + this.claiming >= this.options.capacity || this.attempts.has(offer.taskId)) {
+      return this.send({ type: "decline", offerId: offer.offerId });
+    }
+    this.claiming++;
+    try {
+      const claim = await this.client.claim(offer.taskId, offer.offerId);
+      this.say(`ao worker: running ${claim.task.id} attempt ${claim.attempt}: ${claim.task.title}`);
+      const attempt = new Attempt(
+        { client: this.client, agent: this.agent, runsDir: this.runsDir, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        claim,
+      );
+      this.attempts.set(claim.task.id, attempt);
+      void attempt.done.finally(() => {
+        if (this.attempts.get(claim.task.id) === attempt) this.attempts.delete(claim.task.id);
+        this.say(`ao worker: finished ${claim.task.id} attempt ${claim.attempt}`);
+      });
+    } catch (err) {
+      if (!(err instanceof HttpError && err.status === 409)) this.say(`ao worker: claim of ${offer.taskId} failed: ${(err as Error).message}`);
+    } finally {
+      this.claiming--;
+    }
+  }
+
+  private onControl(m: Control) {
+    const attempt = this.attempts.get(m.taskId);
+    if (attempt && attempt.attempt === m.attempt) attempt.control(m);
+  }
+
+  private async onReadiness(m: ReadinessRequest) {
+    try {
+      await this.client.reportReadiness(m.runId, { status: "running" });
+      const dir = (await findClone(this.options.workspace, m.url)) ?? (await cloneIntoWorkspace(this.options.workspace, m));
+      const result = await assessReadiness(dir, { testTimeoutMs: m.testTimeoutMs });
+      await this.client.reportReadiness(m.runId, { status: "completed", ...result });
+      this.say(`ao worker: readiness of ${m.name}: ${result.score}/100`);
+    } catch (err) {
+      await this.client.reportReadiness(m.runId, { status: "failed", error: (err as Error).message }).catch(() => {});
+    }
+  }
+
+  private async report() {
+    try {
+      await reportWorkspace(this.client, this.options.workspace);
+    } catch (err) {
+      this.say(`ao worker: workspace report failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Old run directories (a crash mid-attempt) go; kept checkouts beyond MAX_KEPT go, oldest first. */
+  private pruneRuns() {
+    for (const entry of readdirSync(this.runsDir)) if (entry !== "kept") rmSync(join(this.runsDir, entry), { recursive: true, force: true });
+    const keptRoot = join(this.runsDir, "kept");
+    let kept: { path: string; at: number }[] = [];
+    try {
+      kept = readdirSync(keptRoot).map((n) => ({ path: join(keptRoot, n), at: statSync(join(keptRoot, n)).mtimeMs }));
+    } catch {}
+    kept.sort((a, b) => b.at - a.at);
+    for (const k of kept.slice(MAX_KEPT)) rmSync(k.path, { recursive: true, force: true });
+  }
+
+  async stop(code: number, message?: string) {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (message) this.say(message);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.scanner) clearInterval(this.scanner);
+    const ws = this.ws;
+    this.ws = null;
+    ws?.close();
+    await Promise.all([...this.attempts.values()].map(async (a) => {
+      a.control({ type: "control", taskId: a.taskId, attempt: a.attempt, action: "cancel" });
+      await a.done;
+    }));
+    this.finished(code);
+  }
+}
