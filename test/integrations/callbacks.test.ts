@@ -254,6 +254,19 @@ describe("retries and failures", () => {
     await back.waitFor(1, 5000);
     expect(back.requests[0].headers["x-svc-delivery"]).toBe(first.id);
   });
+
+  test("an integration disabled while its callback is pending: the retries stop", async () => {
+    const rx = receiver();
+    rx.answer = () => new Response("down", { status: 500 });
+    const { integration, taskId } = await integrationWithTask(rx.url());
+    complete(taskId);
+    await rx.waitFor(1);
+    await s.api("PATCH", `/orgs/${w.owner.orgId}/integrations/${integration.id}`, { token: w.owner.accessToken, body: { enabled: false } });
+    const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "failed" ? await deliveries(integration.id) : null));
+    expect(log[0].lastError).toBe("the integration is disabled");
+    await sleep(300);
+    expect(rx.requests).toHaveLength(1);
+  });
 });
 
 describe("redelivery", () => {

@@ -18,6 +18,13 @@ interface DueRow {
   round_attempts: number;
 }
 
+interface TargetRow {
+  url: string | null;
+  secret_sealed: string;
+  enabled: number;
+  gone: number;
+}
+
 type Outcome =
   | { kind: "succeeded"; code: number; latencyMs: number }
   | { kind: "retry"; code: number | null; error: string | null; latencyMs: number | null; retryAfterMs?: number }
@@ -38,8 +45,10 @@ function prepare(core: Core) {
     ),
     claim: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'"),
     nextDue: q.query<{ next: number | null }, []>("SELECT MIN(next_attempt_at) AS next FROM deliveries WHERE status = 'pending'"),
-    integration: q.query<{ url: string | null; secret_sealed: string }, [string]>("SELECT callback_url AS url, secret_sealed FROM integrations WHERE id = ?"),
-    plugin: q.query<{ url: string | null; secret_sealed: string }, [string]>("SELECT url, secret_sealed FROM plugins WHERE id = ?"),
+    integration: q.query<TargetRow, [string]>(
+      "SELECT callback_url AS url, secret_sealed, enabled, callback_disabled_at IS NOT NULL AS gone FROM integrations WHERE id = ?",
+    ),
+    plugin: q.query<TargetRow, [string]>("SELECT url, secret_sealed, enabled, 0 AS gone FROM plugins WHERE id = ?"),
     record: q.query<unknown, [string, number, number, number | null, string | null, number | null, string, string | null, number, string, string]>(
       `UPDATE deliveries SET status = ?, attempts = attempts + ?, round_attempts = round_attempts + ?, last_status_code = ?, last_error = ?,
          last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?`,
@@ -141,6 +150,9 @@ export class Relay {
     const t = row.target_type === "integration" ? this.s.integration.get(row.target_id) : this.s.plugin.get(row.target_id);
     if (!t) return `the ${row.target_type} was deleted`;
     if (!t.url) return `the ${row.target_type} has no callback URL`;
+    // Turned off after the row was written: a person's "stop" wins over pending retries.
+    if (!t.enabled) return `the ${row.target_type} is disabled`;
+    if (t.gone) return "callbacks of the integration are off since the receiver answered 410 Gone; set its callbackUrl again";
     return { url: t.url, secret: this.core.sealer.open(t.secret_sealed) };
   }
 
