@@ -1,6 +1,6 @@
 // One attempt of one task on this worker: checkout, agent, timeline, person's answers, artifacts,
 // the final transition, cleanup. A stale lease or a cancel stops the agent and reports nothing.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { Control } from "../protocol/messages";
@@ -145,6 +145,8 @@ export class Attempt {
         summary: (text) => void (this.summary = text),
         ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message } }),
       });
+      // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.
+      writeFileSync(join(this.runDir, "agent.pid"), String(this.run.pid));
       if (this.pausedBeforeStart) this.run.pause();
       for (const a of this.answers.splice(0)) this.run.answer(a);
       const exit = await this.run.exited;

@@ -1,7 +1,7 @@
 // The worker's main loop: one socket to the server (reconnected with jittered backoff), hello and
 // heartbeats, offers claimed up to --capacity, controls routed to their attempt, clone and
 // readiness requests served, the workspace reported.
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CLOSE, PROTOCOL_VERSION, type Control, type Offer, type ReadinessRequest, type ServerMessage } from "../protocol/messages";
 import { VERSION } from "../version";
@@ -179,7 +179,15 @@ export class WorkerRuntime {
 
   /** Old run directories (a crash mid-attempt) go; kept checkouts beyond MAX_KEPT go, oldest first. */
   private pruneRuns() {
-    for (const entry of readdirSync(this.runsDir)) if (entry !== "kept") rmSync(join(this.runsDir, entry), { recursive: true, force: true });
+    for (const entry of readdirSync(this.runsDir)) {
+      if (entry === "kept") continue;
+      // A run directory left behind means this worker died mid-attempt: its agent may still run.
+      try {
+        const pid = Number(readFileSync(join(this.runsDir, entry, "agent.pid"), "utf8"));
+        if (pid > 0) process.kill(-pid, "SIGKILL");
+      } catch {}
+      rmSync(join(this.runsDir, entry), { recursive: true, force: true });
+    }
     const keptRoot = join(this.runsDir, "kept");
     let kept: { path: string; at: number }[] = [];
     try {

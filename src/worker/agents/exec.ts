@@ -25,6 +25,7 @@ export function execAgent(command: string): Agent {
         onStderr: (line) => ctx.emit("log", { stream: "stderr", line }),
       });
       return {
+        pid: proc.pid,
         exited: proc.exited,
         pause: () => proc.signal("SIGSTOP"),
         resume: () => proc.signal("SIGCONT"),

@@ -13,6 +13,7 @@ export function runJsonl(ctx: AgentContext, command: string, args: string[], map
     onStderr: (line) => ctx.emit("log", { stream: "stderr", line }),
   });
   return {
+    pid: proc.pid,
     exited: proc.exited,
     pause: () => proc.signal("SIGSTOP"),
     resume: () => proc.signal("SIGCONT"),

@@ -19,6 +19,8 @@ export interface AgentContext {
 }
 
 export interface AgentRun {
+  /** The agent's process (and process group) id. */
+  pid: number;
   /** Exit code of the agent; 0 completes the task, anything else fails it. */
   exited: Promise<{ code: number | null; signal: string | null }>;
   pause(): void;

@@ -1,0 +1,114 @@
+// Real `ao worker` processes for end-to-end tests: started from source with bun, their output
+// captured and searchable, and git repositories made on disk for them to work on.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { TestServer } from "../helpers/server";
+import { saveCredential } from "../../src/worker/credential";
+import { makeWorker } from "../workers/helpers";
+
+const root = join(import.meta.dir, "..", "..");
+const bun = join(root, "node_modules", ".bin", "bun");
+
+export class WorkerProcess {
+  output = "";
+  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  readonly exited: Promise<number>;
+  private waiters: { re: RegExp; from: number; resolve: (m: RegExpMatchArray) => void }[] = [];
+
+  constructor(args: string[], env: Record<string, string> = {}) {
+    this.proc = Bun.spawn([bun, join(root, "src", "main.ts"), "worker", ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    void this.pump(this.proc.stdout);
+    void this.pump(this.proc.stderr);
+    this.exited = this.proc.exited;
+  }
+
+  private async pump(stream: ReadableStream<Uint8Array>) {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      this.output += decoder.decode(chunk, { stream: true });
+      for (const w of [...this.waiters]) {
+        const m = this.output.slice(w.from).match(w.re);
+        if (m) {
+          this.waiters.splice(this.waiters.indexOf(w), 1);
+          w.resolve(m);
+        }
+      }
+    }
+  }
+
+  /** Waits for the output (from `from` on) to match. */
+  waitFor(re: RegExp, ms = 15_000, from = 0): Promise<RegExpMatchArray> {
+    const m = this.output.slice(from).match(re);
+    if (m) return Promise.resolve(m);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`worker output did not match ${re} within ${ms} ms:\n${this.output}`)), ms);
+      this.waiters.push({ re, from, resolve: (m) => (clearTimeout(timer), resolve(m)) });
+    });
+  }
+
+  async stop() {
+    if (this.proc.exitCode === null && !this.proc.killed) this.proc.kill("SIGTERM");
+    await Promise.race([this.exited, Bun.sleep(5000)]);
+    if (this.proc.exitCode === null) this.proc.kill("SIGKILL");
+  }
+}
+
+export function startWorker(s: TestServer, dataDir: string, extra: string[] = [], env: Record<string, string> = {}) {
+  return new WorkerProcess(["--server", s.url, "--data-dir", dataDir, "--kill-grace-ms", "500", ...extra], env);
+}
+
+/** A worker made on the server and its credential file written, as if it had paired before. */
+export function preparedWorker(s: TestServer, orgId: string, dataDir: string, opts: { approved?: boolean; labels?: string[] } = {}) {
+  const w = makeWorker(s, orgId, opts);
+  saveCredential(dataDir, { server: s.url, workerId: w.workerId, orgId, credential: w.credential });
+  return w;
+}
+
+const GIT_ENV = { GIT_AUTHOR_NAME: "Test", GIT_AUTHOR_EMAIL: "t@example.test", GIT_COMMITTER_NAME: "Test", GIT_COMMITTER_EMAIL: "t@example.test" };
+
+export function sh(cwd: string, ...cmd: string[]): string {
+  const r = Bun.spawnSync(cmd, { cwd, env: { ...process.env, ...GIT_ENV }, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${r.stderr.toString()}`);
+  return r.stdout.toString().trim();
+}
+
+/** A git repository with the given files committed on main; returns its path. */
+export function gitRepo(dir: string, files: Record<string, string>, opts: { remote?: string; message?: string } = {}): string {
+  mkdirSync(dir, { recursive: true });
+  sh(dir, "git", "init", "-q", "-b", "main");
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, ".."), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  sh(dir, "git", "add", "-A");
+  sh(dir, "git", "commit", "-q", "-m", opts.message ?? "initial commit");
+  if (opts.remote) sh(dir, "git", "remote", "add", "origin", opts.remote);
+  return dir;
+}
+
+/** A bare repository (a local "remote") made from a working repository. */
+export function bareFrom(source: string, bare: string): string {
+  sh(join(bare, ".."), "git", "clone", "-q", "--bare", source, bare);
+  return bare;
+}
+
+/** True while the process exists and is not a zombie (an unreaped orphan has finished). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
+}

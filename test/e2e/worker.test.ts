@@ -1,0 +1,265 @@
+// Real `ao worker` processes against a real server: pairing read off the worker's own output,
+// full tasks through the exec adapter (logs, summary, artifacts, plan), needs-input and
+// needs-approval round trips, cancel of a running agent's whole process group, kill -9 of the
+// worker mid-task, revocation and the approval gate.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, newOrg, type Session } from "../helpers/identity";
+import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { alive, bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
+
+const TIMEOUTS = { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 };
+
+let s: TestServer;
+let tmp: string;
+let owner: Session;
+const workers: WorkerProcess[] = [];
+
+// One script plays every agent: what it does depends on the task's title.
+const AGENT = `
+case "$AO_TASK_TITLE" in
+  full)
+    echo "hello from $AO_TASK_ID ($AO_TASK_KIND)"
+    echo "prompt: $AO_TASK_PROMPT"
+    echo "commit: $(git log -1 --format=%s 2>/dev/null || echo none)"
+    echo "oops" >&2
+    printf '# Report\\n' > "$AO_ARTIFACTS_DIR/report.md"
+    mkdir -p "$AO_ARTIFACTS_DIR/shots" && printf 'PNG' > "$AO_ARTIFACTS_DIR/shots/one.png"
+    echo "::ao::summary all done"
+    ;;
+  ask)
+    echo "::ao::needs-input What color?"
+    read answer
+    echo "got $answer"
+    echo "::ao::summary color=$answer"
+    ;;
+  approval)
+    echo "::ao::needs-approval Deploy to production?"
+    read decision
+    echo "decision: $decision"
+    [ "$decision" = "approve" ] || { echo "::ao::summary $decision"; exit 1; }
+    echo "::ao::summary deployed"
+    ;;
+  sleep)
+    sh -c 'trap "" TERM; sleep 300' &
+    echo $! > "$PIDS/$AO_TASK_ID.child"
+    echo $$ > "$PIDS/$AO_TASK_ID.main"
+    echo started
+    wait
+    ;;
+  crash)
+    if [ "$AO_TASK_ATTEMPT" = "1" ]; then echo $$ > "$PIDS/$AO_TASK_ID.main"; echo started; sleep 300; fi
+    echo "::ao::summary attempt $AO_TASK_ATTEMPT finished"
+    ;;
+  plan)
+    echo '{"tasks":[{"title":"step one","prompt":"do one"},{"title":"step two","prompt":"do two","priority":"HIGH"}]}' > "$AO_ARTIFACTS_DIR/plan.json"
+    ;;
+  review)
+    echo "head=$(git rev-parse HEAD) base=$AO_REVIEW_BASE_SHA"
+    echo "::ao::summary reviewed $(git diff --name-only refs/ao/base...HEAD)"
+    ;;
+  fail)
+    echo "about to fail"
+    exit 3
+    ;;
+esac
+`;
+
+let script: string;
+let pids: string;
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-worker-e2e-"));
+  script = join(tmp, "agent.sh");
+  writeFileSync(script, AGENT);
+  pids = join(tmp, "pids");
+  sh(tmp, "mkdir", "-p", pids);
+  s = await startTestServer({ workerTimeouts: TIMEOUTS });
+  owner = await createAdmin(s);
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await s.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+function run(dataDir: string, extra: string[] = []) {
+  const w = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra], { PIDS: pids });
+  workers.push(w);
+  return w;
+}
+
+const task = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+const events = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}/events?limit=200`, { token: p.token })).body.items as any[];
+const action = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) =>
+  s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
+const waitStatus = (p: { orgId: string; token: string }, id: string, status: string, ms = 15_000) =>
+  until(async () => {
+    const t = await task(p, id);
+    return t.status === status && t;
+  }, ms, 50);
+
+describe("a paired worker runs tasks", () => {
+  let p: Awaited<ReturnType<typeof orgWithProject>>;
+  let dataDir: string;
+  let worker: WorkerProcess;
+
+  test("pairing: the code from the worker's output, approved by a person; credential kept with mode 0600", async () => {
+    p = await orgWithProject(s, owner);
+    dataDir = join(tmp, "paired");
+    worker = run(dataDir, ["--name", "e2e-box", "--labels", "linux,e2e", "--capacity", "2"]);
+    const [, code] = await worker.waitFor(/code: ([A-Z]{4}-[A-Z]{4})/);
+    const [, link] = await worker.waitFor(/open: (\S+)/);
+    expect(link).toEndWith(`/pair?code=${code}`);
+    const described = await s.api("GET", `/pairing/${code}`, { token: owner.accessToken });
+    expect(described.body).toMatchObject({ name: "e2e-box", labels: ["linux", "e2e"], status: "pending" });
+    expect((await s.api("POST", "/pairing/approve", { token: owner.accessToken, body: { userCode: code, orgId: owner.orgId } })).status).toBe(200);
+    const [, workerId] = await worker.waitFor(/connected as (wkr_\w+)/, 20_000);
+    const file = join(dataDir, "credential.json");
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(file, "utf8"));
+    expect(stored).toMatchObject({ workerId, orgId: owner.orgId });
+    expect(stored.credential).toStartWith("aow_");
+    const rec = (await s.api("GET", `/orgs/${owner.orgId}/workers/${workerId}`, { token: owner.accessToken })).body;
+    expect(rec).toMatchObject({ status: "online", name: "e2e-box", capacity: 2 });
+    expect(rec.tools.map((t: any) => t.name)).toContain("git");
+    expect(rec.providers.every((v: string) => /^[A-Z_]+$/.test(v))).toBe(true);
+  }, 40_000);
+
+  test("a full task: checkout of the primary repository, logs, summary, artifacts", async () => {
+    const source = gitRepo(join(tmp, "src-full"), { "README.md": "# demo\n" }, { message: "the first commit" });
+    const bare = bareFrom(source, join(tmp, "full.git"));
+    addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
+    const t = await createTaskApi(s, p, { title: "full", prompt: "say hello" });
+    const done = await waitStatus(p, t.id, "completed");
+    expect(done).toMatchObject({ summary: "all done", attempt: 1 });
+    expect(done.artifacts.map((a: any) => a.name).sort()).toEqual(["report.md", "shots_one.png"]);
+    const evs = await events(p, t.id);
+    const lines = evs.filter((e) => e.type === "log").map((e) => e.data.line);
+    expect(lines).toContain(`hello from ${t.id} (task)`);
+    expect(lines).toContain("prompt: say hello");
+    expect(lines).toContain("commit: the first commit");
+    expect(evs.find((e) => e.type === "log" && e.data.stream === "stderr")?.data.line).toBe("oops");
+    expect(lines.some((l: string) => l.startsWith("::ao::"))).toBe(false);
+    const dl = await fetch(`${s.url}/api/v1/orgs/${p.orgId}/tasks/${t.id}/artifacts/report.md`, { headers: { authorization: `Bearer ${p.token}` } });
+    expect(await dl.text()).toBe("# Report\n");
+    // Nothing of a completed attempt is left on the worker.
+    await until(() => !existsSync(join(dataDir, "runs", `${t.id}-a1`)));
+  });
+
+  test("needs-input and needs-approval round trips (answer on stdin)", async () => {
+    const ask = await createTaskApi(s, p, { title: "ask" });
+    const appr = await createTaskApi(s, p, { title: "approval" });
+    const asking = await waitStatus(p, ask.id, "needs_input");
+    expect(asking.needs).toEqual({ kind: "input", message: "What color?" });
+    const approving = await waitStatus(p, appr.id, "needs_approval");
+    expect(approving.needs).toEqual({ kind: "approval", message: "Deploy to production?" });
+    expect((await action(p, ask.id, { action: "input", input: "blue" })).status).toBe(200);
+    expect((await action(p, appr.id, { action: "deny", reason: "not on a Friday" })).status).toBe(200);
+    expect(await waitStatus(p, ask.id, "completed")).toMatchObject({ summary: "color=blue" });
+    const denied = await waitStatus(p, appr.id, "failed");
+    expect(denied.summary).toBe("deny not on a Friday");
+    expect((await events(p, appr.id)).some((e) => e.type === "error" && /exited with code 1/.test(e.data.message))).toBe(true);
+    const again = await createTaskApi(s, p, { title: "approval" });
+    await waitStatus(p, again.id, "needs_approval");
+    await action(p, again.id, { action: "approve" });
+    expect(await waitStatus(p, again.id, "completed")).toMatchObject({ summary: "deployed" });
+  });
+
+  test("cancel kills the agent's whole process group (SIGTERM, then SIGKILL for what ignores it)", async () => {
+    const t = await createTaskApi(s, p, { title: "sleep" });
+    await until(async () => (await events(p, t.id)).some((e) => e.type === "log" && e.data.line === "started"), 15_000, 30);
+    const main = Number(readFileSync(join(pids, `${t.id}.main`), "utf8"));
+    const child = Number(readFileSync(join(pids, `${t.id}.child`), "utf8"));
+    expect(alive(main) && alive(child)).toBe(true);
+    const started = Date.now();
+    expect((await action(p, t.id, { action: "cancel", reason: "enough" })).status).toBe(200);
+    await until(() => !alive(main), 3000, 10);
+    const mainGone = Date.now() - started;
+    await until(() => !alive(child), 3000, 10);
+    expect(mainGone).toBeLessThan(1000);
+    expect((await task(p, t.id)).status).toBe("cancelled");
+  });
+
+  test("plan tasks report plan.json; failing agents fail the task; reviews check out head with base", async () => {
+    const plan = await createTaskApi(s, p, { title: "plan", kind: "plan" });
+    const planned = await waitStatus(p, plan.id, "completed");
+    expect(planned.plan.tasks.map((x: any) => x.title)).toEqual(["step one", "step two"]);
+    const fail = await createTaskApi(s, p, { title: "fail" });
+    await waitStatus(p, fail.id, "failed");
+    expect((await events(p, fail.id)).some((e) => e.type === "error" && e.data.message === "the agent exited with code 3")).toBe(true);
+    // A review: feature branch on the remote; the agent sees head checked out and base named.
+    const source = join(tmp, "src-full");
+    sh(source, "git", "checkout", "-q", "-b", "feature");
+    writeFileSync(join(source, "feature.txt"), "new\n");
+    sh(source, "git", "add", "-A");
+    sh(source, "git", "commit", "-q", "-m", "feature work");
+    sh(source, "git", "push", "-q", join(tmp, "full.git"), "feature");
+    const head = sh(source, "git", "rev-parse", "HEAD");
+    const base = sh(source, "git", "rev-parse", "main");
+    const review = await createTaskApi(s, p, { title: "review", kind: "review", review: { base: "main", head: "feature" } });
+    const reviewed = await waitStatus(p, review.id, "completed");
+    expect(reviewed.summary).toBe("reviewed feature.txt");
+    expect((await events(p, review.id)).some((e) => e.type === "log" && e.data.line === `head=${head} base=${base}`)).toBe(true);
+  });
+
+  test("revoke: the worker is told at once, stops, and its running task goes back to the queue", async () => {
+    const t = await createTaskApi(s, p, { title: "sleep" });
+    await waitStatus(p, t.id, "running");
+    const rec = (await s.api("GET", `/orgs/${p.orgId}/workers?limit=1`, { token: p.token })).body.items[0];
+    expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${rec.id}`, { token: p.token })).status).toBe(200);
+    await worker.waitFor(/credential was revoked/, 5000);
+    expect(await worker.exited).toBe(3);
+    const back = await task(p, t.id);
+    expect(back).toMatchObject({ status: "queued", workerId: null, attempt: 1 });
+    await action(p, t.id, { action: "cancel" });
+    // The same credential is refused from now on.
+    const again = run(dataDir);
+    expect(await again.exited).toBe(3);
+    expect(again.output).toContain("refused the credential");
+  }, 20_000);
+});
+
+describe("faults and gates", () => {
+  test("kill -9 mid-task: the task requeues and finishes on the same worker after it returns, without pairing again", async () => {
+    const org = await newOrg(s);
+    const p = await orgWithProject(s, org);
+    const dataDir = join(tmp, "crashy");
+    preparedWorker(s, p.orgId, dataDir);
+    const first = run(dataDir);
+    await first.waitFor(/connected as/);
+    const t = await createTaskApi(s, p, { title: "crash" });
+    await until(async () => (await events(p, t.id)).some((e) => e.type === "log" && e.data.line === "started"), 15_000, 30);
+    const orphan = Number(readFileSync(join(pids, `${t.id}.main`), "utf8"));
+    first.proc.kill("SIGKILL");
+    await first.exited;
+    expect(alive(orphan)).toBe(true); // the agent outlives its worker...
+    const second = run(dataDir);
+    await second.waitFor(/connected as/);
+    expect(second.output).not.toContain("code:");
+    await until(() => !alive(orphan), 5000); // ...until the worker comes back and ends it
+    const done = await waitStatus(p, t.id, "completed", 20_000);
+    expect(done).toMatchObject({ attempt: 2, summary: "attempt 2 finished" });
+    expect((await events(p, t.id)).some((e) => e.type === "error" && /attempt 1 was lost/.test(e.data.message))).toBe(true);
+    await second.stop();
+  }, 40_000);
+
+  test("approval gate: a pending worker connects but runs nothing until approved", async () => {
+    const org = await newOrg(s);
+    const p = await orgWithProject(s, org);
+    const dataDir = join(tmp, "pending");
+    const w = preparedWorker(s, p.orgId, dataDir, { approved: false });
+    const proc = run(dataDir);
+    await proc.waitFor(/waiting for approval/);
+    const t = await createTaskApi(s, p, { title: "full" });
+    await Bun.sleep(500);
+    expect((await task(p, t.id)).status).toBe("queued");
+    expect((await s.api("POST", `/orgs/${p.orgId}/workers/${w.workerId}/approve`, { token: p.token })).status).toBe(200);
+    expect(await waitStatus(p, t.id, "completed")).toMatchObject({ summary: "all done" });
+    await proc.stop();
+  });
+});
