@@ -54,7 +54,7 @@ describe("foundation", () => {
     });
     const res = await fetch(s.url + "/api/v1/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body });
     expect(res.status).toBe(411);
-    expect((await res.json()).error.code).toBe("length_required");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("length_required");
   });
 });
 
