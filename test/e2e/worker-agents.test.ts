@@ -1,0 +1,80 @@
+// The Claude Code and Codex adapters inside a real `ao worker`: stand-in `claude` and `codex`
+// executables on PATH check the command line they are given and replay recorded output.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg } from "../helpers/identity";
+import { createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
+
+let s: TestServer;
+let tmp: string;
+let bin: string;
+const workers: WorkerProcess[] = [];
+const fixtures = join(import.meta.dir, "..", "workers", "fixtures");
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-worker-agents-"));
+  bin = join(tmp, "bin");
+  mkdirSync(bin);
+  // Each stand-in records its arguments (one per line) and prints the recording.
+  for (const [name, fixture] of [["claude", "claude-stream.jsonl"], ["codex", "codex-exec.jsonl"]]) {
+    const path = join(bin, name);
+    writeFileSync(path, `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "9.9.9 (stand-in)"; exit 0; fi\nprintf '%s\\n' "$@" > "${tmp}/${name}.args"\npwd > "${tmp}/${name}.cwd"\ncat "${join(fixtures, fixture)}"\n`);
+    chmodSync(path, 0o755);
+  }
+  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 3000, heartbeatMs: 300 } });
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await s.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+async function runWith(agent: string) {
+  const org = await newOrg(s);
+  const p = await orgWithProject(s, org);
+  const dataDir = join(tmp, agent);
+  const w = preparedWorker(s, p.orgId, dataDir);
+  const proc = startWorker(s, dataDir, ["--agent", agent], { PATH: `${bin}:${process.env.PATH}` });
+  workers.push(proc);
+  await proc.waitFor(new RegExp(`agent ${agent}`));
+  await proc.waitFor(/connected as/);
+  const rec = (await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).body;
+  expect(rec.agents).toContainEqual({ name: agent, version: "9.9.9" });
+  const t = await createTaskApi(s, p, { title: "Fix sum", prompt: "sum() is wrong" });
+  const done = await until(async () => {
+    const r = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}`, { token: p.token })).body;
+    return ["completed", "failed"].includes(r.status) && r;
+  }, 15_000);
+  const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}/events?limit=200`, { token: p.token })).body.items;
+  const args = readFileSync(join(tmp, `${agent}.args`), "utf8").trimEnd().split("\n");
+  await proc.stop();
+  return { done, events, args };
+}
+
+test("claude: claude -p --output-format stream-json --verbose, mapped to message, tool and log events", async () => {
+  const { done, events, args } = await runWith("claude");
+  expect(args.slice(0, 4)).toEqual(["-p", "--output-format", "stream-json", "--verbose"]);
+  expect(args).toContain("# Fix sum"); // the instructions are the last argument (several lines)
+  expect(args.at(-1)).toBe("sum() is wrong");
+  expect(done).toMatchObject({ status: "completed", summary: "Fixed: sum() subtracted instead of adding. The test suite passes now." });
+  const types = events.map((e: any) => e.type);
+  expect(types.filter((t: string) => t === "tool")).toHaveLength(4);
+  expect(events.filter((e: any) => e.type === "message").map((e: any) => e.data.text)).toEqual([
+    "I'll run the tests first.",
+    "Fixed: sum() subtracted instead of adding. The test suite passes now.",
+  ]);
+});
+
+test("codex: codex exec --json, mapped to message, tool and log events", async () => {
+  const { done, events, args } = await runWith("codex");
+  expect(args.slice(0, 2)).toEqual(["exec", "--json"]);
+  expect(args).toContain("--skip-git-repo-check"); // the project has no repository: an empty directory
+  expect(done).toMatchObject({ status: "completed", summary: "Yep — there’s a `README.md` in the repository root, and sum() is fixed." });
+  expect(events.filter((e: any) => e.type === "tool" && e.data.name === "shell")).toHaveLength(2);
+  expect(events.some((e: any) => e.type === "error" && e.data.message === "command timed out after 60s; retrying")).toBe(true);
+});

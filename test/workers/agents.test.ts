@@ -1,0 +1,119 @@
+// The agent adapters' parsers against recorded output in the tools' documented formats
+// (fixtures/: Claude Code's stream-json messages, Codex's `exec --json` thread events), and the
+// exec adapter's directives.
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { mapClaudeEvent } from "../../src/worker/agents/claude";
+import { mapCodexEvent } from "../../src/worker/agents/codex";
+import { handleExecLine } from "../../src/worker/agents/exec";
+import { feedJsonLine } from "../../src/worker/agents/jsonl";
+import { artifactNameOf } from "../../src/worker/attempt";
+import { normalizeRepoUrl, repoNameOf } from "../../src/protocol/repo-url";
+import { versionOf } from "../../src/worker/inventory";
+
+function replay(fixture: string, map: Parameters<typeof feedJsonLine>[2]) {
+  const events: { type: string; data: any }[] = [];
+  const summaries: string[] = [];
+  const out = { emit: (type: string, data: unknown) => void events.push({ type, data }), summary: (t: string) => void summaries.push(t) };
+  for (const line of readFileSync(join(import.meta.dir, "fixtures", fixture), "utf8").split("\n")) feedJsonLine(line, out as any, map);
+  return { events, summaries };
+}
+
+describe("claude stream-json", () => {
+  test("a successful run: messages, tool calls with results, the result as summary", () => {
+    const { events, summaries } = replay("claude-stream.jsonl", mapClaudeEvent);
+    expect(events.map((e) => e.type)).toEqual(["log", "log", "message", "tool", "tool", "tool", "tool", "message", "log"]);
+    expect(events[0].data.line).toBe("claude session 8a2f6f0e-6a43-4d0b-9d3c-2b7f7c6c1e11 started (model claude-sonnet-4-5-20250929)");
+    expect(events[1].data).toEqual({ stream: "reasoning", line: "The failing test is probably in sum." });
+    expect(events[2].data).toEqual({ role: "assistant", text: "I'll run the tests first." });
+    expect(events[3].data).toEqual({ id: "toolu_01A9", name: "Bash", input: { command: "npm test", description: "Run the test suite" }, status: "started" });
+    expect(events[4].data).toMatchObject({ id: "toolu_01A9", status: "failed" });
+    expect(events[4].data.output).toContain("1 failing");
+    expect(events[5].data).toMatchObject({ id: "toolu_01B3", name: "Edit", status: "started" });
+    expect(events[6].data).toEqual({ id: "toolu_01B3", output: "The file /tmp/ao/runs/tsk_1-a1/work/src/sum.js has been updated.", status: "completed" });
+    expect(events[8].data.line).toBe("claude finished: success, 5 turns, 14231 ms, $0.0412");
+    expect(summaries).toEqual(["Fixed: sum() subtracted instead of adding. The test suite passes now."]);
+  });
+
+  test("an error result is an error event, not a summary", () => {
+    const { events, summaries } = replay("claude-error.jsonl", mapClaudeEvent);
+    expect(summaries).toEqual([]);
+    expect(events.find((e) => e.type === "error")?.data).toEqual({ message: "claude ended with error_max_turns" });
+  });
+});
+
+describe("codex exec --json", () => {
+  test("a turn: reasoning, commands, file changes, MCP calls, web search, plan, errors, the answer as summary", () => {
+    const { events, summaries } = replay("codex-exec.jsonl", mapCodexEvent);
+    expect(events.map((e) => e.type)).toEqual(["log", "log", "tool", "tool", "tool", "tool", "tool", "tool", "log", "error", "message", "log"]);
+    expect(events[0].data.line).toBe("codex thread 0199a213-81c0-7800-8aa1-bbab2a035a53 started");
+    expect(events[1].data).toEqual({ stream: "reasoning", line: "**Searching for README files**" });
+    expect(events[2].data).toEqual({ id: "item_1", name: "shell", input: { command: "bash -lc ls" }, status: "started" });
+    expect(events[3].data).toEqual({ id: "item_1", name: "shell", input: { command: "bash -lc ls" }, output: "AGENTS.md\nREADME.md\nsrc\n", exitCode: 0, status: "completed" });
+    expect(events[4].data).toEqual({ id: "item_3", name: "file_change", input: { changes: [{ path: "src/sum.js", kind: "update" }] }, status: "completed" });
+    expect(events[5].data).toEqual({ id: "item_4", name: "docs.search", input: { q: "sum" }, status: "started" });
+    expect(events[6].data.output).toContain("sum adds two numbers");
+    expect(events[7].data).toEqual({ id: "item_5", name: "web_search", input: { query: "javascript sum function" }, status: "completed" });
+    expect(events[8].data.line).toBe("plan:\n[x] Fix sum\n[x] Run tests");
+    expect(events[9].data).toEqual({ message: "command timed out after 60s; retrying" });
+    expect(events[10].data).toEqual({ role: "assistant", text: "Yep — there’s a `README.md` in the repository root, and sum() is fixed." });
+    expect(events[11].data.line).toBe("codex turn completed: 24763 input tokens, 122 output tokens");
+    expect(summaries).toEqual(["Yep — there’s a `README.md` in the repository root, and sum() is fixed."]);
+  });
+
+  test("a failed turn reports errors", () => {
+    const { events } = replay("codex-failed.jsonl", mapCodexEvent);
+    expect(events.filter((e) => e.type === "error").map((e) => e.data.message)).toEqual([
+      "stream disconnected before completion: error sending request",
+      "stream disconnected before completion",
+    ]);
+  });
+
+  test("lines that are not JSON objects are kept as logs; blank lines are dropped", () => {
+    const events: any[] = [];
+    const out = { emit: (type: string, data: unknown) => void events.push({ type, data }), summary() {} };
+    for (const line of ["Reading prompt from stdin...", "", "[1,2]", "{broken"]) feedJsonLine(line, out, mapCodexEvent);
+    expect(events).toEqual([
+      { type: "log", data: { stream: "stdout", line: "Reading prompt from stdin..." } },
+      { type: "log", data: { stream: "stdout", line: "[1,2]" } },
+      { type: "log", data: { stream: "stdout", line: "{broken" } },
+    ]);
+  });
+});
+
+describe("exec directives", () => {
+  test.each([
+    ["plain line", "hello", [["log", { stream: "stdout", line: "hello" }]]],
+    ["summary", "::ao::summary all good", [["summary", "all good"]]],
+    ["needs-input", "::ao::needs-input Which branch?", [["ask", "input", "Which branch?"]]],
+    ["needs-approval", "::ao::needs-approval Merge it?", [["ask", "approval", "Merge it?"]]],
+    ["needs-input without text", "::ao::needs-input", [["ask", "input", "input needed"]]],
+    ["unknown directive is a log line", "::ao::explode now", [["log", { stream: "stdout", line: "::ao::explode now" }]]],
+    ["not at line start", " ::ao::summary x", [["log", { stream: "stdout", line: " ::ao::summary x" }]]],
+  ])("%s", (_name, line, expected) => {
+    const calls: unknown[][] = [];
+    handleExecLine({ emit: (...a) => void calls.push(["log", a[1]]), summary: (t) => void calls.push(["summary", t]), ask: (k, m) => void calls.push(["ask", k, m]) }, line);
+    expect(calls).toEqual(expected);
+  });
+});
+
+describe("small helpers", () => {
+  test.each([
+    ["git@github.com:Org/Repo.git", "github.com/org/repo"],
+    ["https://github.com/org/repo", "github.com/org/repo"],
+    ["https://user@GitHub.com/org/repo.git/", "github.com/org/repo"],
+    ["ssh://git@github.com:22/org/repo.git", "github.com/org/repo"],
+    ["file:///srv/git/repo.git", "file:/srv/git/repo"],
+    ["/srv/git/repo.git", "file:/srv/git/repo"],
+  ])("normalizeRepoUrl(%s)", (url, expected) => expect(normalizeRepoUrl(url)).toBe(expected));
+
+  test("names and versions", () => {
+    expect(repoNameOf("git@github.com:org/my-repo.git")).toBe("my-repo");
+    expect(artifactNameOf("shots/a b/../x.png")).toBe("shots_a_b_.._x.png");
+    expect(artifactNameOf(".env")).toBe("env");
+    expect(versionOf("git version 2.39.5\n")).toBe("2.39.5");
+    expect(versionOf("Python 3.12.1")).toBe("3.12.1");
+    expect(versionOf("1.4.5")).toBe("1.4.5");
+  });
+});
