@@ -70,6 +70,7 @@ export class Dispatcher {
           AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`,
       ),
       projectPolicy: s.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
+      anyQueued: s.query<{ one: number }, [string]>("SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1"),
     };
   }
 
@@ -231,9 +232,19 @@ export class Dispatcher {
     }
   }
 
-  /** Safety net: every worker with a free slot gets a look at the queue. */
+  /** Safety net: every worker with a free slot gets a look at its org's queue (one probe per org). */
   fillAll() {
-    for (const conn of this.conns.values()) if (conn.active && this.free(conn) > 0) this.fill(conn);
+    for (const [orgId, conns] of this.byOrg) {
+      let probed = false;
+      for (const conn of conns) {
+        if (!conn.active || this.free(conn) <= 0) continue;
+        if (!probed) {
+          if (!this.q.anyQueued.get(orgId)) break;
+          probed = true;
+        }
+        this.fill(conn);
+      }
+    }
   }
 
   // --- task changes --------------------------------------------------------------------------

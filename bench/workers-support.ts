@@ -1,0 +1,93 @@
+// Shared by the worker benchmarks: workers paired through the real pairing routes, and simulated
+// workers that speak the protocol (socket + HTTP) from the benchmark process.
+import { PROTOCOL_VERSION } from "../src/protocol/messages";
+import { call } from "./tasks-support";
+
+export interface Paired {
+  workerId: string;
+  credential: string;
+}
+
+/** Pairs `n` workers into the org: start, a person approves, first poll gets the credential. */
+export async function pairWorkers(url: string, accessToken: string, orgId: string, n: number, concurrency = 16): Promise<Paired[]> {
+  const out: Paired[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) {
+        const i = next++;
+        const started = await call(url, "POST", "/worker/pair", null, { name: `bench-${i}`, hostname: `bench-${i}.lan` });
+        await call(url, "POST", "/pairing/approve", accessToken, { userCode: started.userCode, orgId });
+        const got = await call(url, "POST", "/worker/pair/poll", null, { deviceCode: started.deviceCode });
+        out.push({ workerId: got.workerId, credential: got.credential });
+      }
+    }),
+  );
+  return out;
+}
+
+type Message = { type: string; [k: string]: any };
+
+/** A worker as the server sees it: hello, heartbeats, and whatever `onMessage` does with offers and controls. */
+export class SimWorker {
+  ws!: WebSocket;
+  private beat: ReturnType<typeof setInterval> | null = null;
+  running: { taskId: string; attempt: number }[] = [];
+
+  constructor(
+    readonly url: string,
+    readonly paired: Paired,
+    readonly capacity: number,
+    readonly onMessage: (w: SimWorker, m: Message) => void,
+  ) {}
+
+  connect(heartbeatMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.ws = new WebSocket(this.url.replace(/^http/, "ws") + "/api/v1/worker/ws", {
+        headers: { authorization: `Bearer ${this.paired.credential}` },
+      } as unknown as string[]);
+      this.ws.onopen = () =>
+        this.ws.send(JSON.stringify({ type: "hello", protocol: PROTOCOL_VERSION, version: "bench", tools: [], agents: [], providers: [], capacity: this.capacity, running: [] }));
+      this.ws.onerror = () => reject(new Error("socket error"));
+      this.ws.onmessage = (e) => {
+        const m = JSON.parse(String(e.data)) as Message;
+        if (m.type === "welcome") {
+          // Spread heartbeats over the interval like independent machines would.
+          setTimeout(() => {
+            this.beat = setInterval(() => this.ws.send(JSON.stringify({ type: "heartbeat", running: this.running })), heartbeatMs);
+          }, Math.random() * heartbeatMs);
+          resolve();
+          return;
+        }
+        this.onMessage(this, m);
+      };
+    });
+  }
+
+  api(method: string, path: string, body: unknown): Promise<Response> {
+    return fetch(`${this.url}/api/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${this.paired.credential}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
+  close() {
+    if (this.beat) clearInterval(this.beat);
+    this.ws.close();
+  }
+}
+
+export function percentiles(samples: number[]) {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN);
+  return { n: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s.at(-1) ?? NaN };
+}
+
+/** CPU time (user + system) of a process in milliseconds, from /proc. */
+export function cpuMs(pid: number): number {
+  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+  return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
