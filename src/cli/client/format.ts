@@ -44,19 +44,29 @@ export function eventText(e: TaskEvent): string {
       return `${d.from ? `${s(d.from)} -> ` : ""}${s(d.to)}${actorText(e)}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : ""}`;
     case "action":
       return `${s(d.action)}${actorText(e)}${d.reason ? `: ${s(d.reason)}` : ""}${d.input ? ` (input: ${truncate(s(d.input), 80)})` : ""}`;
+    case "log":
+      // stdout is the ordinary case; other streams (stderr, reasoning, agent) are named.
+      return `${d.stream && d.stream !== "stdout" ? `[${s(d.stream)}] ` : ""}${s(d.line ?? d.text ?? e.data)}`;
+    case "tool": {
+      const parts = [s(d.name ?? "tool"), s(d.status)];
+      if (d.input !== undefined && d.input !== null) parts.push(truncate(s(d.input), 120));
+      if (d.output !== undefined && d.output !== null) parts.push(`-> ${truncate(s(d.output), 120)}`);
+      return parts.filter(Boolean).join(" ");
+    }
+    case "artifact":
+      return `${s(d.name)}${typeof d.size === "number" ? ` (${d.size} bytes)` : ""}`;
     default: {
       if (typeof e.data === "string") return e.data;
       const text = d.text ?? d.line ?? d.message ?? d.summary;
       if (typeof text === "string") return text;
-      if (e.type === "artifact" && typeof d.name === "string") return `${d.name}${d.size !== undefined ? ` (${d.size} bytes)` : ""}`;
-      if (e.type === "tool" && typeof d.name === "string") return `${d.name}${d.input !== undefined ? ` ${truncate(s(d.input), 120)}` : ""}`;
       return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
     }
   }
 }
 
+/** `#seq time type text`; continuation lines of a multi-line text are indented. */
 export function timelineLine(e: TaskEvent): string {
-  return `#${e.seq} ${clock(e.at)} ${e.type} ${eventText(e)}`.trimEnd();
+  return `#${e.seq} ${clock(e.at)} ${e.type} ${eventText(e).replace(/\r?\n/g, "\n    ")}`.trimEnd();
 }
 
 export function taskRows(tasks: Task[]): string {

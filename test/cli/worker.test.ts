@@ -1,0 +1,94 @@
+// The command line as a person uses it with a real `ao worker --exec` doing the work:
+// --wait exits 0 (completed), 3 (needs input, answered with `ao task input`), 1 (failed).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, login } from "../helpers/identity";
+import { orgWithProject } from "../workers/helpers";
+import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { newConfigDir, runCli, seedSession } from "./helpers";
+
+const AGENT = `
+case "$AO_TASK_TITLE" in
+  build)
+    echo "building $AO_TASK_ID"
+    echo "::ao::summary built it"
+    ;;
+  ask)
+    echo "::ao::needs-input Which colour?"
+    read answer
+    echo "got $answer"
+    echo "::ao::summary colour=$answer"
+    ;;
+  broken)
+    echo "about to fail"
+    exit 3
+    ;;
+esac
+`;
+
+let s: TestServer;
+let tmp: string;
+let worker: WorkerProcess;
+let env: Record<string, string>;
+let projectId: string;
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-cli-worker-"));
+  writeFileSync(join(tmp, "agent.sh"), AGENT);
+  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 } });
+  const owner = await createAdmin(s);
+  const p = await orgWithProject(s, owner);
+  projectId = p.projectId;
+  const dir = newConfigDir();
+  seedSession(dir, s.url, { ...(await login(s, owner.email)), email: owner.email, orgId: owner.orgId });
+  env = { AO_CONFIG_DIR: dir };
+  preparedWorker(s, p.orgId, join(tmp, "worker"));
+  worker = startWorker(s, join(tmp, "worker"), ["--exec", `sh ${join(tmp, "agent.sh")}`]);
+  await worker.waitFor(/connected as/);
+}, 30_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await s?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+const create = (title: string, ...extra: string[]) => runCli(["task", "create", "--project", projectId, "--title", title, "--prompt", "p", "--wait", ...extra], env);
+
+describe("ao task create --wait with a real worker", () => {
+  test("completed: exit 0, the worker's log lines in the timeline, the summary last", async () => {
+    const r = await create("build");
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const id = r.stdout.match(/^Created task (tsk_\w+): build$/m)![1];
+    expect(r.stdout).toMatch(new RegExp(`^#\\d+ \\d\\d:\\d\\d:\\d\\d log building ${id}$`, "m"));
+    expect(r.stdout).toMatch(/ status queued -> running\n/);
+    expect(r.stdout).toEndWith(`task ${id} completed: built it\n`);
+  }, 30_000);
+
+  test("needs input: exit 3; `ao task input` answers; `events --follow` sees it through", async () => {
+    const r = await create("ask");
+    expect(r.code).toBe(3);
+    const id = r.stdout.match(/^Created task (tsk_\w+): ask$/m)![1]!;
+    expect(r.stdout).toEndWith(`task ${id} needs input: Which colour?\n  answer with: ao task input ${id} --input TEXT\n`);
+
+    const answered = await runCli(["task", "input", id, "--input", "blue"], env);
+    expect(answered).toMatchObject({ code: 0, stdout: `input: task ${id} is now running\n` });
+    const followed = await runCli(["task", "events", id, "--follow"], env);
+    expect(followed.code).toBe(0);
+    expect(followed.stdout).toMatch(/ action input by user usr_\w+ \(input: blue\)\n/);
+    expect(followed.stdout).toMatch(/ log got blue\n/);
+    expect(followed.stdout).toMatch(/ -> completed\n$/);
+    const shown = JSON.parse((await runCli(["task", "show", id, "--json"], env)).stdout);
+    expect(shown).toMatchObject({ status: "completed", summary: "colour=blue" });
+  }, 30_000);
+
+  test("failed: exit 1, --json gives the final task", async () => {
+    const r = await create("broken", "--json");
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ title: "broken", status: "failed" });
+  }, 30_000);
+});
