@@ -3,7 +3,8 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { notFound } from "../../server/errors";
-import { applyAction, createTask } from "./service";
+import { applyAction } from "./service";
+import { createTaskBatched } from "./batch";
 import { getTask, listEvents, listTasks } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact } from "./artifacts";
@@ -39,8 +40,8 @@ export default (core: Core) =>
     .use(authPlugin(core))
     .post(
       "/orgs/:orgId/tasks",
-      ({ body, orgId, actor, status }) => {
-        const change = createTask(core, orgId, { ...body, createdBy: actor });
+      async ({ body, orgId, actor, status }) => {
+        const change = await createTaskBatched(core, orgId, { ...body, createdBy: actor });
         return status(201, toTaskRecord(change.after, []));
       },
       {
