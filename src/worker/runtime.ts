@@ -20,6 +20,7 @@ const MAX_KEPT = 20;
 
 export class WorkerRuntime {
   private ws: WebSocket | null = null;
+  /** Keyed by task and attempt: a restarted task's new attempt may start while the old one is still stopping. */
   private readonly attempts = new Map<string, Attempt>();
   private claiming = 0;
   private heartbeat: ReturnType<typeof setInterval> | null = null;
@@ -129,7 +130,7 @@ export class WorkerRuntime {
   }
 
   private async onOffer(offer: Offer) {
-    if (this.stopped || this.attempts.size + this.claiming >= this.options.capacity || this.attempts.has(offer.taskId)) {
+    if (this.stopped || this.attempts.size + this.claiming >= this.options.capacity) {
       return this.send({ type: "decline", offerId: offer.offerId });
     }
     this.claiming++;
@@ -140,9 +141,10 @@ export class WorkerRuntime {
         { client: this.client, agent: this.agent, runsDir: this.runsDir, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
-      this.attempts.set(claim.task.id, attempt);
+      const key = `${claim.task.id}:${claim.attempt}`;
+      this.attempts.set(key, attempt);
       void attempt.done.finally(() => {
-        if (this.attempts.get(claim.task.id) === attempt) this.attempts.delete(claim.task.id);
+        this.attempts.delete(key);
         this.say(`ao worker: finished ${claim.task.id} attempt ${claim.attempt}`);
       });
     } catch (err) {
@@ -153,8 +155,7 @@ export class WorkerRuntime {
   }
 
   private onControl(m: Control) {
-    const attempt = this.attempts.get(m.taskId);
-    if (attempt && attempt.attempt === m.attempt) attempt.control(m);
+    this.attempts.get(`${m.taskId}:${m.attempt}`)?.control(m);
   }
 
   private async onReadiness(m: ReadinessRequest) {

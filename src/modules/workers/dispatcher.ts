@@ -29,6 +29,8 @@ export interface Conn {
   offers: Set<string>;
   lastSeen: number;
   lastOfferAt: number;
+  /** Declined an offer: no offers before this time (ms). */
+  restUntil: number;
 }
 
 export interface OfferState {
@@ -45,6 +47,9 @@ type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "pri
 
 const HELD = new Set(["running", "paused", "needs_input", "needs_approval"]);
 export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
+
+/** How long a worker that declined an offer is left out of offers. */
+const DECLINE_PAUSE_MS = 1000;
 
 /** How many queued rows one pass looks at for one worker (the rest wait for the next pass). */
 const SCAN_LIMIT = 500;
@@ -101,6 +106,7 @@ export class Dispatcher {
   }
 
   free(conn: Conn): number {
+    if (conn.restUntil > 0 && conn.restUntil > Date.now()) return 0;
     return conn.capacity - conn.held.size - conn.offers.size;
   }
 
@@ -126,11 +132,17 @@ export class Dispatcher {
     return offer;
   }
 
-  /** The worker declined, or the offer ran out: offer the task elsewhere (to the same worker only if nobody else fits). */
-  releaseOffer(offerId: string, workerId: string) {
+  /**
+   * The offer ran out, or the worker declined it: the task is offered elsewhere at once. After an
+   * expiry the same worker may get it again if nobody else fits; a worker that declined gets no
+   * offers for DECLINE_PAUSE_MS (no offer ping-pong with a worker that is full by its own count).
+   */
+  releaseOffer(offerId: string, workerId: string, declined = false) {
     const offer = this.offers.get(offerId);
     if (!offer || offer.workerId !== workerId) return;
     this.dropOffer(offer);
+    const conn = this.conns.get(workerId);
+    if (declined && conn) conn.restUntil = Date.now() + DECLINE_PAUSE_MS;
     this.offerTaskById(offer.taskId, workerId);
   }
 

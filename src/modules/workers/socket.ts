@@ -44,6 +44,7 @@ export function workerSocket(core: Core): SocketHandler {
         offers: new Set(),
         lastSeen: Date.now(),
         lastOfferAt: 0,
+        restUntil: 0,
       };
       data.conn = conn;
       presence.opened(conn);
@@ -73,7 +74,7 @@ export function workerSocket(core: Core): SocketHandler {
             return presence.heartbeat(conn, message);
           case "decline":
             conn.lastSeen = Date.now();
-            return presence.dispatcher.releaseOffer(message.offerId, conn.workerId);
+            return presence.dispatcher.releaseOffer(message.offerId, conn.workerId, true);
         }
       } catch (err) {
         core.log.error("worker message failed", { workerId: conn.workerId, type: message.type, error: String((err as Error)?.stack ?? err) });
