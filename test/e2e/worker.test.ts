@@ -170,12 +170,18 @@ describe("a paired worker runs tasks", () => {
     expect(await waitStatus(p, again.id, "completed")).toMatchObject({ summary: "deployed" });
   });
 
-  test("cancel kills the agent's whole process group (SIGTERM, then SIGKILL for what ignores it)", async () => {
+  test("pause stops and resume continues the agent's process group; cancel kills it (SIGTERM, then SIGKILL for what ignores it)", async () => {
     const t = await createTaskApi(s, p, { title: "sleep" });
     await until(async () => (await events(p, t.id)).some((e) => e.type === "log" && e.data.line === "started"), 15_000, 30);
     const main = Number(readFileSync(join(pids, `${t.id}.main`), "utf8"));
     const child = Number(readFileSync(join(pids, `${t.id}.child`), "utf8"));
     expect(alive(main) && alive(child)).toBe(true);
+    // Pause stops the whole group (SIGSTOP), resume continues it.
+    const state = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+    expect((await action(p, t.id, { action: "pause" })).status).toBe(200);
+    await until(() => state(main) === "T" && state(child) === "T", 3000, 10);
+    expect((await action(p, t.id, { action: "resume" })).status).toBe(200);
+    await until(() => state(main) !== "T" && state(child) !== "T", 3000, 10);
     const started = Date.now();
     expect((await action(p, t.id, { action: "cancel", reason: "enough" })).status).toBe(200);
     await until(() => !alive(main), 3000, 10);

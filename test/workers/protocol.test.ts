@@ -115,6 +115,19 @@ describe("offers and claims", () => {
     ca.close();
   });
 
+  test("a worker that declines is left out of offers for a moment, then offered again", async () => {
+    const p = await fresh();
+    const a = makeWorker(s, p.orgId);
+    const ca = await ProtocolClient.connect(s, a.credential);
+    const task = await createTaskApi(s, p);
+    const offer = await ca.next("offer", (m) => m.taskId === task.id);
+    const declined = Date.now();
+    ca.send({ type: "decline", offerId: offer.offerId });
+    await ca.next("offer", (m) => m.taskId === task.id, 3000);
+    expect(Date.now() - declined).toBeGreaterThanOrEqual(900);
+    ca.close();
+  });
+
   test("decline hands the task to another worker", async () => {
     const p = await fresh();
     const a = makeWorker(s, p.orgId);
