@@ -25,6 +25,10 @@ export async function worker(args: string[]): Promise<number> {
     agent = chooseAgent(options);
   } catch (err) {
     if (err instanceof UsageError) {
+      if (err.help) {
+        console.log(err.message);
+        return 0;
+      }
       console.error(err.message);
       return 2;
     }

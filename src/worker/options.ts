@@ -27,7 +27,15 @@ Pairs with the server on first start (prints a code to approve in the web app), 
 Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
 AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS.`;
 
-export class UsageError extends Error {}
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    /** Asked for with --help: printed to stdout, exit 0. */
+    readonly help = false,
+  ) {
+    super(message);
+  }
+}
 
 export function parseWorkerOptions(args: string[], env: Record<string, string | undefined> = process.env): WorkerOptions {
   const { values } = parseArgs({
@@ -47,7 +55,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     },
     strict: true,
   });
-  if (values.help) throw new UsageError(USAGE);
+  if (values.help) throw new UsageError(USAGE, true);
   const server = (values.server ?? env.AO_SERVER ?? "").replace(/\/+$/, "");
   if (!/^https?:\/\/[^/]+/.test(server)) throw new UsageError(`--server URL is required (http:// or https://)\n\n${USAGE}`);
   const dataDir = resolve(values["data-dir"] ?? env.AO_WORKER_DATA_DIR ?? join(homedir(), ".local", "share", "ao-worker"));
