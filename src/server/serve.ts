@@ -4,6 +4,7 @@ import { mkdirSync, existsSync, readFileSync, writeFileSync, chmodSync } from "n
 import { join } from "node:path";
 import type { Server } from "bun";
 import { openDatabase } from "../db";
+import { startCheckpointer } from "../db/checkpointer";
 import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
@@ -59,6 +60,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     onClose: [],
   };
 
+  // WAL checkpoints run on a thread of their own, outside every request (db/checkpointer.ts).
+  const checkpointer = startCheckpointer(db.$client, join(config.dataDir, "ao.db"), 200, (message) =>
+    core.log.warn("background checkpoints failed; the server checkpoints inline again", { message }),
+  );
+
   const app = createApp(core);
   app.compile();
   const sockets = core.sockets;
@@ -90,6 +96,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       stopped = true;
       await server!.stop(true);
       for (const fn of core.onClose.reverse()) await fn();
+      await checkpointer.stop();
       // Fold the WAL back into the database so a stopped data directory is one file to copy.
       db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       db.$client.close();

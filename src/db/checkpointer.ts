@@ -1,0 +1,84 @@
+// WAL checkpoints on a thread of their own. By default SQLite checkpoints inside the commit that
+// crosses 1000 WAL pages, i.e. inside some request, which then pays for copying the pages and an
+// fsync of the database file (milliseconds: the p99 of every write route). The server turns that
+// off on its connection and this worker, with its own connection, runs PASSIVE checkpoints
+// (they never block writers) every `intervalMs`, and a RESTART one (a pause of a few ms for
+// writers) when the WAL has grown past RESTART_FRAMES. If the worker fails, the main connection goes
+// back to checkpointing itself, so the WAL can never grow without bound.
+import type { Database } from "bun:sqlite";
+
+// Inline so the compiled executable needs no extra entry point.
+const CODE = `
+import { Database } from "bun:sqlite";
+let db = null;
+let timer = null;
+self.onmessage = (e) => {
+  const m = e.data;
+  if (m.type === "start") {
+    try {
+      db = new Database(m.path);
+      db.exec("PRAGMA busy_timeout = 5000");
+      const passive = db.query("PRAGMA wal_checkpoint(PASSIVE)");
+      const restart = db.query("PRAGMA wal_checkpoint(RESTART)");
+      timer = setInterval(() => {
+        try {
+          // Under steady writes a PASSIVE checkpoint never catches up with the end of the WAL,
+          // so the log would never start over. Past the limit, RESTART waits for a gap between
+          // transactions, copies the few frames PASSIVE left and starts the log over.
+          if (passive.get().log > m.restartFrames) restart.get();
+        } catch (err) { postMessage({ type: "error", message: String(err) }); }
+      }, m.intervalMs);
+      postMessage({ type: "started" });
+    } catch (err) {
+      postMessage({ type: "error", message: String(err) });
+    }
+  } else if (m.type === "stop") {
+    if (timer) clearInterval(timer);
+    try { db?.close(); } catch {}
+    postMessage({ type: "stopped" });
+  }
+};
+`;
+
+/** WAL frames (4 KiB pages) after which the log is started over: about 32 MiB. */
+const RESTART_FRAMES = 8192;
+
+export interface Checkpointer {
+  stop(): Promise<void>;
+}
+
+/** Starts background checkpoints of the database at `path`, whose main connection is `main`. */
+export function startCheckpointer(main: Database, path: string, intervalMs = 200, onError: (message: string) => void = () => {}): Checkpointer {
+  const worker = new Worker(URL.createObjectURL(new Blob([CODE], { type: "application/javascript" })));
+  // Until the worker runs, and again if it fails, the main connection checkpoints as usual.
+  let delegated = false;
+  const takeBack = (message: string) => {
+    if (delegated) main.exec("PRAGMA wal_autocheckpoint = 1000");
+    delegated = false;
+    onError(message);
+  };
+  let stopped: (() => void) | null = null;
+  worker.onmessage = (e: MessageEvent<{ type: string; message?: string }>) => {
+    if (e.data.type === "started") {
+      main.exec("PRAGMA wal_autocheckpoint = 0");
+      // The WAL file shrinks back after a burst instead of keeping its largest size.
+      main.exec("PRAGMA journal_size_limit = 67108864");
+      delegated = true;
+    } else if (e.data.type === "error") takeBack(e.data.message ?? "checkpointer failed");
+    else if (e.data.type === "stopped") stopped?.();
+  };
+  worker.onerror = (e) => takeBack(String(e.message));
+  worker.postMessage({ type: "start", path, intervalMs, restartFrames: RESTART_FRAMES });
+  return {
+    async stop() {
+      await new Promise<void>((resolve) => {
+        stopped = resolve;
+        worker.postMessage({ type: "stop" });
+        setTimeout(resolve, 2000);
+      });
+      worker.terminate();
+      if (delegated) main.exec("PRAGMA wal_autocheckpoint = 1000");
+      delegated = false;
+    },
+  };
+}
