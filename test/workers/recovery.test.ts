@@ -3,6 +3,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -94,6 +97,41 @@ describe("lost attempts", () => {
     const c2 = await ProtocolClient.connect(s, w.credential, { running: [{ taskId: task.id, attempt: 1 }] });
     expect(await c2.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "pause", attempt: 1 });
     c2.close();
+  });
+});
+
+describe("server restart", () => {
+  test("a restarted server gives holders the offline timeout to come back; one that does keeps its lease, one that does not loses it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-restart-"));
+    let s1 = await startTestServer({ workerTimeouts: FAST, dataDir });
+    const p = await orgWithProject(s1, await newOrg(s1));
+    const back = makeWorker(s1, p.orgId);
+    const gone = makeWorker(s1, p.orgId);
+    const cb = await ProtocolClient.connect(s1, back.credential);
+    const t1 = await createTaskApi(s1, p);
+    const o1 = await cb.next("offer", (m) => m.taskId === t1.id);
+    const c1 = (await workerApi(s1, back.credential)("POST", `/worker/tasks/${t1.id}/claim`, { offerId: o1.offerId })).body;
+    cb.close();
+    const cg = await ProtocolClient.connect(s1, gone.credential);
+    const t2 = await createTaskApi(s1, p);
+    const o2 = await cg.next("offer", (m) => m.taskId === t2.id);
+    expect((await workerApi(s1, gone.credential)("POST", `/worker/tasks/${t2.id}/claim`, { offerId: o2.offerId })).status).toBe(200);
+    cg.close();
+    await s1.stop();
+    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir });
+    try {
+      const c2 = await ProtocolClient.connect(s2, back.credential, { running: [{ taskId: t1.id, attempt: 1 }] });
+      c2.running = [{ taskId: t1.id, attempt: 1 }];
+      const status = async (id: string) => (await s2.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+      await until(async () => (await status(t2.id)).status === "queued", FAST.offlineMs * 4);
+      expect(await status(t1.id)).toMatchObject({ status: "running", attempt: 1, workerId: back.workerId });
+      const ev = await workerApi(s2, back.credential)("POST", `/worker/tasks/${t1.id}/events`, { leaseToken: c1.leaseToken, events: [{ seq: 1, type: "log", data: {} }] });
+      expect(ev.status).toBe(200);
+      c2.close();
+    } finally {
+      await s2.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
