@@ -48,7 +48,13 @@ export interface Checkpointer {
 }
 
 /** Starts background checkpoints of the database at `path`, whose main connection is `main`. */
-export function startCheckpointer(main: Database, path: string, intervalMs = 200, onError: (message: string) => void = () => {}): Checkpointer {
+export function startCheckpointer(
+  main: Database,
+  path: string,
+  intervalMs = 200,
+  onError: (message: string) => void = () => {},
+  restartFrames = RESTART_FRAMES,
+): Checkpointer & { ready: Promise<void> } {
   const worker = new Worker(URL.createObjectURL(new Blob([CODE], { type: "application/javascript" })));
   // Until the worker runs, and again if it fails, the main connection checkpoints as usual.
   let delegated = false;
@@ -58,18 +64,22 @@ export function startCheckpointer(main: Database, path: string, intervalMs = 200
     onError(message);
   };
   let stopped: (() => void) | null = null;
+  let started: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (started = resolve));
   worker.onmessage = (e: MessageEvent<{ type: string; message?: string }>) => {
     if (e.data.type === "started") {
       main.exec("PRAGMA wal_autocheckpoint = 0");
       // The WAL file shrinks back after a burst instead of keeping its largest size.
       main.exec("PRAGMA journal_size_limit = 67108864");
       delegated = true;
+      started();
     } else if (e.data.type === "error") takeBack(e.data.message ?? "checkpointer failed");
     else if (e.data.type === "stopped") stopped?.();
   };
   worker.onerror = (e) => takeBack(String(e.message));
-  worker.postMessage({ type: "start", path, intervalMs, restartFrames: RESTART_FRAMES });
+  worker.postMessage({ type: "start", path, intervalMs, restartFrames });
   return {
+    ready,
     async stop() {
       await new Promise<void>((resolve) => {
         stopped = resolve;
