@@ -148,6 +148,30 @@ describe("create a task", () => {
     });
   }
 
+  test("parallel creates share commits, yet a refused one fails alone (group commit)", async () => {
+    const archived = await makeProject(s, w.owner, "archived-for-batch");
+    await s.api("DELETE", `/orgs/${w.owner.orgId}/projects/${archived.id}`, { token: w.owner.accessToken });
+    const bodies = Array.from({ length: 60 }, (_, i) =>
+      i % 3 === 1
+        ? { ...base(), projectId: archived.id, title: `bad ${i}` }
+        : i % 3 === 2
+          ? { ...base(), projectId: "prj_01m819v1ygz3m9djq19vdk2xkt", title: `bad ${i}` }
+          : { ...base(), title: `good ${i}` },
+    );
+    const answers = await Promise.all(bodies.map((body) => s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.ownerToken, body })));
+    expect(answers.map((a) => a.status)).toEqual(bodies.map((_, i) => (i % 3 === 0 ? 201 : i % 3 === 1 ? 409 : 400)));
+    const stored = s.core.sqlite
+      .query<{ title: string }, []>("SELECT title FROM tasks WHERE title LIKE 'good %' OR title LIKE 'bad %'")
+      .all()
+      .map((r) => r.title)
+      .sort();
+    expect(stored).toEqual(bodies.filter((_, i) => i % 3 === 0).map((b) => b.title).sort());
+    for (const a of answers.filter((a) => a.status === 201)) {
+      const events = s.core.sqlite.query<{ seq: number }, [string]>("SELECT seq FROM task_events WHERE task_id = ?").all(a.body.id);
+      expect(events).toEqual([{ seq: 1 }]);
+    }
+  });
+
   test("GET of an unknown task is 404", async () => {
     const r = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/tsk_01m819v1yqhsryfjy69tbbabjs`, { token: w.owner.accessToken });
     expect(r.status).toBe(404);
