@@ -45,8 +45,10 @@ describe("worker socket", () => {
     c.send("not json");
     c.send({ type: "heartbeat", running: [] });
     c.send({ type: "hello", protocol: 1 });
+    c.send(JSON.stringify({ type: "heartbeat", running: [], pad: "x".repeat(300_000) }));
     expect((await c.next("error")).code).toBe("bad_message");
     expect((await c.next("error")).code).toBe("hello_first");
+    expect((await c.next("error")).code).toBe("bad_message");
     expect((await c.next("error")).code).toBe("bad_message");
     c.send({ type: "hello", protocol: 1, version: "x", tools: [{ name: "git", version: "2" }], agents: [], providers: ["ANTHROPIC_API_KEY"], capacity: 2 });
     const welcome = await c.next("welcome");

@@ -12,6 +12,8 @@ import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./regist
 export const WORKER_SOCKET_PATH = "/api/v1/worker/ws";
 
 const checkMessage = TypeCompiler.Compile(WorkerMessage);
+/** Largest worker message accepted (a hello with every list at its limit fits easily). */
+const MAX_MESSAGE_BYTES = 256 * 1024;
 /** Malformed messages tolerated per connection before it is closed. */
 const GARBAGE_LIMIT = 20;
 
@@ -55,7 +57,8 @@ export function workerSocket(core: Core): SocketHandler {
       if (!conn) return;
       let message: unknown;
       try {
-        message = JSON.parse(typeof raw === "string" ? raw : raw.toString("utf8"));
+        // Protocol messages are small; a huge one is refused before it is parsed.
+        if (raw.length <= MAX_MESSAGE_BYTES) message = JSON.parse(typeof raw === "string" ? raw : raw.toString("utf8"));
       } catch {
         message = undefined;
       }
