@@ -7,9 +7,22 @@
 // back to checkpointing itself, so the WAL can never grow without bound.
 import type { Database } from "bun:sqlite";
 
+/**
+ * One round of the checkpointer. Under steady writes a PASSIVE checkpoint never catches up with
+ * the end of the WAL, so the log would never start over; past `restartFrames`, RESTART waits for
+ * a gap between transactions, copies the few frames PASSIVE left and makes the next writer start
+ * the log from the beginning.
+ */
+export function checkpointOnce(db: Database, restartFrames: number): "passive" | "restart" | "busy" {
+  const passive = db.query<{ log: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
+  if (passive.log <= restartFrames) return "passive";
+  return db.query<{ busy: number }, []>("PRAGMA wal_checkpoint(RESTART)").get()!.busy ? "busy" : "restart";
+}
+
 // Inline so the compiled executable needs no extra entry point.
 const CODE = `
 import { Database } from "bun:sqlite";
+${checkpointOnce.toString()}
 let db = null;
 let timer = null;
 self.onmessage = (e) => {
@@ -18,15 +31,8 @@ self.onmessage = (e) => {
     try {
       db = new Database(m.path);
       db.exec("PRAGMA busy_timeout = 5000");
-      const passive = db.query("PRAGMA wal_checkpoint(PASSIVE)");
-      const restart = db.query("PRAGMA wal_checkpoint(RESTART)");
       timer = setInterval(() => {
-        try {
-          // Under steady writes a PASSIVE checkpoint never catches up with the end of the WAL,
-          // so the log would never start over. Past the limit, RESTART waits for a gap between
-          // transactions, copies the few frames PASSIVE left and starts the log over.
-          if (passive.get().log > m.restartFrames) restart.get();
-        } catch (err) { postMessage({ type: "error", message: String(err) }); }
+        try { checkpointOnce(db, m.restartFrames); } catch (err) { postMessage({ type: "error", message: String(err) }); }
       }, m.intervalMs);
       postMessage({ type: "started" });
     } catch (err) {
