@@ -30,15 +30,16 @@ export interface AoServer {
   url: string;
   dataDir: string;
   pid: number;
-  stop(): Promise<void>;
+  /** Stops the server; the data directory is removed unless keepData. */
+  stop(keepData?: boolean): Promise<void>;
 }
 
 const EMAIL = "bench@example.test";
 const PASSWORD = "bench password 123";
 
 /** `ao serve` from source (or --binary) as a child process; the first admin is made by env. */
-export async function startAo(binary?: string): Promise<AoServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), "ao-bench-"));
+export async function startAo(binary?: string, existingDataDir?: string): Promise<AoServer> {
+  const dataDir = existingDataDir ?? mkdtempSync(join(tmpdir(), "ao-bench-"));
   const port = freePort();
   const cmd = binary ? [binary, "serve"] : [BUN, join(ROOT, "src/main.ts"), "serve"];
   const proc = Bun.spawn([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
@@ -54,10 +55,10 @@ export async function startAo(binary?: string): Promise<AoServer> {
     url,
     dataDir,
     pid: proc.pid,
-    async stop() {
+    async stop(keepData = false) {
       proc.kill("SIGTERM");
       await proc.exited;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

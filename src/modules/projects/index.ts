@@ -4,6 +4,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
 import { addRepository, moveRepository, splitRepository, updateRepository } from "./repositories";
+import { documented, errorResponses } from "../tasks/model";
 import {
   AddRepositoryBody,
   CreateProjectBody,
@@ -29,8 +30,12 @@ export default (core: Core) =>
     .get("/orgs/:orgId/projects", ({ orgId, query }) => listProjects(core, orgId, query), {
       permission: "member",
       query: ListProjectsQuery,
-      response: { 200: ProjectPage, ...errors },
-      detail: { summary: "List projects, newest first", description: "Archived projects only with archived=true.", tags },
+      detail: {
+        summary: "List projects, newest first",
+        description: "Archived projects only with archived=true.",
+        tags,
+        responses: { ...documented({ 200: [ProjectPage, "A page of projects"] }), ...errorResponses },
+      },
     })
     .post("/orgs/:orgId/projects", ({ orgId, body, status }) => status(201, createProject(core, orgId, body)), {
       permission: "project.create",

@@ -21,6 +21,8 @@ import {
   TaskPage,
   TaskParams,
   TaskRecord,
+  documented,
+  errorResponses,
 } from "./model";
 
 const tags = ["tasks"];
@@ -58,8 +60,12 @@ export default (core: Core) =>
     .get("/orgs/:orgId/tasks", ({ query, orgId }) => listTasks(core, orgId, query), {
       permission: "member",
       query: ListTasksQuery,
-      response: { 200: TaskPage, ...errors },
-      detail: { summary: "List tasks, newest first", description: "Keyset pages: pass nextCursor as cursor. Filters: status, projectId, kind, parentId.", tags },
+      detail: {
+        summary: "List tasks, newest first",
+        description: "Keyset pages: pass nextCursor as cursor. Filters: status, projectId, kind, parentId.",
+        tags,
+        responses: { ...documented({ 200: [TaskPage, "A page of tasks"] }), ...errorResponses },
+      },
     })
     .get("/orgs/:orgId/tasks/:taskId", ({ params, orgId }) => getTask(core, orgId, params.taskId), {
       permission: "member",
@@ -71,8 +77,12 @@ export default (core: Core) =>
       permission: "member",
       params: TaskParams,
       query: EventsQuery,
-      response: { 200: EventPage, ...errors },
-      detail: { summary: "Timeline events of a task, ascending seq", description: "Poll with after=<last seq you have>.", tags },
+      detail: {
+        summary: "Timeline events of a task, ascending seq",
+        description: "Poll with after=<last seq you have>.",
+        tags,
+        responses: { ...documented({ 200: [EventPage, "A page of events"] }), ...errorResponses },
+      },
     })
     .post(
       "/orgs/:orgId/tasks/:taskId/actions",

@@ -1,5 +1,5 @@
 // Request and response schemas of the task API (SPEC §5). The OpenAPI document is built from these.
-import { t } from "elysia";
+import { t, type TSchema } from "elysia";
 import { ACTIONS, TASK_STATUSES } from "./machine";
 import { MAX_LIMIT } from "./cursor";
 
@@ -118,3 +118,20 @@ export const ActionBody = t.Object(
 export const TaskParams = t.Object({ orgId: t.String(), taskId: t.String() });
 export const ArtifactParams = t.Object({ orgId: t.String(), taskId: t.String(), name: t.String() });
 export const AppliedPlan = t.Object({ tasks: t.Array(TaskRecord) });
+
+/**
+ * Documents answers in the OpenAPI document (detail.responses) without Elysia validating each
+ * answer against the schema: for pages of records that check costs more than building the page.
+ */
+export function documented(responses: Record<number, [TSchema, string]>) {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, [schema, description]]) => [status, { description, content: { "application/json": { schema } } }]),
+  );
+}
+
+export const errorResponses = documented({
+  400: [ErrorBody, "validation_failed"],
+  401: [ErrorBody, "unauthorized"],
+  403: [ErrorBody, "forbidden"],
+  404: [ErrorBody, "not_found"],
+});
