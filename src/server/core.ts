@@ -66,6 +66,9 @@ type Listener<T> = (payload: T) => void;
 export class CoreEvents {
   private listeners = new Map<string, Listener<any>[]>();
 
+  /** `onError` hears a listener's failure; it must not reach the emitter, whose change has committed. */
+  constructor(private readonly onError: (name: string, error: unknown) => void = () => {}) {}
+
   on<K extends keyof CoreEventMap>(name: K, fn: Listener<CoreEventMap[K]>) {
     const list = this.listeners.get(name) ?? [];
     list.push(fn);
@@ -73,7 +76,13 @@ export class CoreEvents {
   }
 
   emit<K extends keyof CoreEventMap>(name: K, payload: CoreEventMap[K]) {
-    for (const fn of this.listeners.get(name) ?? []) fn(payload);
+    for (const fn of this.listeners.get(name) ?? []) {
+      try {
+        fn(payload);
+      } catch (error) {
+        this.onError(name, error);
+      }
+    }
   }
 }
 
@@ -83,4 +92,18 @@ export interface CoreEventMap {
   "task.changed": TaskChange;
   /** A person applied an action; the worker running the task may need a control message. */
   "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
+}
+
+/**
+ * Wraps a timer or socket callback so that an error (a busy database, a bug) is logged instead of
+ * ending the process: Bun exits on an uncaught exception, and one failed tick must not stop the server.
+ */
+export function guarded<A extends unknown[]>(log: Logger, what: string, fn: (...args: A) => void): (...args: A) => void {
+  return (...args: A) => {
+    try {
+      fn(...args);
+    } catch (error) {
+      log.error(`${what} failed`, { error: String((error as Error)?.stack ?? error) });
+    }
+  };
 }

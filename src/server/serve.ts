@@ -45,6 +45,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;
+  const log = logger ?? createLogger();
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
@@ -53,9 +54,9 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     sealer: new Sealer(masterKey),
     jwtSecret: Buffer.from(deriveKey(masterKey, "ao access tokens v1")).toString("base64"),
     hub: { publish: (topic, message) => void server?.publish(topic, message) },
-    sockets: new Sockets(),
-    log: logger ?? createLogger(),
-    events: new CoreEvents(),
+    sockets: new Sockets(log),
+    log,
+    events: new CoreEvents((name, error) => log.error(`listener of ${name} failed`, { error: String((error as Error)?.stack ?? error) })),
     taskHooks: [],
     onClose: [],
   };

@@ -1,6 +1,7 @@
 // Bun's native WebSocket server, shared by the client live-updates socket and the worker
 // protocol socket. Each path registers one handler; ws.data.path picks it.
 import type { Server, ServerWebSocket } from "bun";
+import { guarded, type Logger } from "./core";
 
 export type SocketData = { path: string; [key: string]: unknown };
 export type Socket = ServerWebSocket<SocketData>;
@@ -15,6 +16,8 @@ export interface SocketHandler {
 
 export class Sockets {
   private handlers = new Map<string, SocketHandler>();
+
+  constructor(private readonly log: Logger) {}
 
   register(path: string, handler: SocketHandler) {
     this.handlers.set(path, handler);
@@ -41,8 +44,22 @@ export class Sockets {
     closeOnBackpressureLimit: true,
     idleTimeout: 120,
     perMessageDeflate: false,
-    open: (ws: Socket) => this.handlers.get(ws.data.path)?.open?.(ws),
-    message: (ws: Socket, message: string | Buffer) => this.handlers.get(ws.data.path)?.message?.(ws, message),
-    close: (ws: Socket, code: number, reason: string) => this.handlers.get(ws.data.path)?.close?.(ws, code, reason),
+    // A handler's error is logged and the socket closed; it never reaches Bun (which would exit).
+    open: (ws: Socket) => this.dispatch(ws, "open", (h) => h.open?.(ws)),
+    message: (ws: Socket, message: string | Buffer) => this.dispatch(ws, "message", (h) => h.message?.(ws, message)),
+    close: (ws: Socket, code: number, reason: string) => this.dispatch(ws, "close", (h) => h.close?.(ws, code, reason)),
   };
+
+  private dispatch(ws: Socket, what: string, call: (handler: SocketHandler) => void) {
+    const handler = this.handlers.get(ws.data.path);
+    if (!handler) return;
+    guarded(this.log, `socket ${what} on ${ws.data.path}`, () => {
+      try {
+        call(handler);
+      } catch (error) {
+        if (what !== "close") ws.close(1011, "internal error");
+        throw error;
+      }
+    })();
+  }
 }

@@ -116,6 +116,16 @@ export class Relay {
 
   private tick() {
     if (this.stopped) return;
+    try {
+      this.claimAndLaunch();
+    } catch (err) {
+      // A busy or locked database (a backup, another writer) must delay callbacks, never end the server.
+      this.core.log.warn("callback relay could not read the outbox; retrying", { error: String(err) });
+      this.schedule(POLL_MS);
+    }
+  }
+
+  private claimAndLaunch() {
     const free = MAX_CONCURRENT - this.inFlight.size;
     if (free > 0) {
       const now = Date.now();

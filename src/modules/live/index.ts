@@ -2,6 +2,7 @@
 // The protocol is in service.ts; this file wires it to the socket's life cycle.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { guarded } from "../../server/core";
 import type { Socket } from "../../server/sockets";
 import { authenticate, handle, isFailure, newState, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
 
@@ -30,9 +31,12 @@ function parse(raw: string | Buffer): Record<string, unknown> | string {
 
 export default (core: Core) => {
   const open = new Set<Socket>();
-  const timer = setInterval(() => {
-    for (const ws of open) revalidate(core, ws, stateOf(ws));
-  }, core.config.liveTimeouts.recheckMs);
+  const timer = setInterval(
+    guarded(core.log, "live socket re-check", () => {
+      for (const ws of open) revalidate(core, ws, stateOf(ws));
+    }),
+    core.config.liveTimeouts.recheckMs,
+  );
   core.onClose.push(() => clearInterval(timer));
 
   core.sockets.register(LIVE_PATH, {

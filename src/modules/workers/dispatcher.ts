@@ -6,6 +6,7 @@
 // priority then age, honouring labels (project.policy.workerLabels must all be on the worker)
 // and worker policy (worker.policy.projects, when set, lists the only projects it takes).
 import type { Core } from "../../server/core";
+import { guarded } from "../../server/core";
 import type { Socket } from "../../server/sockets";
 import { randomSecret } from "../../lib/tokens";
 import { iso } from "../../lib/time";
@@ -161,7 +162,7 @@ export class Dispatcher {
       attempt: task.attempt + 1,
       workerId: conn.workerId,
       expiresAt: Date.now() + offerMs,
-      timer: setTimeout(() => this.releaseOffer(offer.offerId, conn.workerId), offerMs),
+      timer: setTimeout(guarded(this.core.log, "offer expiry", () => this.releaseOffer(offer.offerId, conn.workerId)), offerMs),
     };
     const message: Offer = { type: "offer", offerId: offer.offerId, taskId: task.id, attempt: offer.attempt, expiresAt: iso(offer.expiresAt) };
     this.offers.set(offer.offerId, offer);

@@ -1,6 +1,7 @@
 // Who is online: hello and heartbeats on the worker socket, the resynchronisation of a worker
 // that reconnects, and the monitor that finds silent workers and gives up their attempts.
 import type { Core } from "../../server/core";
+import { guarded } from "../../server/core";
 import { iso } from "../../lib/time";
 import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
@@ -35,7 +36,7 @@ export class Presence {
     const now = Date.now();
     for (const { worker_id } of this.q.holders.all()) this.departed.set(worker_id, now);
     const { offlineMs } = core.config.workerTimeouts;
-    this.timer = setInterval(() => this.tick(), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
+    this.timer = setInterval(guarded(core.log, "worker presence check", () => this.tick()), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
   }
 
   opened(conn: Conn) {

@@ -1,0 +1,86 @@
+// Errors outside a request (a timer, a socket handler, a listener after commit) are logged and the
+// server keeps serving: Bun would otherwise end the process on an uncaught exception.
+import { afterEach, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { CoreEvents } from "../../src/server/core";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin } from "../helpers/identity";
+
+let s: TestServer | null = null;
+afterEach(async () => {
+  await s?.stop();
+  s = null;
+});
+
+function capture() {
+  const lines: string[] = [];
+  const logger = { info() {}, warn: (m: string) => void lines.push(`warn ${m}`), error: (m: string) => void lines.push(`error ${m}`) };
+  return { lines, logger };
+}
+
+describe("resilience", () => {
+  test("a failing listener does not reach the emitter; the other listeners still run", () => {
+    const failures: string[] = [];
+    const events = new CoreEvents((name) => failures.push(name));
+    const heard: string[] = [];
+    events.on("task.action", () => {
+      throw new Error("boom");
+    });
+    events.on("task.action", () => void heard.push("second"));
+    expect(() => events.emit("task.action", {} as never)).not.toThrow();
+    expect(failures).toEqual(["task.action"]);
+    expect(heard).toEqual(["second"]);
+  });
+
+  test("a listener that throws after a task was created: the create still answers 201", async () => {
+    const { lines, logger } = capture();
+    s = await startTestServer({ logger });
+    const owner = await createAdmin(s);
+    s.core.events.on("task.changed", () => {
+      throw new Error("listener bug");
+    });
+    const project = await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: "p" } });
+    const created = await s.api("POST", `/orgs/${owner.orgId}/tasks`, {
+      token: owner.accessToken,
+      body: { projectId: project.body.id, title: "t", prompt: "p" },
+    });
+    expect(created.status).toBe(201);
+    const read = await s.api("GET", `/orgs/${owner.orgId}/tasks/${created.body.id}`, { token: owner.accessToken });
+    expect(read.status).toBe(200);
+    expect(lines.some((l) => l.startsWith("error listener of task.changed failed"))).toBe(true);
+  });
+
+  test("a socket handler that throws closes that socket; the server keeps serving", async () => {
+    const { lines, logger } = capture();
+    s = await startTestServer({ logger });
+    s.core.sockets.register("/api/v1/test-throw", {
+      upgrade: () => ({}),
+      message: () => {
+        throw new Error("handler bug");
+      },
+    });
+    const ws = new WebSocket(s.url.replace("http", "ws") + "/api/v1/test-throw");
+    await new Promise((r) => (ws.onopen = r));
+    const closed = new Promise<number>((r) => (ws.onclose = (e) => r(e.code)));
+    ws.send("hello");
+    expect(await closed).toBe(1011);
+    expect((await s.api("GET", "/health")).status).toBe(200);
+    expect(lines.some((l) => l.includes("socket message on /api/v1/test-throw failed"))).toBe(true);
+  });
+
+  test("the database locked by another process for a while: timers log and retry, the server lives", async () => {
+    const { lines, logger } = capture();
+    s = await startTestServer({ logger, workerTimeouts: { offerMs: 10_000, offlineMs: 200, heartbeatMs: 10_000 } });
+    // Make a locked database fail fast instead of waiting out the usual 5 s.
+    s.core.sqlite.exec("PRAGMA busy_timeout = 20");
+    const other = new Database(join(s.dataDir, "ao.db"));
+    other.exec("BEGIN EXCLUSIVE");
+    await Bun.sleep(1500); // the callback relay polls every second, worker presence every 50 ms
+    other.exec("ROLLBACK");
+    other.close();
+    s.core.sqlite.exec("PRAGMA busy_timeout = 5000");
+    expect(lines.some((l) => l.includes("callback relay could not read the outbox") || l.includes("failed"))).toBe(true);
+    expect((await s.api("GET", "/health")).status).toBe(200);
+  });
+});
