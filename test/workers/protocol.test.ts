@@ -233,6 +233,39 @@ describe("leases, events and transitions", () => {
     c.close();
   });
 
+  test("a plan task completes only with a plan apply-plan accepts: malformed plans are 400 and change nothing", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p, { kind: "plan" });
+    const { claim } = await claimNext(c, w.credential, task.id);
+    const tr = (plan: unknown) =>
+      workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: claim.leaseToken, to: "completed", ...(plan === undefined ? {} : { plan }) });
+    const item = { title: "step", prompt: "do it" };
+    const cases: [string, unknown, string][] = [
+      ["no plan", undefined, "plan"],
+      ["tasks not a list", { tasks: "step" }, "plan.tasks"],
+      ["no tasks key", {}, "plan.tasks"],
+      ["blank title", { tasks: [{ ...item, title: "   " }] }, "plan.tasks.0.title"],
+      ["review without refs", { tasks: [item, { ...item, kind: "review" }] }, "plan.tasks.1.review"],
+      ["unknown priority", { tasks: [{ ...item, priority: "SOON" }] }, "plan.tasks.0.priority"],
+      ["too many tasks", { tasks: Array.from({ length: 101 }, () => item) }, "plan.tasks"],
+    ];
+    for (const [name, plan, field] of cases) {
+      const r = await tr(plan);
+      expect([name, r.status, r.body.error.code]).toEqual([name, 400, "validation_failed"]);
+      expect([name, r.body.error.details.some((d: any) => String(d.field).replace(/^\//, "").replaceAll("/", ".").startsWith(field))]).toEqual([name, true]);
+    }
+    const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
+    expect(t.body).toMatchObject({ status: "running", plan: null });
+    const ok = await tr({ tasks: [{ ...item, title: "  padded  " }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" } }] });
+    expect(ok.status).toBe(200);
+    const applied = await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/apply-plan`, { token: p.token });
+    expect(applied.status).toBe(201);
+    expect(applied.body.tasks.map((x: any) => [x.title, x.kind])).toEqual([["padded", "task"], ["check", "review"]]);
+    c.close();
+  });
+
   test("cancel reaches the worker and its old lease is refused afterwards; restart stops the attempt and re-offers", async () => {
     const p = await fresh();
     const w = makeWorker(s, p.orgId);

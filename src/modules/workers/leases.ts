@@ -8,6 +8,7 @@ import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
 import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
 import type { TaskRow } from "../tasks/record";
 import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { parsePlan } from "../tasks/plan";
 import type { TaskStatus } from "../../db/schema";
 import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
 import { dispatcherOf } from "./dispatcher";
@@ -125,7 +126,8 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
     if (req.plan) {
       if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
       if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
-      patch.plan = JSON.stringify(req.plan);
+      // The same rules apply-plan uses, so a completed plan can always be applied (400 here otherwise).
+      patch.plan = JSON.stringify(parsePlan(req.plan));
     } else if (row.kind === "plan" && req.to === "completed") {
       throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
     }
