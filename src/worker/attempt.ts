@@ -1,6 +1,6 @@
 // One attempt of one task on this worker: checkout, agent, timeline, person's answers, artifacts,
 // the final transition, cleanup. A stale lease or a cancel stops the agent and reports nothing.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { Control } from "../protocol/messages";
@@ -94,12 +94,14 @@ export class Attempt {
     await this.run?.cancel(this.deps.killGraceMs);
   }
 
-  private transition(body: Omit<TransitionRequest, "leaseToken">): Promise<void> {
-    const next = this.transitions.then(async () => {
-      if (this.stopped) return;
+  /** Reports a transition; resolves with the server's refusal (an HttpError), or null. */
+  private transition(body: Omit<TransitionRequest, "leaseToken">): Promise<HttpError | null> {
+    const next = this.transitions.then(async (): Promise<HttpError | null> => {
+      if (this.stopped) return null;
       await this.sink.flush();
       try {
         await this.deps.client.transition(this.taskId, { leaseToken: this.claim.leaseToken, ...body });
+        return null;
       } catch (err) {
         if (err instanceof HttpError && (err.status === 409 || err.status === 404 || err.status === 401)) {
           if (err.details?.reason === "stale_lease" || err.status !== 409) void this.stop("stale");
@@ -107,10 +109,20 @@ export class Attempt {
         } else {
           this.deps.log(`transition to ${body.to} failed: ${(err as Error).message}`);
         }
+        return err instanceof HttpError ? err : null;
       }
     });
     this.transitions = next;
     return next;
+  }
+
+  /** Completes the attempt; a result the server refuses (400, e.g. a plan it cannot apply) fails it with the reason instead. */
+  private async complete(plan: TransitionRequest["plan"]): Promise<boolean> {
+    const refused = await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}) });
+    if (refused?.status !== 400) return refused === null;
+    const fields = Array.isArray(refused.details) ? refused.details.map((d: { field?: string; message?: string }) => `${d.field}: ${d.message}`).join("; ") : "";
+    await this.transition({ to: "failed", error: `the server refused the result: ${refused.message}${fields ? ` (${fields})` : ""}`.slice(0, 20_000), summary: this.summary });
+    return false;
   }
 
   private async execute() {
@@ -158,8 +170,7 @@ export class Attempt {
         if (typeof plan === "string") {
           await this.transition({ to: "failed", error: plan, summary: this.summary });
         } else {
-          await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}) });
-          outcome = "completed";
+          if (await this.complete(plan)) outcome = "completed";
         }
       } else {
         const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
@@ -210,6 +221,8 @@ export class Attempt {
         rmSync(kept, { recursive: true, force: true });
         mkdirSync(join(kept, ".."), { recursive: true });
         renameSync(work, kept);
+        // Its age for pruning counts from now, not from the clone.
+        utimesSync(kept, new Date(), new Date());
       }
       rmSync(this.runDir, { recursive: true, force: true });
     } catch (err) {

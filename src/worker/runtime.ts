@@ -146,6 +146,7 @@ export class WorkerRuntime {
       void attempt.done.finally(() => {
         this.attempts.delete(key);
         this.say(`ao worker: finished ${claim.task.id} attempt ${claim.attempt}`);
+        this.pruneKept();
       });
     } catch (err) {
       if (!(err instanceof HttpError && err.status === 409)) this.say(`ao worker: claim of ${offer.taskId} failed: ${(err as Error).message}`);
@@ -178,7 +179,7 @@ export class WorkerRuntime {
     }
   }
 
-  /** Old run directories (a crash mid-attempt) go; kept checkouts beyond MAX_KEPT go, oldest first. */
+  /** Old run directories (a crash mid-attempt) go; kept checkouts beyond MAX_KEPT go, oldest first (also after every attempt). */
   private pruneRuns() {
     for (const entry of readdirSync(this.runsDir)) {
       if (entry === "kept") continue;
@@ -189,13 +190,23 @@ export class WorkerRuntime {
       } catch {}
       rmSync(join(this.runsDir, entry), { recursive: true, force: true });
     }
+    this.pruneKept();
+  }
+
+  private pruneKept() {
     const keptRoot = join(this.runsDir, "kept");
     let kept: { path: string; at: number }[] = [];
     try {
       kept = readdirSync(keptRoot).map((n) => ({ path: join(keptRoot, n), at: statSync(join(keptRoot, n)).mtimeMs }));
     } catch {}
     kept.sort((a, b) => b.at - a.at);
-    for (const k of kept.slice(MAX_KEPT)) rmSync(k.path, { recursive: true, force: true });
+    for (const k of kept.slice(MAX_KEPT)) {
+      try {
+        rmSync(k.path, { recursive: true, force: true });
+      } catch (err) {
+        this.say(`ao worker: could not remove ${k.path}: ${(err as Error).message}`);
+      }
+    }
   }
 
   async stop(code: number, message?: string) {

@@ -3,12 +3,13 @@
 // needs-approval round trips, cancel of a running agent's whole process group, kill -9 of the
 // worker mid-task, revocation and the approval gate.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, newOrg, type Session } from "../helpers/identity";
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { presenceOf } from "../../src/modules/workers/presence";
 import { alive, bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
 
 const TIMEOUTS = { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 };
@@ -57,6 +58,9 @@ case "$AO_TASK_TITLE" in
   plan)
     echo '{"tasks":[{"title":"step one","prompt":"do one"},{"title":"step two","prompt":"do two","priority":"HIGH"}]}' > "$AO_ARTIFACTS_DIR/plan.json"
     ;;
+  badplan)
+    echo '{"tasks":[{"title":"look","prompt":"review it","kind":"review"}]}' > "$AO_ARTIFACTS_DIR/plan.json"
+    ;;
   review)
     echo "head=$(git rev-parse HEAD) base=$AO_REVIEW_BASE_SHA"
     echo "::ao::summary reviewed $(git diff --name-only refs/ao/base...HEAD)"
@@ -87,8 +91,8 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-function run(dataDir: string, extra: string[] = []) {
-  const w = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra], { PIDS: pids });
+function run(dataDir: string, extra: string[] = [], env: Record<string, string> = {}) {
+  const w = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra], { PIDS: pids, ...env });
   workers.push(w);
   return w;
 }
@@ -97,6 +101,15 @@ const task = async (p: { orgId: string; token: string }, id: string) => (await s
 const events = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}/events?limit=200`, { token: p.token })).body.items as any[];
 const action = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) =>
   s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
+/** Every row of every table, as one string (to look for what must never be stored). */
+const dumpDb = () =>
+  s.core.sqlite
+    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
+    .all()
+    .map((t) => JSON.stringify(s.core.sqlite.query(`SELECT * FROM "${t.name}"`).all()))
+    .join("\n");
+// Provider keys the worker has in its environment: their names are reported, their values never.
+const SECRETS = { ANTHROPIC_API_KEY: "sk-ant-e2e-SECRET-4f9a1c", OPENAI_API_KEY: "sk-openai-e2e-SECRET-77b2" };
 const waitStatus = (p: { orgId: string; token: string }, id: string, status: string, ms = 15_000) =>
   until(async () => {
     const t = await task(p, id);
@@ -111,7 +124,7 @@ describe("a paired worker runs tasks", () => {
   test("pairing: the code from the worker's output, approved by a person; credential kept with mode 0600", async () => {
     p = await orgWithProject(s, owner);
     dataDir = join(tmp, "paired");
-    worker = run(dataDir, ["--name", "e2e-box", "--labels", "linux,e2e", "--capacity", "2"]);
+    worker = run(dataDir, ["--name", "e2e-box", "--labels", "linux,e2e", "--capacity", "2"], SECRETS);
     const [, code] = await worker.waitFor(/code: ([A-Z]{4}-[A-Z]{4})/);
     const [, link] = await worker.waitFor(/open: (\S+)/);
     expect(link).toEndWith(`/pair?code=${code}`);
@@ -127,7 +140,11 @@ describe("a paired worker runs tasks", () => {
     const rec = (await s.api("GET", `/orgs/${owner.orgId}/workers/${workerId}`, { token: owner.accessToken })).body;
     expect(rec).toMatchObject({ status: "online", name: "e2e-box", capacity: 2 });
     expect(rec.tools.map((t: any) => t.name)).toContain("git");
+    expect(rec.providers).toEqual(expect.arrayContaining(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]));
     expect(rec.providers.every((v: string) => /^[A-Z_]+$/.test(v))).toBe(true);
+    const db = dumpDb();
+    expect(db).toContain("ANTHROPIC_API_KEY");
+    for (const value of Object.values(SECRETS)) expect(db).not.toContain(value);
   }, 40_000);
 
   test("a full task: checkout of the primary repository, logs, summary, artifacts", async () => {
@@ -158,6 +175,10 @@ describe("a paired worker runs tasks", () => {
     expect(asking.needs).toEqual({ kind: "input", message: "What color?" });
     const approving = await waitStatus(p, appr.id, "needs_approval");
     expect(approving.needs).toEqual({ kind: "approval", message: "Deploy to production?" });
+    // Both slots of --capacity 2 are taken: a third task waits in the queue.
+    const third = await createTaskApi(s, p, { title: "full" });
+    await Bun.sleep(600);
+    expect(await task(p, third.id)).toMatchObject({ status: "queued", attempt: 0 });
     expect((await action(p, ask.id, { action: "input", input: "blue" })).status).toBe(200);
     expect((await action(p, appr.id, { action: "deny", reason: "not on a Friday" })).status).toBe(200);
     expect(await waitStatus(p, ask.id, "completed")).toMatchObject({ summary: "color=blue" });
@@ -168,6 +189,21 @@ describe("a paired worker runs tasks", () => {
     await waitStatus(p, again.id, "needs_approval");
     await action(p, again.id, { action: "approve" });
     expect(await waitStatus(p, again.id, "completed")).toMatchObject({ summary: "deployed" });
+    expect(await waitStatus(p, third.id, "completed")).toMatchObject({ summary: "all done" });
+  });
+
+  test("a dropped connection: the worker reconnects after a jittered wait and keeps the attempt it runs", async () => {
+    const t = await createTaskApi(s, p, { title: "ask" });
+    await waitStatus(p, t.id, "needs_input");
+    const workerId = (await task(p, t.id)).workerId;
+    const from = worker.output.length;
+    presenceOf(s.core).dispatcher.conns.get(workerId)!.ws.close(1012, "test drops the connection");
+    const [, wait] = await worker.waitFor(/disconnected; reconnecting in (\d+\.\d) s/, 5000, from);
+    expect(Number(wait)).toBeLessThanOrEqual(0.5); // full jitter: a random wait up to 0.5 s * 2^failures (none yet)
+    await worker.waitFor(/connected as/, 5000, from);
+    expect(await task(p, t.id)).toMatchObject({ status: "needs_input", attempt: 1, workerId });
+    expect((await action(p, t.id, { action: "input", input: "green" })).status).toBe(200);
+    expect(await waitStatus(p, t.id, "completed")).toMatchObject({ summary: "color=green", attempt: 1 });
   });
 
   test("pause stops and resume continues the agent's process group; cancel kills it (SIGTERM, then SIGKILL for what ignores it)", async () => {
@@ -195,9 +231,29 @@ describe("a paired worker runs tasks", () => {
     const plan = await createTaskApi(s, p, { title: "plan", kind: "plan" });
     const planned = await waitStatus(p, plan.id, "completed");
     expect(planned.plan.tasks.map((x: any) => x.title)).toEqual(["step one", "step two"]);
+    // A plan the server cannot apply fails the task with the reason (not a task stuck running).
+    const bad = await createTaskApi(s, p, { title: "badplan", kind: "plan" });
+    expect(await waitStatus(p, bad.id, "failed")).toMatchObject({ plan: null });
+    const refusal = (await events(p, bad.id)).find((e) => e.type === "error")?.data.message;
+    expect(refusal).toContain("the server refused the result");
+    expect(refusal).toContain("plan.tasks.0.review");
+    // A failed attempt keeps its checkout for a retry that continues; at most 20 are kept, the oldest go.
+    const keptRoot = join(dataDir, "runs", "kept");
+    mkdirSync(keptRoot, { recursive: true });
+    const long = new Date(Date.now() - 86_400_000);
+    for (let i = 0; i < 25; i++) {
+      mkdirSync(join(keptRoot, `tsk_old${i}`));
+      utimesSync(join(keptRoot, `tsk_old${i}`), long, long);
+    }
     const fail = await createTaskApi(s, p, { title: "fail" });
     await waitStatus(p, fail.id, "failed");
     expect((await events(p, fail.id)).some((e) => e.type === "error" && e.data.message === "the agent exited with code 3")).toBe(true);
+    const kept = await until(() => {
+      const k = readdirSync(keptRoot);
+      return k.length <= 20 && k;
+    });
+    expect(kept).toHaveLength(20);
+    expect(kept).toContain(fail.id);
     // A review: feature branch on the remote; the agent sees head checked out and base named.
     const source = join(tmp, "src-full");
     sh(source, "git", "checkout", "-q", "-b", "feature");
@@ -227,6 +283,9 @@ describe("a paired worker runs tasks", () => {
     const again = run(dataDir);
     expect(await again.exited).toBe(3);
     expect(again.output).toContain("refused the credential");
+    // After all those tasks, the provider keys' values are still nowhere in the database.
+    const stored = dumpDb();
+    for (const value of Object.values(SECRETS)) expect(stored).not.toContain(value);
   }, 20_000);
 });
 
