@@ -74,6 +74,8 @@ describe("create", () => {
     "http://[::ffff:127.0.0.1]/cb",
     "http://2130706433/cb", // 127.0.0.1 as one number
     "http://0x7f.1/cb",
+    "http://localhost./cb", // the fully qualified name
+    "http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", // 169.254.169.254 through NAT64
   ];
   test.each(privateTargets)("callback %s is refused while private callbacks are not allowed", async (url) => {
     const r = await s.api("POST", base(), { token: w.owner.accessToken, body: { kind: "signed_json", name: "ci", projectId: w.projectId, callbackUrl: url } });

@@ -22,11 +22,30 @@ const BLOCKED: [string, number, "ipv4" | "ipv6"][] = [
   ["64:ff9b:1::", 48, "ipv6"], // local-use NAT64
   ["fc00::", 7, "ipv6"], // unique local, incl. fd00:ec2::254 metadata
   ["fe80::", 10, "ipv6"], // link-local
+  ["fec0::", 10, "ipv6"], // site-local (deprecated)
   ["ff00::", 8, "ipv6"], // multicast
 ];
 
+/**
+ * IPv6 forms that carry an IPv4 address: NAT64 (a NAT64 gateway may reach private IPv4 networks),
+ * 6to4, and the deprecated IPv4-compatible and IPv4-translated forms. Each is refused when the
+ * IPv4 address inside is. (IPv4-mapped ::ffff:a.b.c.d is checked by BlockList itself.)
+ */
+const EMBEDDING: [(hex: string) => string, number][] = [
+  [(hex) => `64:ff9b::${hex}`, 96],
+  [(hex) => `::${hex}`, 96],
+  [(hex) => `::ffff:0:${hex}`, 96],
+  [(hex) => `2002:${hex}::`, 16],
+];
+
 const blockList = new BlockList();
-for (const [net, prefix, family] of BLOCKED) blockList.addSubnet(net, prefix, family);
+for (const [net, prefix, family] of BLOCKED) {
+  blockList.addSubnet(net, prefix, family);
+  if (family !== "ipv4") continue;
+  const [a, b, c, d] = net.split(".").map(Number);
+  const hex = `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  for (const [form, at] of EMBEDDING) blockList.addSubnet(form(hex), at + prefix, "ipv6");
+}
 
 /** True when the literal IP address is loopback, link-local, private or reserved (IPv4-mapped IPv6 included). */
 export function isPrivateAddress(address: string): boolean {
@@ -49,7 +68,8 @@ export function checkTargetUrl(value: string, allowPrivate: boolean): URL {
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new TargetRefused("only http and https URLs are allowed");
   if (url.username || url.password) throw new TargetRefused("credentials in the URL are not allowed");
   if (!allowPrivate) {
-    const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+    // "localhost." (the fully qualified form) is the same name.
+    const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase().replace(/\.+$/, "");
     if (isPrivateAddress(host) || host === "localhost" || host.endsWith(".localhost")) {
       throw new TargetRefused("targets on loopback, link-local or private addresses are refused (the operator may allow them with AO_ALLOW_PRIVATE_CALLBACKS=1)");
     }
