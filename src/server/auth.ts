@@ -29,10 +29,21 @@ export function authPlugin(core: Core) {
   return p;
 }
 
+/** What verifying an access token demands beyond the signature: our algorithm only (no "none", no
+ * algorithm a forger could choose) and an expiry. */
+const VERIFY_OPTIONS = { algorithms: ["HS256"], requiredClaims: ["exp", "sub", "sid"] };
+
+/** The claims of a valid, unexpired access token of this server, or null. Sessions are checked by the caller. */
+export async function verifyAccessToken(core: Core, value: string): Promise<AccessClaims | null> {
+  const claims = (await authPlugin(core).decorator.accessJwt.verify(value, VERIFY_OPTIONS)) as (AccessClaims & { typ?: unknown }) | false;
+  if (!claims || claims.typ !== "access" || typeof claims.sid !== "string" || typeof claims.sub !== "string") return null;
+  return claims;
+}
+
 function build(core: Core) {
   const accessJwt = jwt({ name: "accessJwt", secret: core.jwtSecret, exp: `${ACCESS_TOKEN_TTL_SEC}s`, alg: "HS256" });
 
-  async function authenticate(headers: Record<string, string | undefined>, verify: (t: string) => Promise<unknown>): Promise<Principal> {
+  async function authenticate(headers: Record<string, string | undefined>): Promise<Principal> {
     const value = bearer(headers);
     if (!value) throw unauthorized();
     if (value.startsWith("aot_")) {
@@ -41,10 +52,8 @@ function build(core: Core) {
       return p;
     }
     if (value.startsWith("aow_")) throw forbidden("a worker credential cannot be used here");
-    const claims = (await verify(value)) as (AccessClaims & { typ?: string }) | false;
-    if (!claims || claims.typ !== "access" || typeof claims.sid !== "string" || typeof claims.sub !== "string") {
-      throw unauthorized("the access token is invalid or expired");
-    }
+    const claims = await verifyAccessToken(core, value);
+    if (!claims) throw unauthorized("the access token is invalid or expired");
     const p = principalFromClaims(core, claims);
     if (!p) throw unauthorized("the session was revoked");
     return p;
@@ -54,16 +63,16 @@ function build(core: Core) {
     .use(accessJwt)
     .macro({
       auth: (level: "any" | "session" | "admin") => ({
-        async resolve({ headers, accessJwt }) {
-          const principal = await authenticate(headers, accessJwt.verify);
+        async resolve({ headers }) {
+          const principal = await authenticate(headers);
           if (level !== "any" && principal.kind !== "user") throw forbidden("personal API tokens cannot be used here");
           if (level === "admin" && !(principal.kind === "user" && principal.isAdmin)) throw forbidden("instance administrators only");
           return { principal, actor: actorOf(principal) };
         },
       }),
       permission: (permission: Permission | "member") => ({
-        async resolve({ headers, params, accessJwt }) {
-          const principal = await authenticate(headers, accessJwt.verify);
+        async resolve({ headers, params }) {
+          const principal = await authenticate(headers);
           const orgId = (params as Record<string, string | undefined>).orgId;
           if (!orgId) throw new ApiError(500, "internal", "route declares a permission but has no :orgId");
           if (principal.kind === "token" && principal.orgId !== orgId) throw forbidden("this token belongs to another organization");

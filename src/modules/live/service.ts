@@ -9,8 +9,8 @@
 // subscribed to an org is never also subscribed to that org's task topics, so nothing arrives twice.
 import type { Core } from "../../server/core";
 import type { Socket } from "../../server/sockets";
-import { authPlugin } from "../../server/auth";
-import { principalFromApiToken, principalFromClaims, roleIn, type AccessClaims, type Principal } from "../auth/principal";
+import { verifyAccessToken } from "../../server/auth";
+import { principalFromApiToken, principalFromClaims, roleIn, type Principal } from "../auth/principal";
 import { findTask } from "../tasks/store";
 
 export const MAX_MESSAGE_BYTES = 16 * 1024;
@@ -35,10 +35,8 @@ export async function authenticate(core: Core, value: string): Promise<Principal
     return principalFromApiToken(core, value) ?? { code: "unauthorized", message: "the API token is invalid, expired or revoked" };
   }
   if (value.startsWith("aow_")) return { code: "forbidden", message: "a worker credential cannot be used here" };
-  const claims = (await authPlugin(core).decorator.accessJwt.verify(value)) as (AccessClaims & { typ?: string }) | false;
-  if (!claims || claims.typ !== "access" || typeof claims.sid !== "string" || typeof claims.sub !== "string") {
-    return { code: "unauthorized", message: "the access token is invalid or expired" };
-  }
+  const claims = await verifyAccessToken(core, value);
+  if (!claims) return { code: "unauthorized", message: "the access token is invalid or expired" };
   return principalFromClaims(core, claims) ?? { code: "unauthorized", message: "the session was revoked" };
 }
 
