@@ -58,13 +58,19 @@ const view = (r: DiscoveredRow) => ({
 export function listDiscovered(core: Core, orgId: string, query: PageQuery) {
   const s = stmts(core);
   const inProjects = new Set(s.orgUrls.all(orgId).map((r) => normalizeRepoUrl(r.url)));
-  return pageOf(
-    query,
-    1,
-    (after, n) => (after ? s.after.all(orgId, after[0], n) : s.first.all(orgId, n)).filter((r) => !inProjects.has(r.normalized_url)),
-    (r) => [r.id],
-    view,
-  );
+  // Rows are left out after the query (URLs are compared normalised), so read on until n are kept:
+  // a short page would otherwise end the list early.
+  const fetch = (after: string[] | null, n: number) => {
+    const kept: DiscoveredRow[] = [];
+    let cursor = after?.[0] ?? null;
+    for (;;) {
+      const rows = cursor ? s.after.all(orgId, cursor, n) : s.first.all(orgId, n);
+      for (const r of rows) if (!inProjects.has(r.normalized_url) && kept.push(r) === n) return kept;
+      if (rows.length < n) return kept;
+      cursor = rows[rows.length - 1].id;
+    }
+  };
+  return pageOf(query, 1, fetch, (r) => [r.id], view);
 }
 
 function pendingRows(core: Core, orgId: string, ids: string[]): DiscoveredRow[] {

@@ -1,6 +1,6 @@
 // Workers as people manage them (SPEC §7): list, read, update name/labels/policy, approve, revoke.
 import type { Core } from "../../server/core";
-import { conflict, notFound } from "../../server/errors";
+import { conflict, invalid, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 import { presenceOf } from "./presence";
@@ -21,6 +21,7 @@ function prepare(core: Core) {
     update: q.query("UPDATE workers SET name = ?, labels = ?, policy = ?, updated_at = ? WHERE id = ?"),
     approve: q.query("UPDATE workers SET approved_at = ?, approved_by = ?, updated_at = ? WHERE id = ? AND approved_at IS NULL"),
     revoke: q.query("UPDATE workers SET revoked_at = ?, updated_at = ? WHERE id = ? AND revoked_at IS NULL"),
+    project: q.query<{ id: string }, [string, string]>("SELECT id FROM projects WHERE id = ? AND org_id = ?"),
   };
 }
 function stmts(core: Core) {
@@ -55,12 +56,29 @@ export function getWorker(core: Core, orgId: string, workerId: string): WorkerRe
   return workerRecord(core, mustFind(core, orgId, workerId));
 }
 
-export function updateWorker(core: Core, orgId: string, workerId: string, update: WorkerUpdate): WorkerRecord {
+/** A worker policy as given to PATCH: a JSON object whose `projects`, when present, lists projects of the org. */
+function checkPolicy(core: Core, orgId: string, value: unknown): NonNullable<WorkerUpdate["policy"]> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("policy must be a JSON object", [{ field: "policy", message: "must be an object" }]);
+  const policy = value as NonNullable<WorkerUpdate["policy"]>;
+  if (policy.projects === undefined) return policy;
+  const projects: unknown = policy.projects;
+  if (!Array.isArray(projects) || projects.length > 500 || projects.some((id) => typeof id !== "string") || new Set(projects).size !== projects.length) {
+    throw invalid("policy.projects must be a list of distinct project ids", [{ field: "policy.projects", message: "up to 500 distinct project ids" }]);
+  }
+  // A mistyped project id would silently leave the worker with nothing to take.
+  const unknown = (projects as string[]).flatMap((id, i) =>
+    id.length <= 64 && stmts(core).project.get(id, orgId) ? [] : [{ field: `policy.projects.${i}`, message: "no such project in this organization" }],
+  );
+  if (unknown.length) throw invalid("policy.projects names projects this organization does not have", unknown);
+  return policy;
+}
+
+export function updateWorker(core: Core, orgId: string, workerId: string, update: Omit<WorkerUpdate, "policy"> & { policy?: unknown }): WorkerRecord {
   const row = mustFind(core, orgId, workerId);
   if (row.revoked_at) throw conflict("the worker was revoked");
   const name = update.name?.trim() || row.name;
   const labels = update.labels ?? (JSON.parse(row.labels) as string[]);
-  const policy = update.policy ?? (JSON.parse(row.policy) as WorkerUpdate["policy"])!;
+  const policy = update.policy !== undefined ? checkPolicy(core, orgId, update.policy) : (JSON.parse(row.policy) as NonNullable<WorkerUpdate["policy"]>);
   stmts(core).update.run(name, JSON.stringify(labels), JSON.stringify(policy), iso(), workerId);
   const presence = presenceOf(core);
   presence.refresh(workerId, { labels: new Set(labels), projects: policy.projects ? new Set(policy.projects) : null });
