@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, login, makeToken } from "../helpers/identity";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
+import { defaultConfig } from "../../src/server/config";
 
 const AUTH_MS = 300;
 const RECHECK_MS = 150;
@@ -130,6 +131,10 @@ describe("authentication", () => {
     c.send({ type: "subscribe", orgId: w.owner.orgId, id: "s1" });
     expect(await c.next()).toMatchObject({ type: "authenticated", userId: w.member.userId });
     expect(await c.next()).toEqual({ type: "subscribed", orgId: w.owner.orgId, id: "s1" });
+  });
+
+  test("the window is 10 s unless configured (tests shorten it)", () => {
+    expect(defaultConfig({ dataDir: "/tmp/unused" }).liveTimeouts.authMs).toBe(10_000);
   });
 
   test("no auth within the window: error unauthorized, then closed with 4401", async () => {
