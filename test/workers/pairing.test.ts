@@ -68,6 +68,18 @@ describe("worker side", () => {
     expect((await s.api("POST", "/pairing/approve", { token: owner.accessToken, body: { userCode: p.userCode, orgId: owner.orgId } })).status).toBe(404);
   });
 
+  test("a code older than 10 minutes is gone: the person cannot see or approve it, the worker gets expired_token", async () => {
+    const p = await start();
+    const workers = () => s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM workers").get()!.n;
+    const before = workers();
+    // Ten minutes pass (the grant's expiry moved into the past).
+    s.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, p.userCode.replace("-", ""));
+    expect((await s.api("GET", `/pairing/${p.userCode}`, { token: owner.accessToken })).status).toBe(404);
+    expect((await s.api("POST", "/pairing/approve", { token: owner.accessToken, body: { userCode: p.userCode, orgId: owner.orgId } })).status).toBe(404);
+    expect((await poll(p.deviceCode)).body.error.code).toBe("expired_token");
+    expect(workers()).toBe(before);
+  });
+
   test("deny: the worker gets access_denied", async () => {
     const p = await start();
     expect((await s.api("POST", "/pairing/deny", { token: owner.accessToken, body: { userCode: p.userCode } })).status).toBe(200);

@@ -59,6 +59,21 @@ describe("worker socket", () => {
     await until(async () => (await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).body.status === "offline");
   });
 
+  test("a worker that keeps sending garbage is closed with 4005; the server keeps serving it and others", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    for (let i = 0; i < 20; i++) c.send(i % 2 ? "\u0000\uffff{" : { type: "claim", taskId: "tsk_x" });
+    expect((await c.waitClose()).code).toBe(4005);
+    expect(c.messages.filter((m) => m.type === "error")).toHaveLength(20);
+    // Nothing was lost: the same worker reconnects and works, the API answers.
+    const again = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, p);
+    await claimNext(again, w.credential, task.id);
+    expect((await s.api("GET", "/health")).status).toBe(200);
+    again.close();
+  });
+
   test("an unsupported protocol version is closed with 4002", async () => {
     const w = makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, null);

@@ -1,0 +1,123 @@
+// Rules of the worker runtime that need no server: it never imports server code (it ships in
+// the same executable but must stand alone), its reconnect backoff is jittered and bounded, its
+// options are validated, and it reports provider key names, never values.
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { backoff } from "../../src/worker/client";
+import { inventory } from "../../src/worker/inventory";
+import { parseWorkerOptions } from "../../src/worker/options";
+import { loadCredential, saveCredential } from "../../src/worker/credential";
+
+const root = resolve(import.meta.dir, "..", "..");
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : []));
+}
+
+/** Every module a file imports (static, dynamic and re-exports). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  const found = [...text.matchAll(/(?:^|\s)(?:import|export)\s[^;]*?from\s+["']([^"']+)["']/g), ...text.matchAll(/import\(\s*["']([^"']+)["']\s*\)/g), ...text.matchAll(/(?:^|\n)\s*import\s+["']([^"']+)["']/g)];
+  return found.map((m) => m[1]);
+}
+
+describe("the worker stands alone", () => {
+  test("src/worker and src/protocol import only each other, src/lib, the version and libraries", () => {
+    const allowedDirs = ["src/worker", "src/protocol", "src/lib"].map((d) => join(root, d));
+    const allowedFiles = [join(root, "src/version.ts"), join(root, "package.json")];
+    const allowedPackages = /^(node:|bun$|bun:|@sinclair\/typebox)/;
+    const seen = new Set<string>();
+    const queue = [...sources(join(root, "src/worker")), ...sources(join(root, "src/protocol"))];
+    const violations: string[] = [];
+    while (queue.length) {
+      const file = queue.pop()!;
+      if (seen.has(file) || file.endsWith(".json")) continue;
+      seen.add(file);
+      for (const spec of importsOf(file)) {
+        if (!spec.startsWith(".")) {
+          if (!allowedPackages.test(spec)) violations.push(`${relative(root, file)} imports ${spec}`);
+          continue;
+        }
+        const base = resolve(dirname(file), spec);
+        const target = [base, `${base}.ts`, join(base, "index.ts")].find((p) => {
+          try {
+            return statSync(p).isFile();
+          } catch {
+            return false;
+          }
+        });
+        if (!target) violations.push(`${relative(root, file)} imports ${spec}, which does not resolve`);
+        else if (!allowedFiles.includes(target) && !allowedDirs.some((d) => target.startsWith(d + "/"))) violations.push(`${relative(root, file)} imports ${relative(root, target)}`);
+        else queue.push(target);
+      }
+    }
+    expect(violations).toEqual([]);
+    expect(seen.size).toBeGreaterThan(20);
+  });
+});
+
+describe("reconnect backoff", () => {
+  test("full jitter: random below min(cap, base * 2^n), growing with failures, never past the cap", () => {
+    for (const n of [0, 1, 3, 6, 10, 40]) {
+      const bound = Math.min(30_000, 500 * 2 ** n);
+      const waits = Array.from({ length: 200 }, () => backoff(n, 500, 30_000));
+      expect(waits.every((w) => Number.isInteger(w) && w >= 0 && w < bound)).toBe(true);
+      // Jittered: 200 draws are not all alike, and they spread over the range.
+      expect(new Set(waits).size).toBeGreaterThan(50);
+      expect(Math.max(...waits)).toBeGreaterThan(bound * 0.7);
+    }
+  });
+});
+
+describe("options", () => {
+  test.each([
+    ["no server", [], /--server URL is required/],
+    ["not http", ["--server", "ftp://x"], /--server URL is required/],
+    ["capacity 0", ["--server", "http://x", "--capacity", "0"], /--capacity/],
+    ["capacity 65", ["--server", "http://x", "--capacity", "65"], /--capacity/],
+    ["capacity 1.5", ["--server", "http://x", "--capacity", "1.5"], /--capacity/],
+    ["bad label", ["--server", "http://x", "--labels", "ok,not ok"], /label 'not ok'/],
+    ["unknown agent", ["--server", "http://x", "--agent", "gpt"], /unknown agent/],
+    ["exec without a command", ["--server", "http://x", "--agent", "exec"], /needs --exec/],
+    ["negative grace", ["--server", "http://x", "--kill-grace-ms", "-1"], /--kill-grace-ms/],
+    ["unknown flag", ["--server", "http://x", "--frobnicate"], /frobnicate/],
+  ])("refused: %s", (_name, args, message) => {
+    expect(() => parseWorkerOptions(args as string[], {})).toThrow(message);
+  });
+
+  test("defaults and environment variables", () => {
+    const o = parseWorkerOptions(["--server", "http://ao.lan:7070/", "--data-dir", "/tmp/w", "--labels", "Linux, gpu", "--exec", "make"], {});
+    expect(o).toMatchObject({ server: "http://ao.lan:7070", dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000 });
+    const e = parseWorkerOptions([], { AO_SERVER: "https://ao.example", AO_WORKER_CAPACITY: "4", AO_WORKER_WORKSPACE: "/srv/ws", AO_WORKER_AGENT: "codex", AO_WORKER_AGENT_ARGS: "--sandbox  read-only" });
+    expect(e).toMatchObject({ server: "https://ao.example", capacity: 4, workspace: "/srv/ws", agent: "codex", agentArgs: ["--sandbox", "read-only"] });
+  });
+});
+
+describe("credential and inventory", () => {
+  test("the credential file is written with mode 0600 in a 0700 directory, and only reused for its server", () => {
+    const tmp = mkdtempSync(join(tmpdir(), "ao-cred-"));
+    try {
+      const dir = join(tmp, "data");
+      const c = { server: "http://a", workerId: "wkr_1", orgId: "org_1", credential: "aow_x" };
+      saveCredential(dir, c);
+      expect(statSync(join(dir, "credential.json")).mode & 0o777).toBe(0o600);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      expect(readdirSync(dir)).toEqual(["credential.json"]);
+      expect(loadCredential(dir, "http://a")).toEqual(c);
+      expect(loadCredential(dir, "http://b")).toBeNull();
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  test("providers are the names of the key variables that are set, never their values", async () => {
+    const inv = await inventory({ ANTHROPIC_API_KEY: "sk-ant-value-123", OPENAI_API_KEY: "", GEMINI_API_KEY: "g-value", PATH: process.env.PATH });
+    expect(inv.providers).toEqual(["ANTHROPIC_API_KEY", "GEMINI_API_KEY"]);
+    const text = JSON.stringify(inv);
+    expect(text).not.toContain("sk-ant-value-123");
+    expect(text).not.toContain("g-value");
+    expect(inv.tools.map((t) => t.name)).toContain("git");
+  });
+});
