@@ -76,15 +76,15 @@ export class Relay {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerDue = Infinity;
   private stopped = false;
+  private recovered = false;
   private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
 
   constructor(private readonly core: Core) {
     this.s = prepare(core);
   }
 
-  /** Rows a crash left in flight are due again now; then the first pass. */
+  /** The first pass makes rows a crash left in flight due again (in a tick, so a locked database delays it, never stops startup). */
   start() {
-    this.s.recover.run(Date.now(), iso());
     this.wake();
   }
 
@@ -117,6 +117,10 @@ export class Relay {
   private tick() {
     if (this.stopped) return;
     try {
+      if (!this.recovered) {
+        this.s.recover.run(Date.now(), iso());
+        this.recovered = true;
+      }
       this.claimAndLaunch();
     } catch (err) {
       // A busy or locked database (a backup, another writer) must delay callbacks, never end the server.
@@ -147,8 +151,12 @@ export class Relay {
   private launch(row: DueRow) {
     const controller = new AbortController();
     const done = this.send(row, controller.signal)
-      .then((outcome) => this.record(row, outcome))
-      .catch((err) => this.core.log.error("callback delivery failed unexpectedly", { deliveryId: row.id, error: String(err) }))
+      .catch((err): Outcome => {
+        // A bug or an unreadable target row: count it as a failed try so the schedule still ends it.
+        this.core.log.error("callback delivery failed unexpectedly", { deliveryId: row.id, error: String(err) });
+        return { kind: "retry", code: null, error: `internal error: ${String((err as Error)?.message ?? err)}`, latencyMs: null };
+      })
+      .then((outcome) => this.recordUntilWritten(row, outcome, controller.signal))
       .finally(() => {
         this.inFlight.delete(row.id);
         this.wake();
@@ -224,6 +232,31 @@ export class Relay {
       }
     }
     throw lastError;
+  }
+
+  /**
+   * The try's result must reach the row, or the row would stay "delivering" until a restart: a
+   * busy or locked database delays the write (retried every second), never ends the relay. If
+   * the relay stops first, the row stays "delivering" and the next start sends it again with
+   * the same id (at least once).
+   */
+  private async recordUntilWritten(row: DueRow, outcome: Outcome, stop: AbortSignal) {
+    for (;;) {
+      try {
+        this.record(row, outcome);
+        return;
+      } catch (err) {
+        if (this.stopped) {
+          this.core.log.warn("callback relay stopped before it could record a try; the next start sends it again", { deliveryId: row.id, error: String(err) });
+          return;
+        }
+        this.core.log.warn("callback relay could not record a try; retrying", { deliveryId: row.id, error: String(err) });
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, POLL_MS);
+          stop.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+        });
+      }
+    }
   }
 
   private record(row: DueRow, outcome: Outcome) {
