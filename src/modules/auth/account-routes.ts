@@ -10,6 +10,7 @@ import { userView } from "./users";
 import { clientIp, noContent } from "./http";
 import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, TokenView, TwoFactorSetup } from "./model";
 import { PageQuery, pageOfSchema } from "../orgs/model";
+import { refuseUnknownFields } from "../../server/strict";
 
 export default (core: Core) =>
   new Elysia({ name: "auth-account", seed: core.instanceId, tags: ["account"] })
@@ -28,6 +29,7 @@ export default (core: Core) =>
     .post("/me/tokens", ({ principal, body, status }) => status(201, createApiToken(core, principal.userId, body)), {
       auth: "session",
       body: CreateTokenBody,
+      transform: refuseUnknownFields(CreateTokenBody),
       response: { 201: CreatedToken },
       detail: {
         summary: "Create a personal API token (value shown once)",

@@ -5,6 +5,7 @@ import { authPlugin } from "../../server/auth";
 import { createUser, listUsers, userView } from "./users";
 import { CreateUserBody, UserView } from "./model";
 import { PageQuery, pageOfSchema } from "../orgs/model";
+import { refuseUnknownFields } from "../../server/strict";
 
 export default (core: Core) =>
   new Elysia({ name: "auth-admin", seed: core.instanceId, tags: ["admin"] })
@@ -12,6 +13,7 @@ export default (core: Core) =>
     .post("/admin/users", async ({ body, status }) => status(201, userView(await createUser(core, body))), {
       auth: "admin",
       body: CreateUserBody,
+      transform: refuseUnknownFields(CreateUserBody),
       response: { 201: UserView },
       detail: { summary: "Create a user", description: "409 conflict when the email is taken. Add them to orgs with POST /orgs/:orgId/members." },
     })

@@ -14,6 +14,7 @@ import { OrgView } from "../orgs/model";
 import deviceRoutes from "./device-routes";
 import accountRoutes from "./account-routes";
 import adminRoutes from "./admin-routes";
+import { refuseUnknownFields } from "../../server/strict";
 
 export default (core: Core) => {
   bootstrap(core);
@@ -82,6 +83,7 @@ export default (core: Core) => {
       },
       {
         body: SetupBody,
+      transform: refuseUnknownFields(SetupBody),
         response: { 201: t.Object({ user: UserView, org: OrgView }) },
         detail: {
           summary: "First-run setup with the one-time token from the server log",

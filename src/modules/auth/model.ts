@@ -1,6 +1,7 @@
 // Request and response schemas of sign-in, device sign-in, the caller's account and admin.
 import { t } from "elysia";
 import { RoleSchema } from "../orgs/model";
+import { strictObject } from "../../server/strict";
 
 export const Email = t.String({ format: "email", maxLength: 254, description: "compared case-insensitively" });
 /** At least 8 characters; the upper bound keeps hashing cheap to refuse. */
@@ -64,7 +65,8 @@ export const Me = t.Composite([
   }),
 ]);
 
-export const CreateTokenBody = t.Object({
+// A dropped "roles" or "expiresIn" would make a token with its owner's full role or no expiry: strict.
+export const CreateTokenBody = strictObject({
   name: t.String({ minLength: 1, maxLength: 100 }),
   orgId: t.String({ minLength: 1, maxLength: 64 }),
   role: t.Optional(RoleSchema),
@@ -94,7 +96,7 @@ export const CodeBody = t.Object({ code: t.String({ minLength: 1, maxLength: 64 
 export const TwoFactorSetup = t.Object({ secret: t.String(), otpauthUrl: t.String() });
 export const RecoveryCodes = t.Object({ recoveryCodes: t.Array(t.String()) });
 
-export const SetupBody = t.Object({
+export const SetupBody = strictObject({
   token: t.String({ minLength: 1, maxLength: 200 }),
   email: Email,
   password: Password,
@@ -103,7 +105,7 @@ export const SetupBody = t.Object({
 });
 export const SetupState = t.Object({ required: t.Boolean() });
 
-export const CreateUserBody = t.Object({
+export const CreateUserBody = strictObject({
   email: Email,
   password: Password,
   name: t.Optional(t.String({ maxLength: 100 })),

@@ -5,6 +5,7 @@ import { authPlugin } from "../../server/auth";
 import { notFound } from "../../server/errors";
 import { addMember, changeMemberRole, createOrg, getOrg, listMembers, listOrgsOf, orgView, removeMember, updateOrg } from "./service";
 import { AddMemberBody, ChangeRoleBody, CreateOrgBody, MemberParams, MemberView, OrgParams, OrgView, PageQuery, pageOfSchema, UpdateOrgBody } from "./model";
+import { refuseUnknownFields } from "../../server/strict";
 
 export default (core: Core) =>
   new Elysia({ name: "orgs", seed: core.instanceId, prefix: "/api/v1", tags: ["orgs"] })
@@ -26,6 +27,7 @@ export default (core: Core) =>
     .post("/orgs", ({ principal, body, status }) => status(201, { ...orgView(createOrg(core, body.name, principal.userId)), role: "owner" as const }), {
       auth: "session",
       body: CreateOrgBody,
+      transform: refuseUnknownFields(CreateOrgBody),
       response: { 201: OrgView },
       detail: { summary: "Create an organization; the caller becomes its owner" },
     })
@@ -42,6 +44,7 @@ export default (core: Core) =>
       permission: "settings.manage",
       params: OrgParams,
       body: UpdateOrgBody,
+      transform: refuseUnknownFields(UpdateOrgBody),
       response: { 200: OrgView },
       detail: { summary: "Rename, or change requireWorkerApproval" },
     })
@@ -56,6 +59,7 @@ export default (core: Core) =>
       permission: "settings.manage",
       params: OrgParams,
       body: AddMemberBody,
+      transform: refuseUnknownFields(AddMemberBody),
       response: { 201: MemberView },
       detail: {
         summary: "Add an existing user by email",
@@ -66,6 +70,7 @@ export default (core: Core) =>
       permission: "settings.manage",
       params: MemberParams,
       body: ChangeRoleBody,
+      transform: refuseUnknownFields(ChangeRoleBody),
       response: { 200: MemberView },
       detail: {
         summary: "Change a member's role",

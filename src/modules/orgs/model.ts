@@ -2,6 +2,7 @@
 import { t } from "elysia";
 import type { TSchema } from "@sinclair/typebox";
 import { DEFAULT_PAGE_SIZE } from "./paging";
+import { strictObject } from "../../server/strict";
 
 export const RoleSchema = t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], {
   description: "owner > admin > member > viewer",
@@ -26,8 +27,9 @@ export const OrgView = t.Object({
   updatedAt: t.String(),
 });
 
-export const CreateOrgBody = t.Object({ name: OrgName });
-export const UpdateOrgBody = t.Object({
+// Bodies that change who may do what are strict: an unknown field is 400, not silently dropped.
+export const CreateOrgBody = strictObject({ name: OrgName });
+export const UpdateOrgBody = strictObject({
   name: t.Optional(OrgName),
   requireWorkerApproval: t.Optional(t.Boolean({ description: "new workers wait for worker.approve before they get work" })),
 });
@@ -39,7 +41,7 @@ export const MemberView = t.Object({
   role: RoleSchema,
   joinedAt: t.String(),
 });
-export const AddMemberBody = t.Object({ email: t.String({ minLength: 1, maxLength: 254 }), role: RoleSchema });
-export const ChangeRoleBody = t.Object({ role: RoleSchema });
+export const AddMemberBody = strictObject({ email: t.String({ minLength: 1, maxLength: 254 }), role: RoleSchema });
+export const ChangeRoleBody = strictObject({ role: RoleSchema });
 export const OrgParams = t.Object({ orgId: t.String() });
 export const MemberParams = t.Object({ orgId: t.String(), userId: t.String() });
