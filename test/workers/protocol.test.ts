@@ -88,7 +88,13 @@ describe("offers and claims", () => {
     const w = makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p, { title: "first" });
-    const { offer, claim } = await claimNext(c, w.credential, task.id);
+    // Claims of one offer racing each other: exactly one wins.
+    const offer = await c.next("offer", (m) => m.taskId === task.id);
+    const racing = await Promise.all(
+      Array.from({ length: 6 }, () => workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId })),
+    );
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
+    const claim = racing.find((r) => r.status === 200)!.body;
     expect(offer.attempt).toBe(1);
     expect(claim).toMatchObject({ attempt: 1, runMode: "fresh", task: { id: task.id, title: "first", kind: "task" }, project: { id: p.projectId, repositories: [] } });
     expect(claim.leaseToken).toBeString();

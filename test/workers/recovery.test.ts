@@ -149,6 +149,15 @@ describe("revocation and approval", () => {
     const api = workerApi(s, w.credential);
     expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: got.leaseToken, events: [{ seq: 1, type: "log", data: {} }] })).status).toBe(401);
     expect((await api("GET", "/worker/me")).status).toBe(401);
+    expect((await api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: got.leaseToken, to: "completed" })).status).toBe(401);
+    expect((await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: "ofr_x" })).status).toBe(401);
+    expect((await api("POST", "/worker/repos", { repos: [] })).status).toBe(401);
+    const upload = await fetch(`${s.url}/api/v1/worker/tasks/${task.id}/artifacts/x.txt`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${w.credential}`, "x-ao-lease": got.leaseToken },
+      body: "x",
+    });
+    expect(upload.status).toBe(401);
     const t = await getTask(p, task.id);
     expect(t).toMatchObject({ status: "queued", workerId: null, attempt: 1 });
     const again = await ProtocolClient.connect(s, w.credential, null).catch((e) => e);
