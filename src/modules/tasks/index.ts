@@ -129,7 +129,12 @@ export default (core: Core) =>
           summary: "Download an artifact",
           description: "With Content-Type, Content-Length, ETag (If-None-Match gives 304) and Content-Disposition.",
           tags,
-          responses: { 200: { description: "The file" }, 304: { description: "Not modified" }, 404: { description: "No such task or artifact" } },
+          responses: {
+            200: { description: "The file, with its own content type", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
+            304: { description: "Not modified (If-None-Match holds the ETag)" },
+            // 400: a name that is not a safe artifact name; 404: no such task or artifact.
+            ...errorResponses,
+          },
         },
       },
     )
