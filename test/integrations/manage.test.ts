@@ -2,7 +2,8 @@
 // validation of kinds, projects and callback targets (private addresses refused by default).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { makeIntegration, makeWorld, type World } from "./fixtures";
+import { addMember, makeToken, newOrg } from "../helpers/identity";
+import { makeIntegration, makeProject, makeWorld, type World } from "./fixtures";
 
 let s: TestServer;
 let w: World;
@@ -139,6 +140,90 @@ describe("who may manage integrations", () => {
     // And through our org's path they are not a member: 404 for the org.
     const r = await s.api("GET", `${base()}/${i.id}`, { token: t });
     expect(r.status).toBe(404);
+  });
+});
+
+describe("another organization's people and tokens, on every route", () => {
+  test("403 or 404, and nothing in the organization changes", async () => {
+    const owner = await newOrg(s);
+    const projectId = await makeProject(s, owner, "guarded");
+    const member = await addMember(s, owner, "member");
+    const outsider = await newOrg(s); // owns another org
+    const dual = await newOrg(s); // owns another org and is a plain member here
+    await s.api("POST", `/orgs/${owner.orgId}/members`, { token: owner.accessToken, body: { email: dual.email, role: "member" } });
+    const outsiderToken = await makeToken(s, outsider);
+    const dualToken = await makeToken(s, dual); // for the org they own
+
+    const i = await makeIntegration(s, owner, { kind: "signed_json", name: "ci", projectId });
+    const plugin = await s.api("PUT", `/orgs/${owner.orgId}/plugins/completion-webhook`, { token: owner.accessToken, body: { url: "https://hooks.example.test/done" } });
+    expect(plugin.status).toBe(201);
+    // The outsider has a completion webhook of their own, so their plugin routes get past "no plugin".
+    await s.api("PUT", `/orgs/${outsider.orgId}/plugins/completion-webhook`, { token: outsider.accessToken, body: { url: "https://hooks.example.test/theirs" } });
+    const now = new Date().toISOString();
+    const addDelivery = (id: string, type: string, target: string) =>
+      s.core.sqlite
+        .query("INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'tsk_x', 'completed', '{}', 'failed', 8, 8, 0, ?, ?)")
+        .run(id, owner.orgId, type, target, now, now);
+    addDelivery("dlv_guarded_int", "integration", i.id);
+    addDelivery("dlv_guarded_plg", "plugin", plugin.body.id);
+
+    const snapshot = () =>
+      JSON.stringify([
+        s.core.sqlite.query("SELECT * FROM integrations WHERE org_id = ? ORDER BY id").all(owner.orgId),
+        s.core.sqlite.query("SELECT * FROM plugins WHERE org_id = ?").all(owner.orgId),
+        s.core.sqlite.query("SELECT * FROM deliveries WHERE org_id = ? ORDER BY id").all(owner.orgId),
+      ]);
+    const before = snapshot();
+
+    const ours = `/orgs/${owner.orgId}`;
+    const routes: [string, string, unknown?][] = [
+      ["GET", `${ours}/integrations`],
+      ["POST", `${ours}/integrations`, { kind: "github", name: "x", projectId }],
+      ["GET", `${ours}/integrations/${i.id}`],
+      ["PATCH", `${ours}/integrations/${i.id}`, { enabled: false, name: "taken" }],
+      ["POST", `${ours}/integrations/${i.id}/rotate-secret`],
+      ["DELETE", `${ours}/integrations/${i.id}`],
+      ["GET", `${ours}/integrations/${i.id}/deliveries`],
+      ["POST", `${ours}/integrations/${i.id}/deliveries/dlv_guarded_int/redeliver`],
+      ["GET", `${ours}/plugins/completion-webhook`],
+      ["PUT", `${ours}/plugins/completion-webhook`, { url: "https://evil.example.test/" }],
+      ["POST", `${ours}/plugins/completion-webhook/rotate-secret`],
+      ["DELETE", `${ours}/plugins/completion-webhook`],
+      ["GET", `${ours}/plugins/completion-webhook/deliveries`],
+      ["POST", `${ours}/plugins/completion-webhook/deliveries/dlv_guarded_plg/redeliver`],
+    ];
+    const callers: [string, string, number][] = [
+      ["a member without settings.manage", member.accessToken, 403],
+      ["an owner of another org who is a member here", dual.accessToken, 403],
+      ["that person's token for their own org", dualToken, 403],
+      ["an owner of another org", outsider.accessToken, 404],
+      ["that owner's token", outsiderToken, 403],
+    ];
+    for (const [who, token, status] of callers) {
+      for (const [method, path, body] of routes) {
+        const r = await s.api(method, path, { token, body });
+        expect(`${who}: ${method} ${path} -> ${r.status} ${r.body?.error?.code}`).toBe(`${who}: ${method} ${path} -> ${status} ${status === 403 ? "forbidden" : "not_found"}`);
+      }
+    }
+    // Our ids through the outsider's own org: not found there.
+    const theirs = `/orgs/${outsider.orgId}`;
+    for (const [method, path, body] of [
+      ["GET", `${theirs}/integrations/${i.id}`],
+      ["PATCH", `${theirs}/integrations/${i.id}`, { enabled: false }],
+      ["POST", `${theirs}/integrations/${i.id}/rotate-secret`],
+      ["DELETE", `${theirs}/integrations/${i.id}`],
+      ["GET", `${theirs}/integrations/${i.id}/deliveries`],
+      ["POST", `${theirs}/integrations/${i.id}/deliveries/dlv_guarded_int/redeliver`],
+      ["POST", `${theirs}/plugins/completion-webhook/deliveries/dlv_guarded_plg/redeliver`],
+    ] as [string, string, unknown?][]) {
+      for (const token of [outsider.accessToken, outsiderToken]) {
+        const r = await s.api(method, path, { token, body });
+        expect(`${method} ${path} -> ${r.status}`).toBe(`${method} ${path} -> 404`);
+      }
+    }
+    const theirLog = await s.api("GET", `${theirs}/plugins/completion-webhook/deliveries`, { token: outsider.accessToken });
+    expect(theirLog.body.items).toEqual([]);
+    expect(snapshot()).toBe(before);
   });
 });
 
