@@ -1,6 +1,7 @@
 // Timeline lines for the event shapes the server and the worker's agents write.
 import { expect, test } from "bun:test";
-import { eventText, table, timelineLine } from "../../src/cli/client/format";
+import { attentionHint, eventText, printable, table, taskDetails, taskRows, timelineLine } from "../../src/cli/client/format";
+import type { Task } from "../../src/cli/client/types";
 
 const ev = (type: string, data: unknown, actor?: { type: string; id: string }) => ({ seq: 7, type, at: "2030-01-02T03:04:05.000Z", data, ...(actor ? { actor } : {}) });
 
@@ -30,4 +31,25 @@ test("timeline line: #seq local time type text, continuation lines indented", ()
 
 test("columns are aligned on the widest cell; the last column is not padded", () => {
   expect(table(["ID", "TITLE"], [["a", "x"], ["abcd", "y"]])).toBe("ID    TITLE\na     x\nabcd  y");
+});
+
+test("control characters from the server never reach the terminal raw (escape sequences are shown as \\xNN)", () => {
+  const evil = "Fix\x1b]0;owned\x07 the \x1b[2Jcart\rX\x9b";
+  expect(printable(evil)).toBe("Fix\\x1b]0;owned\\x07 the \\x1b[2Jcart\\x0dX\\x9b");
+  expect(printable("tabs\tand\nnewlines stay")).toBe("tabs\tand\nnewlines stay");
+  const task = {
+    id: "tsk_1", orgId: "org_1", projectId: "prj_1", title: evil, prompt: `line\n${evil}`, priority: "HIGH", kind: "task", review: null,
+    status: "needs_input", attempt: 1, workerId: null, parentId: null, createdBy: { type: "user", id: "usr_1" }, summary: evil,
+    needs: { kind: "input", message: evil }, plan: null, artifacts: [], createdAt: "2030-01-02T03:04:05.000Z",
+    updatedAt: "2030-01-02T03:04:05.000Z", startedAt: null, finishedAt: null,
+  } as unknown as Task;
+  const outputs = [
+    timelineLine(ev("log", { line: evil })),
+    timelineLine(ev("message", { text: evil })),
+    taskRows([task]),
+    taskDetails(task),
+    attentionHint(task),
+  ];
+  for (const out of outputs) expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+  expect(taskDetails(task)).toContain("Fix\\x1b]0;owned\\x07 the");
 });

@@ -182,6 +182,19 @@ describe("ao task list, show, events", () => {
   });
 });
 
+test("escape sequences in titles, logs and summaries reach the terminal as text; --json keeps them exact", async () => {
+  const evil = "pwn\x1b]52;c;ZXZpbA==\x07ed\x1b[2J";
+  const id = await newTask(evil);
+  move(id, "completed", { summary: evil, finished_at: new Date().toISOString() }, [log(evil)]);
+  for (const args of [["task", "list", "--limit", "3"], ["task", "show", id], ["task", "events", id], ["task", "events", id, "--follow"]]) {
+    const r = await ao(...args);
+    expect({ args, code: r.code }).toEqual({ args, code: 0 });
+    expect({ args, raw: /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(r.stdout) }).toEqual({ args, raw: false });
+    expect(r.stdout).toContain("pwn\\x1b]52;c;ZXZpbA==\\x07ed");
+  }
+  expect(JSON.parse((await ao("task", "show", id, "--json")).stdout).title).toBe(evil);
+});
+
 describe("ao task <action>", () => {
   test("each action answers with the new state; refusals exit 1 with the allowed actions", async () => {
     const id = await newTask("controlled");

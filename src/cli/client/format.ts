@@ -1,7 +1,17 @@
 // Human-readable output: aligned columns, short timeline lines, task details.
 import type { Task, TaskEvent } from "./types";
 
+/**
+ * Text from the server made safe for a terminal: titles, logs and summaries come from people,
+ * webhooks and agents, and an escape sequence in them could rewrite the screen, the window
+ * title or the clipboard. Control characters other than newline and tab are shown as \xNN.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
 export function table(headers: string[], rows: string[][]): string {
+  rows = rows.map((r) => r.map(printable));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: string[]) =>
     cells
@@ -66,7 +76,7 @@ export function eventText(e: TaskEvent): string {
 
 /** `#seq time type text`; continuation lines of a multi-line text are indented. */
 export function timelineLine(e: TaskEvent): string {
-  return `#${e.seq} ${clock(e.at)} ${e.type} ${eventText(e).replace(/\r?\n/g, "\n    ")}`.trimEnd();
+  return printable(`#${e.seq} ${clock(e.at)} ${e.type} ${eventText(e).replace(/\r?\n/g, "\n    ")}`.trimEnd());
 }
 
 export function taskRows(tasks: Task[]): string {
@@ -96,11 +106,15 @@ export function taskDetails(t: Task): string {
   const width = Math.max(...rows.map(([k]) => k.length));
   const body = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
   const prompt = t.prompt.split("\n").map((l) => `  ${l}`).join("\n");
-  return `${t.id}  ${t.title}\n${body}\nprompt:\n${prompt}`;
+  return printable(`${t.id}  ${t.title}\n${body}\nprompt:\n${prompt}`);
 }
 
 /** What to do next when a task waits for a person. */
 export function attentionHint(t: Task): string {
+  return printable(attentionText(t));
+}
+
+function attentionText(t: Task): string {
   if (t.status === "needs_input") return `task ${t.id} needs input${t.needs?.message ? `: ${t.needs.message}` : ""}\n  answer with: ao task input ${t.id} --input TEXT`;
   return `task ${t.id} needs approval${t.needs?.message ? `: ${t.needs.message}` : ""}\n  decide with: ao task approve ${t.id}  or  ao task deny ${t.id} --reason R`;
 }

@@ -4,7 +4,7 @@ import { flag, oneOf, parse, positiveInt, required, str, type Parsed } from "../
 import { connect, type Context } from "../context";
 import { CliError, EXIT, UsageError } from "../errors";
 import { followTask } from "../follow";
-import { attentionHint, taskDetails, taskRows, timelineLine } from "../format";
+import { attentionHint, printable, taskDetails, taskRows, timelineLine } from "../format";
 import { printHelp, printJson, run } from "../run";
 import { ACTIONS, KINDS, NEEDS_ATTENTION, PRIORITIES, TASK_STATUSES, TERMINAL, type Page, type Task, type TaskEvent } from "../types";
 
@@ -111,10 +111,10 @@ async function create(args: string[]): Promise<number | void> {
   const created = await ctx.client.request<Task>("POST", `/orgs/${encodeURIComponent(ctx.orgId)}/tasks`, { body });
   if (!flag(p, "wait")) {
     if (flag(p, "json")) printJson(created);
-    else console.log(`Created task ${created.id} (${created.status}): ${created.title}`);
+    else console.log(`Created task ${created.id} (${created.status}): ${printable(created.title)}`);
     return;
   }
-  if (!flag(p, "json")) console.log(`Created task ${created.id}: ${created.title}`);
+  if (!flag(p, "json")) console.log(`Created task ${created.id}: ${printable(created.title)}`);
   return wait(ctx, created.id, flag(p, "json"));
 }
 
@@ -131,7 +131,7 @@ async function wait(ctx: Context, id: string, json: boolean): Promise<number> {
   });
   if (json) printJson(final);
   else if (NEEDS_ATTENTION.has(final.status)) console.log(attentionHint(final));
-  else console.log(`task ${final.id} ${final.status}${final.summary ? `: ${final.summary}` : ""}`);
+  else console.log(printable(`task ${final.id} ${final.status}${final.summary ? `: ${final.summary}` : ""}`));
   if (final.status === "completed") return EXIT.ok;
   return NEEDS_ATTENTION.has(final.status) ? EXIT.attention : EXIT.failed;
 }
