@@ -80,7 +80,7 @@ const ao = await startAo(values.binary, first.dataDir);
 const base = `${ao.url}/api/v1/orgs/${who.orgId}/tasks`;
 const cases: [string, string][] = [
   ["first page (limit 50)", `${base}?limit=50`],
-  ["deep page, 900,000 down (cursor, limit 50)", `${base}?limit=50&cursor=${deep}`],
+  [`deep page, ${Math.floor(total * 0.9).toLocaleString("en-US")} down (cursor, limit 50)`, `${base}?limit=50&cursor=${deep}`],
   ["status=running, first page", `${base}?limit=50&status=running`],
   ["status=running, deep page (cursor)", `${base}?limit=50&status=running&cursor=${deepRunning}`],
   ["projectId + kind=plan, first page", `${base}?limit=50&projectId=${who.projectId}&kind=plan`],
