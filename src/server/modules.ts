@@ -8,5 +8,6 @@ import tasks from "../modules/tasks";
 import live from "../modules/live";
 import workers from "../modules/workers";
 import integrations from "../modules/integrations";
+import web from "../modules/web";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, web];

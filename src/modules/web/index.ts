@@ -1,0 +1,24 @@
+// The web app (SPEC §11): its pages and their assets, served by the same binary. The pages use
+// only the public API; they are kept out of the OpenAPI document.
+import { Elysia, t } from "elysia";
+import type { Core } from "../../server/core";
+import { notFound } from "../../server/errors";
+import { assetResponse, pageResponse } from "../../web";
+
+const hidden = { detail: { hide: true } };
+
+export default (core: Core) =>
+  new Elysia({ name: "web", seed: core.instanceId })
+    .get("/", ({ request }) => pageResponse("index", request), hidden)
+    .get("/setup", ({ request }) => pageResponse("setup", request), hidden)
+    .get("/device", ({ request }) => pageResponse("device", request), hidden)
+    .get("/pair", ({ request }) => pageResponse("pair", request), hidden)
+    .get(
+      "/assets/:name",
+      ({ params, request }) => {
+        const res = assetResponse(params.name, request);
+        if (!res) throw notFound("asset");
+        return res;
+      },
+      { params: t.Object({ name: t.String({ maxLength: 100 }) }), ...hidden },
+    );

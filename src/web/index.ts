@@ -1,0 +1,49 @@
+// The web app's pages and assets (SPEC §11), embedded at build time, and how they are answered:
+// strict security headers on every file, ETag revalidation instead of long caching (one small
+// binary per LAN, no cache-busting names needed).
+import { webAssets } from "./assets.macro" with { type: "macro" };
+import type { EmbeddedFile } from "./assets.macro";
+
+const embedded = webAssets();
+
+/** The pages, answered at /<name> ("index" at /). */
+export type PageName = "index" | "setup" | "device" | "pair";
+
+// Scripts and styles come only from this server, as files (no inline script or style); the pages
+// call only this server's API; no other site may frame them (clickjacking the Approve buttons).
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+export const SECURITY_HEADERS: Record<string, string> = {
+  "content-security-policy": CONTENT_SECURITY_POLICY,
+  "x-frame-options": "DENY",
+  "referrer-policy": "no-referrer",
+  "x-content-type-options": "nosniff",
+  "cross-origin-opener-policy": "same-origin",
+  "cache-control": "no-cache",
+};
+
+function answer(file: EmbeddedFile, request: Request): Response {
+  const headers = { ...SECURITY_HEADERS, etag: file.etag, "content-type": file.type };
+  if (request.headers.get("if-none-match") === file.etag) return new Response(null, { status: 304, headers });
+  return new Response(request.method === "HEAD" ? null : file.body, { headers });
+}
+
+export function pageResponse(name: PageName, request: Request): Response {
+  return answer(embedded.pages[name]!, request);
+}
+
+/** An asset by file name, or null when there is none (the caller answers 404). */
+export function assetResponse(name: string, request: Request): Response | null {
+  const file = Object.hasOwn(embedded.assets, name) ? embedded.assets[name] : undefined;
+  return file ? answer(file, request) : null;
+}

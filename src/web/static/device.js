@@ -1,0 +1,31 @@
+// @ts-check
+// "/device?code=XXXX-XXXX": a person approves or denies a device sign-in (`ao login`, SPEC §4).
+import { $, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
+
+await requireSignIn("Sign in to approve the device sign-in.");
+const { code, found: grant } = await findByCode(
+  (code) => api("GET", `/auth/device/${encodeURIComponent(code)}`),
+  "Check it, or run ao login again for a new one.",
+);
+
+$("grant-code").textContent = grant.userCode;
+$("grant-client").textContent = grant.clientName || "(unnamed program)";
+$("grant-created").textContent = when(grant.createdAt);
+$("grant-ip").textContent = grant.requestIp || "unknown";
+$("grant-expires").textContent = when(grant.expiresAt);
+showOnly("grant");
+
+/** @param {"approve" | "deny"} decision */
+const decide = (decision) =>
+  busy($("grant"), async () => {
+    try {
+      await api("POST", `/auth/device/${decision}`, { userCode: code });
+    } catch (err) {
+      return showError("grant-error", err);
+    }
+    if (decision === "approve") showOutcome("Device signed in", "The program is now signed in as you. You can close this page.");
+    else showOutcome("Sign-in denied", "The program was not signed in. You can close this page.");
+  });
+
+$("grant-approve").addEventListener("click", () => void decide("approve"));
+$("grant-deny").addEventListener("click", () => void decide("deny"));

@@ -1,0 +1,27 @@
+// @ts-check
+// "/": sign in, then who you are, your organizations and where to go next.
+import { $, api, requireSignIn, showError, showOnly } from "./app.js";
+
+const user = await requireSignIn();
+$("home-title").textContent = `Welcome${user.name ? `, ${user.name}` : ""}`;
+$("home-name").textContent = user.name || "—";
+$("home-email").textContent = user.email;
+$("home-account").textContent = [user.isAdmin ? "instance administrator" : "user", user.twoFactorEnabled ? "two-factor on" : "two-factor off"].join(", ");
+showOnly("home");
+try {
+  const orgs = await api("GET", "/orgs?limit=200");
+  const list = $("home-orgs");
+  for (const org of orgs.items) {
+    const li = document.createElement("li");
+    const name = document.createElement("strong");
+    name.textContent = org.name;
+    const role = document.createElement("span");
+    role.className = "badge";
+    role.textContent = org.role;
+    li.append(name, " ", role);
+    list.append(li);
+  }
+  $("home-no-orgs").hidden = orgs.items.length > 0;
+} catch (err) {
+  showError("home-error", err);
+}

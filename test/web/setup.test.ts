@@ -1,0 +1,78 @@
+// First run in a browser (SPEC §2): the setup link the server prints creates the first
+// administrator and organization, signs them in, and works once.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Browser } from "playwright-core";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { setupTokenOf } from "../../src/server/bootstrap";
+import { describeBrowser, launchBrowser, openPage, screenshot } from "./browser";
+
+describeBrowser("web: first-run setup", () => {
+  let s: TestServer;
+  let browser: Browser;
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  const fill = async (page: import("playwright-core").Page, v: { email: string; password: string; again?: string; org?: string }) => {
+    await page.getByLabel("Your name").fill("Ada Admin");
+    await page.getByLabel("Email").fill(v.email);
+    await page.getByLabel("Password", { exact: true }).fill(v.password);
+    await page.getByLabel("Password again").fill(v.again ?? v.password);
+    await page.getByLabel("Organization name").fill(v.org ?? "acme");
+    await page.getByRole("button", { name: "Create administrator" }).click();
+  };
+
+  test("without a token the page says where the link comes from", async () => {
+    const { page, problems, close } = await openPage(browser);
+    await page.goto(`${s.url}/setup`);
+    await expect(page.getByRole("heading", { name: "Setup link needed" }).isVisible()).resolves.toBe(true);
+    expect(problems).toEqual([]);
+    await close();
+  }, 20_000);
+
+  test("bad input is explained in the page and creates nobody", async () => {
+    const { page, problems, close } = await openPage(browser);
+    await page.goto(`${s.url}/setup?token=${setupTokenOf(s.core)}`);
+    await fill(page, { email: "ada@example.test", password: "short" });
+    await expect(page.locator("#setup-error").textContent()).resolves.toBe("The password needs at least 8 characters.");
+    await fill(page, { email: "ada@example.test", password: "long enough 1", again: "long enough 2" });
+    await expect(page.locator("#setup-error").textContent()).resolves.toBe("The two passwords differ.");
+    // The server's own checks come back readable too.
+    await fill(page, { email: "not-an-email", password: "long enough 1" });
+    await expect(page.locator("#setup-error").textContent()).resolves.toStartWith("Please check: email:");
+    await page.goto(`${s.url}/setup?token=wrong-token`);
+    await fill(page, { email: "ada@example.test", password: "long enough 1" });
+    await expect(page.locator("#setup-error").textContent()).resolves.toContain("This setup link is not valid");
+    expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+    expect(problems).toEqual([]);
+    await close();
+  }, 20_000);
+
+  test("the setup link creates the first administrator and org, then signs them in; it works once", async () => {
+    const { page, context, problems, close } = await openPage(browser);
+    const token = setupTokenOf(s.core)!;
+    await page.goto(`${s.url}/setup?token=${token}`);
+    await screenshot(page, "setup");
+    await fill(page, { email: "ada@example.test", password: "correct horse battery" });
+    await page.waitForURL(`${s.url}/`);
+    await expect(page.getByRole("heading", { name: "Welcome, Ada Admin" }).isVisible()).resolves.toBe(true);
+    await expect(page.locator("#home-orgs").textContent()).resolves.toBe("acme owner");
+    await expect(page.locator("#home-account").textContent()).resolves.toContain("instance administrator");
+    expect((await context.cookies()).map((c) => c.name)).toEqual(["ao_refresh"]);
+
+    // The account is real: the API signs it in as an instance administrator.
+    const login = await s.api("POST", "/auth/login", { body: { email: "ada@example.test", password: "correct horse battery" } });
+    expect(login.status).toBe(200);
+    expect(login.body.user).toMatchObject({ email: "ada@example.test", name: "Ada Admin", isAdmin: true });
+
+    // The same link again: setup is closed.
+    await page.goto(`${s.url}/setup?token=${token}`);
+    await expect(page.getByRole("heading", { name: "Setup is complete" }).isVisible()).resolves.toBe(true);
+    expect(problems).toEqual([]);
+    await close();
+  }, 20_000);
+});
