@@ -210,6 +210,10 @@ describe("ao task <action>", () => {
       expect({ args, code: r.code }).toEqual({ args, code });
       expect(code === 0 ? r.stdout : r.stderr).toMatch(out);
     }
+    // 2,000 characters as the server counts them: 2,000 emoji pass (4,000 UTF-16 units).
+    const emoji = await ao("task", "pause", id, "--reason", "😀".repeat(2000));
+    expect({ code: emoji.code, stderr: emoji.stderr }).toEqual({ code: 0, stderr: "" });
+    expect((await ao("task", "resume", id)).code).toBe(0);
     move(id, "running");
     move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "which colour?" }) });
     const answered = await ao("task", "input", id, "--input", "blue", "--json");
@@ -221,6 +225,8 @@ describe("ao task <action>", () => {
       { action: "resume" },
       { action: "cancel", reason: "not needed" },
       { action: "retry" },
+      { action: "pause", reason: "😀".repeat(2000) },
+      { action: "resume" },
       { action: "input", input: "blue" },
     ]);
   });
@@ -230,6 +236,7 @@ describe("ao task <action>", () => {
       [["input", "tsk_x"], /'ao task input' needs --input TEXT/],
       [["pause", "tsk_x", "--input", "x"], /--input goes with 'ao task input'/],
       [["deny", "tsk_x", "--reason", "r".repeat(2001)], /--reason is at most 2,000 characters/],
+      [["deny", "tsk_x", "--reason", "😀".repeat(2001)], /--reason is at most 2,000 characters/],
       [["cancel"], /the task ID is required/],
       [["explode", "tsk_x"], /unknown command 'task explode'/],
     ];

@@ -214,7 +214,8 @@ async function action(name: string, args: string[]): Promise<number | void> {
   const reason = str(p, "reason");
   if (name === "input" && !input) throw new UsageError("'ao task input' needs --input TEXT");
   if (name !== "input" && input !== undefined) throw new UsageError("--input goes with 'ao task input'");
-  if (reason !== undefined && reason.length > 2000) throw new UsageError("--reason is at most 2,000 characters");
+  // Characters, as the server counts them (an emoji is one, not two UTF-16 units).
+  if (reason !== undefined && [...reason].length > 2000) throw new UsageError("--reason is at most 2,000 characters");
   const ctx = await connect(str(p, "org"));
   const answer = await ctx.client.request<Task | { task: Task }>("POST", `${taskPath(ctx, id)}/actions`, {
     body: { action: name, ...(input !== undefined ? { input } : {}), ...(reason !== undefined ? { reason } : {}) },
