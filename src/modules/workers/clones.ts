@@ -100,7 +100,7 @@ export function requestClone(core: Core, orgId: string, projectId: string, repos
   const dispatcher = presenceOf(core).dispatcher;
   const workers = [...new Set(workerIds)].map((workerId) => {
     s.upsert.run(workerId, repositoryId, orgId, "cloning", null, null, now);
-    return { workerId, status: "cloning" as const, delivered: dispatcher.deliver(workerId, message) };
+    return { workerId, status: "cloning" as const, delivered: dispatcher.mailbox.deliver(workerId, message) };
   });
   return { repositoryId, workers };
 }

@@ -3,15 +3,17 @@
 // the atomic step), so losing this state costs only a re-offer.
 //
 // Offers go to approved, connected workers with a free slot (capacity - held - offered), by
-// priority then age, honouring labels (project.policy.workerLabels must all be on the worker)
-// and worker policy (worker.policy.projects, when set, lists the only projects it takes).
+// priority then age, to workers eligible for the task (eligibility.ts: labels and policy).
+// Messages for a worker (controls, clone, readiness) go through its mailbox (mailbox.ts).
 import type { Core } from "../../server/core";
 import { guarded } from "../../server/core";
 import type { Socket } from "../../server/sockets";
 import { randomSecret } from "../../lib/tokens";
 import { iso } from "../../lib/time";
 import type { TaskRow } from "../tasks/record";
-import type { Control, ControlAction, Offer, ServerMessage } from "../../protocol/messages";
+import type { Offer, ServerMessage } from "../../protocol/messages";
+import { eligible, requiredLabels } from "./eligibility";
+import { Mailbox } from "./mailbox";
 
 export interface Conn {
   ws: Socket;
@@ -60,8 +62,10 @@ export class Dispatcher {
   private readonly byOrg = new Map<string, Set<Conn>>();
   readonly offers = new Map<string, OfferState>();
   private readonly offerByTask = new Map<string, OfferState>();
-  /** Messages for workers that are not connected right now, sent at their next hello. */
-  private readonly pending = new Map<string, ServerMessage[]>();
+  readonly mailbox = new Mailbox(
+    (workerId) => this.conns.get(workerId),
+    (conn, message) => this.send(conn, message),
+  );
   private readonly q;
 
   constructor(private readonly core: Core) {
@@ -75,7 +79,6 @@ export class Dispatcher {
         `SELECT id, org_id, project_id, attempt, priority_rank FROM tasks WHERE status = 'queued' AND org_id = ?
           AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`,
       ),
-      projectPolicy: s.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
       anyQueued: s.query<{ one: number }, [string]>("SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1"),
     };
   }
@@ -176,39 +179,17 @@ export class Dispatcher {
     return true;
   }
 
-  private requiredLabels(projectId: string, cache?: Map<string, string[]>): string[] {
-    const cached = cache?.get(projectId);
-    if (cached) return cached;
-    const row = this.q.projectPolicy.get(projectId);
-    let labels: string[] = [];
-    if (row) {
-      try {
-        const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
-        if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
-      } catch {}
-    }
-    cache?.set(projectId, labels);
-    return labels;
-  }
-
-  eligible(conn: Conn, task: Pick<QueuedRow, "org_id" | "project_id">, required: string[]): boolean {
-    if (!conn.active || conn.orgId !== task.org_id) return false;
-    if (conn.projects && !conn.projects.has(task.project_id)) return false;
-    for (const label of required) if (!conn.labels.has(label)) return false;
-    return true;
-  }
-
   /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
   offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
     if (this.offerByTask.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
     if (!candidates || candidates.size === 0) return false;
-    const required = this.requiredLabels(task.project_id);
+    const required = requiredLabels(this.core, task.project_id);
     let best: Conn | null = null;
     let fallback: Conn | null = null;
     for (const conn of candidates) {
       const free = this.free(conn);
-      if (free <= 0 || !this.eligible(conn, task, required)) continue;
+      if (free <= 0 || !eligible(conn, task, required)) continue;
       if (conn.workerId === avoidWorkerId) {
         fallback = conn;
         continue;
@@ -236,7 +217,7 @@ export class Dispatcher {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id)) continue;
-        if (!this.eligible(conn, row, this.requiredLabels(row.project_id, cache))) continue;
+        if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) continue;
         this.makeOffer(conn, row);
         if (this.free(conn) <= 0) return;
       }
@@ -276,35 +257,6 @@ export class Dispatcher {
     if (heldBy) this.conns.get(heldBy)?.held.set(after.id, after.attempt);
     if (after.status !== "queued") this.voidOfferFor(after.id);
     else if (before?.status !== "queued" || before.attempt !== after.attempt) this.offerTask(after);
-  }
-
-  // --- control messages ----------------------------------------------------------------------
-
-  /** Tells the worker holding an attempt to act on it; queued for delivery when it is away. */
-  control(workerId: string, taskId: string, attempt: number, action: ControlAction, extra: { input?: string; reason?: string } = {}) {
-    const message: Control = { type: "control", taskId, attempt, action, ...extra };
-    this.deliver(workerId, message);
-  }
-
-  /** Sends a message to a worker now, or at its next hello when it is not connected. */
-  deliver(workerId: string, message: ServerMessage): boolean {
-    const conn = this.conns.get(workerId);
-    if (conn && conn.greeted && this.send(conn, message)) return true;
-    const list = this.pending.get(workerId) ?? [];
-    list.push(message);
-    this.pending.set(workerId, list.slice(-100));
-    return false;
-  }
-
-  flushPending(conn: Conn) {
-    const list = this.pending.get(conn.workerId);
-    if (!list) return;
-    this.pending.delete(conn.workerId);
-    for (const message of list) this.send(conn, message);
-  }
-
-  forgetWorker(workerId: string) {
-    this.pending.delete(workerId);
   }
 
   close() {

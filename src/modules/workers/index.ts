@@ -41,7 +41,7 @@ function wire(core: Core) {
     // Resume reaches the worker only when the task went back to it; the rest only when it held the attempt.
     const holder = action === "resume" ? (isHeld(change.after) ? change.after.worker_id : null) : isHeld(before) ? before.worker_id : null;
     if (!holder) return;
-    dispatcher.control(holder, before.id, before.attempt, control, {
+    dispatcher.mailbox.control(holder, before.id, before.attempt, control, {
       ...(input !== undefined ? { input } : {}),
       ...(reason !== undefined ? { reason } : action === "restart" ? { reason: "restarted" } : {}),
     });

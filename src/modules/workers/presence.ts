@@ -79,7 +79,7 @@ export class Presence {
       status: conn.active ? "active" : "pending_approval",
       heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
     });
-    this.dispatcher.flushPending(conn);
+    this.dispatcher.mailbox.flush(conn);
     this.dispatcher.fill(conn);
     this.publish(conn.orgId, conn.workerId);
   }
@@ -94,7 +94,7 @@ export class Presence {
       else lost.push(row.id);
     }
     for (const [taskId, attempt] of reported) {
-      if (conn.held.get(taskId) !== attempt) this.dispatcher.control(conn.workerId, taskId, attempt, "cancel", { reason: "this attempt is no longer current" });
+      if (conn.held.get(taskId) !== attempt) this.dispatcher.mailbox.control(conn.workerId, taskId, attempt, "cancel", { reason: "this attempt is no longer current" });
     }
     if (lost.length > 0) loseAttempts(this.core, conn.workerId, "the worker reconnected without it", lost);
   }
@@ -107,7 +107,7 @@ export class Presence {
       if (conn.held.get(r.taskId) === r.attempt) continue;
       const row = this.q.task.get(r.taskId);
       if (row && row.worker_id === conn.workerId && row.attempt === r.attempt && isHeld(row as TaskRow)) conn.held.set(r.taskId, r.attempt);
-      else this.dispatcher.control(conn.workerId, r.taskId, r.attempt, "cancel", { reason: "this attempt is no longer current" });
+      else this.dispatcher.mailbox.control(conn.workerId, r.taskId, r.attempt, "cancel", { reason: "this attempt is no longer current" });
     }
     // A held attempt the worker stopped mentioning is gone (after a grace of heartbeats: a fresh claim may not be listed yet).
     const misses = this.missing.get(conn.workerId) ?? new Map<string, number>();
@@ -136,7 +136,7 @@ export class Presence {
       conn.ws.close(CLOSE.revoked, "the worker was revoked");
     }
     this.departed.delete(workerId);
-    this.dispatcher.forgetWorker(workerId);
+    this.dispatcher.mailbox.forget(workerId);
     loseAttempts(this.core, workerId, "the worker was revoked");
     failReadinessRuns(this.core, workerId, "the worker was revoked");
   }

@@ -111,7 +111,7 @@ export function requestReadiness(core: Core, orgId: string, projectId: string, w
     name: repo.name,
     testTimeoutMs: READINESS_TEST_TIMEOUT_MS,
   };
-  dispatcher.deliver(chosen, message);
+  dispatcher.mailbox.deliver(chosen, message);
   return { runId, workerId: chosen, status: "queued" as const };
 }
 

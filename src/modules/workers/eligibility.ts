@@ -1,0 +1,38 @@
+// Which worker may take which task: same organization, approved and greeted, within the worker's
+// policy.projects (when set), and carrying every label of the project's policy.workerLabels.
+import type { Core } from "../../server/core";
+import type { TaskRow } from "../tasks/record";
+import type { Conn } from "./dispatcher";
+
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  return { projectPolicy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?") };
+}
+function stmts(core: Core) {
+  let s = statements.get(core);
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
+}
+
+/** The labels a project's tasks need (its policy.workerLabels); `cache` saves re-reading within one pass. */
+export function requiredLabels(core: Core, projectId: string, cache?: Map<string, string[]>): string[] {
+  const cached = cache?.get(projectId);
+  if (cached) return cached;
+  const row = stmts(core).projectPolicy.get(projectId);
+  let labels: string[] = [];
+  if (row) {
+    try {
+      const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
+      if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
+    } catch {}
+  }
+  cache?.set(projectId, labels);
+  return labels;
+}
+
+export function eligible(conn: Conn, task: Pick<TaskRow, "org_id" | "project_id">, required: string[]): boolean {
+  if (!conn.active || conn.orgId !== task.org_id) return false;
+  if (conn.projects && !conn.projects.has(task.project_id)) return false;
+  for (const label of required) if (!conn.labels.has(label)) return false;
+  return true;
+}
