@@ -363,6 +363,20 @@ describe("AO_SERVER and AO_TOKEN", () => {
     expect(wrong.stderr).toContain("AO_TOKEN belongs to organization admin-org");
   });
 
+  test("--wait in CI: follows the task live with the token and exits with its outcome", async () => {
+    const token = await makeToken(s, owner);
+    const tenv = { AO_CONFIG_DIR: newConfigDir(), AO_SERVER: s.url, AO_TOKEN: token };
+    for (const [title, to, code] of [["ci ok", "completed", 0], ["ci broken", "failed", 1], ["ci asks", "needs_approval", 3]] as const) {
+      const cli = spawnCli(["task", "create", "--project", projectId, "--title", title, "--prompt", "go", "--wait"], tenv);
+      const [, id] = await cli.waitFor(/^Created task (tsk_\w+): /m);
+      await cli.waitFor(/^#1 .* status queued by token tok_\w+$/m);
+      move(id!, "running");
+      move(id!, to, to === "needs_approval" ? { needs: JSON.stringify({ kind: "approval", message: "Ship it?" }) } : { finished_at: new Date().toISOString() });
+      const r = await cli.done;
+      expect({ title, code: r.code, stderr: r.stderr }).toEqual({ title, code, stderr: "" });
+    }
+  });
+
   test("a viewer's token cannot create tasks: exit 1 forbidden", async () => {
     const token = await makeToken(s, owner, owner.orgId, "viewer");
     const r = await runCli(["task", "create", "--project", projectId, "--title", "T", "--prompt", "P"], { AO_CONFIG_DIR: newConfigDir(), AO_SERVER: s.url, AO_TOKEN: token });
