@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, makeToken, type Session } from "../helpers/identity";
 import { createGrant, decideGrant, findPendingGrant, normaliseUserCode, pollGrant } from "../../src/modules/auth/device-grants";
+import { SIGNIN_START_LIMITS } from "../../src/modules/auth/device-routes";
 
 let s: TestServer;
 let admin: Session;
@@ -139,6 +140,54 @@ describe("poll and decide", () => {
       expect(r.body.error.code).toBe("not_found");
     }
     expect((await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: {} })).status).toBe(400);
+  });
+});
+
+describe("open sign-ins are capped (start needs no credential)", () => {
+  test("20 undecided per address, then 429 with Retry-After; a decided one frees its place; the total cap holds too", async () => {
+    const capped = await startTestServer();
+    try {
+      const a = await createAdmin(capped);
+      const grants = () => capped.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM device_grants").get()!.n;
+      const started = [];
+      for (let i = 0; i < SIGNIN_START_LIMITS.perAddress; i++) {
+        const r = await capped.api("POST", "/auth/device/start");
+        expect(r.status).toBe(200);
+        started.push(r.body);
+      }
+      const refused = await capped.api("POST", "/auth/device/start");
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe("rate_limited");
+      const retry = Number(refused.headers.get("retry-after"));
+      expect(retry).toBeGreaterThan(590);
+      expect(retry).toBeLessThanOrEqual(600);
+      expect(grants()).toBe(SIGNIN_START_LIMITS.perAddress);
+      // Denying, approving or letting one expire frees a place; sign-ins that finish never pile up.
+      await capped.api("POST", "/auth/device/deny", { token: a.accessToken, body: { userCode: started[0].userCode } });
+      const approved = await capped.api("POST", "/auth/device/start");
+      expect(approved.status).toBe(200);
+      await capped.api("POST", "/auth/device/approve", { token: a.accessToken, body: { userCode: approved.body.userCode } });
+      capped.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, started[1].userCode.replace("-", ""));
+      // Open now: 20 - denied - expired = 18.
+      expect((await capped.api("POST", "/auth/device/start")).status).toBe(200);
+      expect((await capped.api("POST", "/auth/device/start")).status).toBe(200);
+      expect((await capped.api("POST", "/auth/device/start")).status).toBe(429);
+      // Worker pairing is another kind and is not counted here.
+      expect(() => createGrant(capped.core, "pairing", { requestIp: "127.0.0.1" })).not.toThrow();
+      // The total cap, whatever the address.
+      const total = { perAddress: 1000, total: 3 };
+      const t0 = Date.now();
+      const fresh = await startTestServer();
+      try {
+        for (const ip of ["10.0.0.1", "10.0.0.2", "10.0.0.3"]) createGrant(fresh.core, "signin", { requestIp: ip }, t0, total);
+        expect(() => createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0, total)).toThrow(/too many/);
+        expect(() => createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0 + 600_001, total)).not.toThrow();
+      } finally {
+        await fresh.stop();
+      }
+    } finally {
+      await capped.stop();
+    }
   });
 });
 

@@ -9,13 +9,13 @@
 //   decideGrant(core, kind, userCode, d)    -> the decided grant, or null when unknown/expired/decided
 //
 // Every function is scoped by kind: a pairing code is unknown to the sign-in endpoints and back.
-import { and, eq, gt, lt } from "drizzle-orm";
+import { and, count, eq, gt, lt, min } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { deviceGrants } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { randomSecret, sha256Hex } from "../../lib/tokens";
-import { ApiError } from "../../server/errors";
+import { ApiError, rateLimited } from "../../server/errors";
 
 export type GrantKind = "signin" | "pairing";
 export type GrantRow = typeof deviceGrants.$inferSelect;
@@ -68,13 +68,26 @@ function newUserCode(): string {
   return out;
 }
 
-/** Starts a grant of `kind`. The details are shown to the person who decides it. */
-export function createGrant(core: Core, kind: GrantKind, details: GrantDetails = {}, now = Date.now()): StartedGrant {
+/**
+ * Caps on undecided grants, for starts that need no credential. They count open grants, not
+ * requests: a grant that is decided, spent or expired frees its place, so a client that finishes
+ * its sign-ins is never refused however often it starts one.
+ */
+export interface GrantLimits {
+  /** Pending, unexpired grants of this kind from one client address. */
+  perAddress: number;
+  /** Pending, unexpired grants of this kind in all (keeps a flood from many addresses bounded). */
+  total: number;
+}
+
+/** Starts a grant of `kind`. The details are shown to the person who decides it. Over `limits`: 429 rate_limited. */
+export function createGrant(core: Core, kind: GrantKind, details: GrantDetails = {}, now = Date.now(), limits?: GrantLimits): StartedGrant {
   const deviceCode = randomSecret(43);
   const expiresAt = now + GRANT_TTL_SEC * 1000;
   const row = core.sqlite
     .transaction(() => {
       core.db.delete(deviceGrants).where(lt(deviceGrants.expiresAt, now - KEEP_EXPIRED_MS)).run();
+      if (limits) checkOpenGrants(core, kind, details.requestIp ?? null, limits, now);
       // 20^8 codes: a collision with a live code is rare; try again when it happens.
       for (let attempt = 0; ; attempt++) {
         const userCode = newUserCode();
@@ -113,6 +126,18 @@ export function createGrant(core: Core, kind: GrantKind, details: GrantDetails =
     intervalSec: GRANT_INTERVAL_SEC,
     expiresAt: iso(expiresAt),
   };
+}
+
+/** Throws 429 when the address, or everyone together, has used up the open grants allowed. */
+function checkOpenGrants(core: Core, kind: GrantKind, ip: string | null, limits: GrantLimits, now: number) {
+  const open = and(eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending"), gt(deviceGrants.expiresAt, now));
+  const scopes: [ReturnType<typeof and>, number][] = [[open, limits.total]];
+  if (ip) scopes.unshift([and(open, eq(deviceGrants.requestIp, ip)), limits.perAddress]);
+  for (const [where, limit] of scopes) {
+    const { n, oldest } = core.db.select({ n: count(), oldest: min(deviceGrants.expiresAt) }).from(deviceGrants).where(where).get()!;
+    // A place frees up at the latest when the oldest open grant expires.
+    if (n >= limit) throw rateLimited(Math.max(1, Math.ceil(((oldest ?? now) - now) / 1000)));
+  }
 }
 
 export type PollResult =

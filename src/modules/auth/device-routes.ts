@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { notFound } from "../../server/errors";
-import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantRow } from "./device-grants";
+import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantLimits, type GrantRow } from "./device-grants";
 import { countingFailures } from "./limits";
 import { sessionUser, startSession } from "./service";
 import { clientIp, tokenAnswer } from "./http";
@@ -14,6 +14,13 @@ const view = (g: GrantRow) => {
   const v = grantView(g);
   return { userCode: v.userCode, status: v.status, clientName: v.clientName, requestIp: v.requestIp, createdAt: v.createdAt, expiresAt: v.expiresAt };
 };
+
+/**
+ * Starting a device sign-in needs no credential, so open (undecided) sign-ins are capped: 20 per
+ * client address, 1,000 in all. Finished ones free their place, so this is no limit on how often a
+ * client signs in (SPEC §4 counts failures only); it bounds what strangers can make the server store.
+ */
+export const SIGNIN_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 };
 
 export default (core: Core) => {
   // An unknown or expired user code counts as a failure of the person and of the address.
@@ -29,7 +36,7 @@ export default (core: Core) => {
     .post(
       "/auth/device/start",
       (ctx) => {
-        const g = createGrant(core, "signin", { clientName: ctx.body?.clientName ?? null, requestIp: clientIp(ctx) });
+        const g = createGrant(core, "signin", { clientName: ctx.body?.clientName ?? null, requestIp: clientIp(ctx) }, Date.now(), SIGNIN_START_LIMITS);
         const verificationUri = `${core.config.publicUrl}/device`;
         return {
           deviceCode: g.deviceCode,
@@ -43,7 +50,12 @@ export default (core: Core) => {
       {
         body: t.Optional(DeviceStartBody),
         response: { 200: DeviceStart },
-        detail: { summary: "Start device sign-in", description: "The device code expires after 600 s and yields one sign-in." },
+        detail: {
+          summary: "Start device sign-in",
+          description:
+            "The device code expires after 600 s and yields one sign-in. At most 20 undecided sign-ins per client address " +
+            "(1,000 in all) may be open at once; past that 429 rate_limited with Retry-After.",
+        },
       },
     )
     .post(
