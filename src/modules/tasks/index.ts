@@ -52,7 +52,9 @@ export default (core: Core) =>
         response: { 201: TaskRecord, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create a task",
-          description: "projectId, title (1..200) and prompt (1..100000) are required; kind review needs review {base, head}. 409 when the project is archived.",
+          description:
+            "projectId, title (1..200) and prompt (1..100000) are required; kind review needs review {base, head} (ignored for other kinds). " +
+            "400 validation_failed (field projectId) when the project is not one of this organization's; 409 conflict when it is archived.",
           tags,
         },
       },
