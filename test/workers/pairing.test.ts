@@ -80,6 +80,28 @@ describe("worker side", () => {
     expect(workers()).toBe(before);
   });
 
+  test("undecided pairings are capped per address: the 21st start is 429 with Retry-After; a decided one frees its place", async () => {
+    const own = await startTestServer({ workerTimeouts: FAST });
+    try {
+      const admin = await createAdmin(own);
+      const begin = () => own.api("POST", "/worker/pair", { body: { name: "n", hostname: "h" } });
+      const started = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await begin();
+        expect(r.status).toBe(200);
+        started.push(r.body);
+      }
+      const refused = await begin();
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe("rate_limited");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect((await own.api("POST", "/pairing/deny", { token: admin.accessToken, body: { userCode: started[0].userCode } })).status).toBe(200);
+      expect((await begin()).status).toBe(200);
+    } finally {
+      await own.stop();
+    }
+  });
+
   test("deny: the worker gets access_denied", async () => {
     const p = await start();
     expect((await s.api("POST", "/pairing/deny", { token: owner.accessToken, body: { userCode: p.userCode } })).status).toBe(200);

@@ -7,12 +7,19 @@
 // pending_approval until someone with worker.approve approves it.
 import type { Core } from "../../server/core";
 import { ApiError, forbidden } from "../../server/errors";
-import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantRow } from "../auth/device-grants";
+import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantLimits, type GrantRow } from "../auth/device-grants";
 import { can, type Role } from "../orgs/roles";
 import type { PairRequest, PairResult, PairStarted } from "../../protocol/requests";
 import { createWorker } from "./registry";
 
 export const PAIRING_PERMISSION = "task.create" as const;
+
+/**
+ * Starting a pairing needs no credential, so undecided pairings are capped (20 per address, 1,000
+ * in all; 429 past that). Decided or expired ones free their place: it bounds what strangers can
+ * make the server store, not how many workers a person pairs.
+ */
+export const PAIRING_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 };
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
 function prepare(core: Core) {
@@ -28,7 +35,7 @@ function stmts(core: Core) {
 }
 
 export function startPairing(core: Core, req: PairRequest, requestIp: string | null): PairStarted {
-  const g = createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp });
+  const g = createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS);
   const verificationUri = `${core.config.publicUrl}/pair`;
   return {
     deviceCode: g.deviceCode,

@@ -33,10 +33,11 @@ export default (core: Core) =>
     .use(workerAuthPlugin(core))
     .post("/worker/pair", (ctx) => startPairing(core, ctx.body, clientIp(ctx)), {
       body: PairRequest,
-      response: { 200: PairStarted, 400: ErrorBody },
+      response: { 200: PairStarted, 400: ErrorBody, 429: ErrorBody },
       detail: {
         summary: "Start pairing a worker (worker side)",
-        description: "A person approves userCode at verificationUriComplete; the worker polls /worker/pair/poll every intervalSec. Codes live 600 s.",
+        description:
+          "A person approves userCode at verificationUriComplete; the worker polls /worker/pair/poll every intervalSec. Codes live 600 s. 429 (Retry-After) past 20 undecided pairings from one address or 1,000 in all.",
         tags,
       },
     })
