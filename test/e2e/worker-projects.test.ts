@@ -161,5 +161,15 @@ describe("clone", () => {
     // It belongs to a project: not discovered.
     await Bun.sleep(300);
     expect((await api("GET", "/discovered")).body.items).toEqual([]);
+    // A remote that cannot be cloned: reported as failed, with git's reason.
+    const missing = addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "missing.git")}`, { name: "missing", primary: false });
+    expect((await api("POST", `/projects/${p.projectId}/repositories/${missing}/clone`, { workerIds: [workerId] })).status).toBe(202);
+    const failed = await until(async () => {
+      const c = await api("GET", `/projects/${p.projectId}/repositories/${missing}/clones`);
+      return c.body.items[0]?.status === "failed" && c.body.items[0];
+    }, 15_000);
+    expect(failed.error).toContain("git clone failed");
+    expect(failed.path).toBeNull();
+    expect(existsSync(join(workspace, "missing"))).toBe(false);
   }, 30_000);
 });
