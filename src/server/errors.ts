@@ -1,4 +1,5 @@
 // The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
+import { t } from "elysia";
 export class ApiError extends Error {
   constructor(
     public readonly status: number,
@@ -31,3 +32,19 @@ export function errorResponse(err: ApiError): Response {
     headers: { "content-type": "application/json; charset=utf-8", ...err.headers },
   });
 }
+
+// The error format as a schema, for the OpenAPI document. Routes list the statuses they answer
+// with; the list documents, it does not validate (errors are thrown, never returned).
+export const ErrorBody = t.Object(
+  { error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Unknown()) }) },
+  { description: "The error format of every non-2xx answer" },
+);
+
+/** `{401: ErrorBody, ...}` for a route's `response` map. */
+export const errorAnswers = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ErrorBody])) as Record<number, typeof ErrorBody>;
+
+/** detail.responses of a route that answers 204 with no body, and its error statuses. */
+export const noContentDoc = (description: string, ...statuses: number[]) => ({
+  204: { description },
+  ...Object.fromEntries(statuses.map((s) => [s, { description: `error (${s})`, content: { "application/json": { schema: ErrorBody } } }])),
+});

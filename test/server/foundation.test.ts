@@ -34,6 +34,52 @@ describe("foundation", () => {
     expect(login.requestBody.content["application/json"].schema.required).toContain("email");
   });
 
+  test("every operation has a summary and tags; identity routes document their answers, errors and closed bodies", async () => {
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    const ops = Object.entries<Record<string, any>>(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => ({ path, m, op })));
+    expect(ops.length).toBeGreaterThan(50);
+    for (const { path, m, op } of ops) {
+      expect([m, path, typeof op.summary, op.tags?.length > 0]).toEqual([m, path, "string", true]);
+    }
+    const identity = ops.filter(({ path }) => /^\/api\/v1\/(health|auth|me|setup|admin|orgs(\/\{orgId\}(\/members.*)?)?$)/.test(path));
+    expect(identity.length).toBe(28);
+    for (const { path, m, op } of identity) {
+      const statuses = Object.keys(op.responses ?? {});
+      const ok = statuses.filter((c) => c.startsWith("2"));
+      expect([m, path, ok.length > 0]).toEqual([m, path, true]);
+      for (const c of ok) if (c !== "204") expect([m, path, c, !!op.responses[c].content?.["application/json"]?.schema]).toEqual([m, path, c, true]);
+      for (const c of statuses.filter((c) => !c.startsWith("2"))) {
+        expect([m, path, c, op.responses[c].content["application/json"].schema.properties.error.required]).toEqual([m, path, c, ["code", "message"]]);
+      }
+      const open = path === "/api/v1/health" || path === "/api/v1/setup" || /^\/api\/v1\/auth\/(login|refresh|device\/(start|poll))$/.test(path);
+      expect([m, path, op.security]).toEqual([m, path, open ? [] : undefined]);
+    }
+    const body = (path: string, m: string) => doc.paths[path][m].requestBody.content["application/json"].schema;
+    expect(body("/api/v1/me/tokens", "post").additionalProperties).toBe(false);
+    expect(body("/api/v1/orgs/{orgId}", "patch").additionalProperties).toBe(false);
+    expect(body("/api/v1/auth/login", "post").additionalProperties).toBeUndefined();
+  });
+
+  test("the reference page at /api/v1/docs loads its script and the document from this server", async () => {
+    const page = await fetch(s.url + "/api/v1/docs");
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toStartWith("text/html");
+    const html = await page.text();
+    const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toEqual([expect.stringMatching(/^\/api\/v1\/docs\/scalar\.js\?v=/)]);
+    expect(html).not.toMatch(/https?:\/\/[^"' ]*\.js/);
+    const config = JSON.parse(/data-configuration='([^']+)'/.exec(html)![1]);
+    expect(config.url).toBe("/api/v1/openapi.json");
+    const script = await fetch(s.url + scripts[0]);
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toStartWith("text/javascript");
+    expect(script.headers.get("cache-control")).toContain("immutable");
+    const served = await script.arrayBuffer();
+    const vendored = await Bun.file(new URL("../../src/server/docs/scalar.standalone.js", import.meta.url)).arrayBuffer();
+    expect(served.byteLength).toBe(vendored.byteLength);
+    expect(new Bun.CryptoHasher("sha256").update(served).digest("hex")).toBe("bf091006bdc3af6067af77c2f534812e3e633e94a94e87138069f570f33b762c");
+  });
+
   test.each([
     ["malformed JSON", { body: "{bad" }, 400, "validation_failed"],
     ["a body over 1 MiB", { body: JSON.stringify({ email: "x".repeat(1_100_000), password: "p" }) }, 413, "payload_too_large"],

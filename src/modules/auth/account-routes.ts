@@ -11,6 +11,7 @@ import { clientIp, noContent } from "./http";
 import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, TokenView, TwoFactorSetup } from "./model";
 import { PageQuery, pageOfSchema } from "../orgs/model";
 import { refuseUnknownFields } from "../../server/strict";
+import { errorAnswers, noContentDoc } from "../../server/errors";
 
 export default (core: Core) =>
   new Elysia({ name: "auth-account", seed: core.instanceId, tags: ["account"] })
@@ -24,13 +25,13 @@ export default (core: Core) =>
             ? { type: "session" as const, sessionId: principal.sessionId }
             : { type: "token" as const, tokenId: principal.tokenId, orgId: principal.orgId, role: principal.role },
       }),
-      { auth: "any", response: { 200: Me }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
+      { auth: "any", response: { 200: Me, ...errorAnswers(401, 403) }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
     )
     .post("/me/tokens", ({ principal, body, status }) => status(201, createApiToken(core, principal.userId, body)), {
       auth: "session",
       body: CreateTokenBody,
       transform: refuseUnknownFields(CreateTokenBody),
-      response: { 201: CreatedToken },
+      response: { 201: CreatedToken, ...errorAnswers(400, 401, 403, 404) },
       detail: {
         summary: "Create a personal API token (value shown once)",
         description:
@@ -41,7 +42,7 @@ export default (core: Core) =>
     .get("/me/tokens", ({ principal, query }) => listApiTokens(core, principal.userId, query), {
       auth: "session",
       query: PageQuery,
-      response: { 200: pageOfSchema(TokenView) },
+      response: { 200: pageOfSchema(TokenView), ...errorAnswers(400, 401, 403) },
       detail: { summary: "The caller's personal API tokens, newest first, without their values" },
     })
     .delete(
@@ -50,11 +51,15 @@ export default (core: Core) =>
         deleteApiToken(core, principal.userId, params.id);
         return noContent();
       },
-      { auth: "session", params: t.Object({ id: t.String() }), detail: { summary: "Revoke a personal API token" } },
+      {
+        auth: "session",
+        params: t.Object({ id: t.String() }),
+        detail: { summary: "Revoke a personal API token", responses: noContentDoc("Revoked: the token stops working at once", 401, 403, 404) },
+      },
     )
     .post("/me/2fa/setup", ({ principal }) => setupTwoFactor(core, sessionUser(core, principal.userId)), {
       auth: "session",
-      response: { 200: TwoFactorSetup },
+      response: { 200: TwoFactorSetup, ...errorAnswers(401, 403, 409) },
       detail: { summary: "Start two-factor enrolment: a TOTP secret (enforced only after enable)", description: "409 when already enabled." },
     })
     .post(
@@ -63,7 +68,7 @@ export default (core: Core) =>
       {
         auth: "session",
         body: CodeBody,
-        response: { 200: RecoveryCodes },
+        response: { 200: RecoveryCodes, ...errorAnswers(400, 401, 403, 409, 429) },
         detail: {
           summary: "Confirm enrolment with a current code; returns 10 single-use recovery codes",
           description: "A wrong code is 400 invalid_two_factor_code (not 401: the session is fine) and counts towards the rate limit.",
@@ -79,6 +84,10 @@ export default (core: Core) =>
       {
         auth: "session",
         body: CodeBody,
-        detail: { summary: "Turn two-factor off with a current code or a recovery code", description: "Wrong code: 400 invalid_two_factor_code." },
+        detail: {
+          summary: "Turn two-factor off with a current code or a recovery code",
+          description: "Wrong code: 400 invalid_two_factor_code.",
+          responses: noContentDoc("Two-factor authentication is off", 400, 401, 403, 409, 429),
+        },
       },
     );

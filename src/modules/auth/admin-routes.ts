@@ -6,6 +6,7 @@ import { createUser, listUsers, userView } from "./users";
 import { CreateUserBody, UserView } from "./model";
 import { PageQuery, pageOfSchema } from "../orgs/model";
 import { refuseUnknownFields } from "../../server/strict";
+import { errorAnswers } from "../../server/errors";
 
 export default (core: Core) =>
   new Elysia({ name: "auth-admin", seed: core.instanceId, tags: ["admin"] })
@@ -14,12 +15,12 @@ export default (core: Core) =>
       auth: "admin",
       body: CreateUserBody,
       transform: refuseUnknownFields(CreateUserBody),
-      response: { 201: UserView },
+      response: { 201: UserView, ...errorAnswers(400, 401, 403, 409) },
       detail: { summary: "Create a user", description: "409 conflict when the email is taken. Add them to orgs with POST /orgs/:orgId/members." },
     })
     .get("/admin/users", ({ query }) => listUsers(core, query), {
       auth: "admin",
       query: PageQuery,
-      response: { 200: pageOfSchema(UserView) },
+      response: { 200: pageOfSchema(UserView), ...errorAnswers(400, 401, 403) },
       detail: { summary: "All users, newest first" },
     });

@@ -3,7 +3,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
-import { notFound } from "../../server/errors";
+import { errorAnswers, notFound } from "../../server/errors";
 import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollGrant, type GrantLimits, type GrantRow } from "./device-grants";
 import { countingFailures } from "./limits";
 import { sessionUser, startSession } from "./service";
@@ -49,9 +49,10 @@ export default (core: Core) => {
       },
       {
         body: t.Optional(DeviceStartBody),
-        response: { 200: DeviceStart },
+        response: { 200: DeviceStart, ...errorAnswers(400, 429) },
         detail: {
           summary: "Start device sign-in",
+          security: [],
           description:
             "The device code expires after 600 s and yields one sign-in. At most 20 undecided sign-ins per client address " +
             "(1,000 in all) may be open at once; past that 429 rate_limited with Retry-After.",
@@ -68,9 +69,10 @@ export default (core: Core) => {
       },
       {
         body: DevicePollBody,
-        response: { 200: TokenPair },
+        response: { 200: TokenPair, ...errorAnswers(400) },
         detail: {
           summary: "Poll device sign-in",
+          security: [],
           description:
             "400 authorization_pending | slow_down (polled sooner than intervalSec after the previous poll; the interval grows by 5 s, " +
             "details.intervalSec) | access_denied | expired_token (also for unknown and spent codes); 200 with the token pair once.",
@@ -80,7 +82,7 @@ export default (core: Core) => {
     .get("/auth/device/:userCode", (ctx) => decide(ctx, () => findPendingGrant(core, "signin", ctx.params.userCode)), {
       auth: "session",
       params: t.Object({ userCode: t.String({ maxLength: 20 }) }),
-      response: { 200: DeviceGrantView },
+      response: { 200: DeviceGrantView, ...errorAnswers(401, 403, 404, 429) },
       detail: { summary: "Describe a pending device sign-in before deciding it" },
     })
     .post(
@@ -89,7 +91,7 @@ export default (core: Core) => {
       {
         auth: "session",
         body: UserCodeBody,
-        response: { 200: DeviceGrantView },
+        response: { 200: DeviceGrantView, ...errorAnswers(400, 401, 403, 404, 429) },
         detail: { summary: "Approve a device sign-in: the device is signed in as the caller" },
       },
     )
@@ -99,7 +101,7 @@ export default (core: Core) => {
       {
         auth: "session",
         body: UserCodeBody,
-        response: { 200: DeviceGrantView },
+        response: { 200: DeviceGrantView, ...errorAnswers(400, 401, 403, 404, 429) },
         detail: { summary: "Deny a device sign-in" },
       },
     );

@@ -3,7 +3,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
-import { unauthorized } from "../../server/errors";
+import { errorAnswers, noContentDoc, unauthorized } from "../../server/errors";
 import { bootstrap, completeSetup, setupTokenOf } from "../../server/bootstrap";
 import { countUsers, userView } from "./users";
 import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
@@ -30,9 +30,10 @@ export default (core: Core) => {
       {
         body: LoginBody,
         headers: ClientHeaders,
-        response: { 200: TokenPair },
+        response: { 200: TokenPair, ...errorAnswers(400, 401, 429) },
         detail: {
           summary: "Password sign-in",
+          security: [],
           description:
             "401 invalid_credentials (same answer for an unknown email), two_factor_required, invalid_two_factor_code. " +
             "With x-client: web the refresh token is set as the ao_refresh cookie instead of returned. Failures are rate limited (429).",
@@ -53,9 +54,10 @@ export default (core: Core) => {
       {
         body: t.Optional(RefreshBody),
         headers: ClientHeaders,
-        response: { 200: TokenPair },
+        response: { 200: TokenPair, ...errorAnswers(400, 401) },
         detail: {
           summary: "Rotate the refresh token",
+          security: [],
           description:
             "Each refresh token works once; the refresh token lives 30 days. Presenting a used one answers 401 refresh_token_reused " +
             "and revokes the whole sign-in (its access tokens stop at once).",
@@ -69,11 +71,11 @@ export default (core: Core) => {
         clearRefreshCookie(core, cookie);
         return noContent();
       },
-      { auth: "session", detail: { summary: "Sign out: revokes the caller's session family" } },
+      { auth: "session", detail: { summary: "Sign out: revokes the caller's session family", responses: noContentDoc("Signed out", 401, 403) } },
     )
     .get("/setup", () => ({ required: countUsers(core) === 0 && setupTokenOf(core) !== null }), {
       response: SetupState,
-      detail: { summary: "Whether first-run setup is still open (no user exists)" },
+      detail: { summary: "Whether first-run setup is still open (no user exists)", security: [] },
     })
     .post(
       "/setup",
@@ -84,9 +86,10 @@ export default (core: Core) => {
       {
         body: SetupBody,
       transform: refuseUnknownFields(SetupBody),
-        response: { 201: t.Object({ user: UserView, org: OrgView }) },
+        response: { 201: t.Object({ user: UserView, org: OrgView }), ...errorAnswers(400, 401, 409, 429) },
         detail: {
           summary: "First-run setup with the one-time token from the server log",
+          security: [],
           description: "Creates the first user (instance administrator) and their organization. 409 conflict once any user exists.",
         },
       },

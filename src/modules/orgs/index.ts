@@ -2,7 +2,7 @@
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
-import { notFound } from "../../server/errors";
+import { errorAnswers, noContentDoc, notFound } from "../../server/errors";
 import { addMember, changeMemberRole, createOrg, getOrg, listMembers, listOrgsOf, orgView, removeMember, updateOrg } from "./service";
 import { AddMemberBody, ChangeRoleBody, CreateOrgBody, MemberParams, MemberView, OrgParams, OrgView, PageQuery, pageOfSchema, UpdateOrgBody } from "./model";
 import { refuseUnknownFields } from "../../server/strict";
@@ -17,7 +17,7 @@ export default (core: Core) =>
       {
         auth: "any",
         query: PageQuery,
-        response: { 200: pageOfSchema(OrgView) },
+        response: { 200: pageOfSchema(OrgView), ...errorAnswers(400, 401) },
         detail: {
           summary: "The caller's organizations with the caller's role, newest first",
           description: "A personal API token sees only its own org, with its effective role.",
@@ -28,7 +28,7 @@ export default (core: Core) =>
       auth: "session",
       body: CreateOrgBody,
       transform: refuseUnknownFields(CreateOrgBody),
-      response: { 201: OrgView },
+      response: { 201: OrgView, ...errorAnswers(400, 401, 403) },
       detail: { summary: "Create an organization; the caller becomes its owner" },
     })
     .get(
@@ -38,21 +38,21 @@ export default (core: Core) =>
         if (!org) throw notFound("organization");
         return { ...orgView(org), role };
       },
-      { permission: "member", params: OrgParams, response: { 200: OrgView }, detail: { summary: "Get an organization" } },
+      { permission: "member", params: OrgParams, response: { 200: OrgView, ...errorAnswers(401, 403, 404) }, detail: { summary: "Get an organization" } },
     )
     .patch("/orgs/:orgId", ({ orgId, role, body }) => ({ ...orgView(updateOrg(core, orgId, body)), role }), {
       permission: "settings.manage",
       params: OrgParams,
       body: UpdateOrgBody,
       transform: refuseUnknownFields(UpdateOrgBody),
-      response: { 200: OrgView },
+      response: { 200: OrgView, ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Rename, or change requireWorkerApproval" },
     })
     .get("/orgs/:orgId/members", ({ orgId, query }) => listMembers(core, orgId, query), {
       permission: "member",
       params: OrgParams,
       query: PageQuery,
-      response: { 200: pageOfSchema(MemberView) },
+      response: { 200: pageOfSchema(MemberView), ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Members, most recently joined first" },
     })
     .post("/orgs/:orgId/members", ({ orgId, role, body, status }) => status(201, addMember(core, orgId, role, body)), {
@@ -60,7 +60,7 @@ export default (core: Core) =>
       params: OrgParams,
       body: AddMemberBody,
       transform: refuseUnknownFields(AddMemberBody),
-      response: { 201: MemberView },
+      response: { 201: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {
         summary: "Add an existing user by email",
         description: "404 for an unknown email, 409 when already a member, 403 when a non-owner gives the owner role.",
@@ -71,7 +71,7 @@ export default (core: Core) =>
       params: MemberParams,
       body: ChangeRoleBody,
       transform: refuseUnknownFields(ChangeRoleBody),
-      response: { 200: MemberView },
+      response: { 200: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {
         summary: "Change a member's role",
         description: "Only an owner gives or takes the owner role (403); the last owner cannot be demoted (409 conflict).",
@@ -86,6 +86,10 @@ export default (core: Core) =>
       {
         permission: "settings.manage",
         params: MemberParams,
-        detail: { summary: "Remove a member", description: "Only an owner removes an owner (403); the last owner cannot be removed (409 conflict)." },
+        detail: {
+          summary: "Remove a member",
+          description: "Only an owner removes an owner (403); the last owner cannot be removed (409 conflict).",
+          responses: noContentDoc("Removed", 401, 403, 404, 409),
+        },
       },
     );
