@@ -29,7 +29,9 @@ export async function serve(args: string[]): Promise<number | void> {
     }
     throw err;
   }
-  running.core.log.info(`ao listening on ${running.core.config.publicUrl}`, { dataDir: running.core.config.dataDir });
+  // The public URL is what people use; the bound address tells where it actually listens (behind a proxy they differ).
+  const { server, core } = running;
+  core.log.info(`ao listening on ${core.config.publicUrl}`, { bound: `${server.hostname}:${server.port}`, dataDir: core.config.dataDir });
   const shutdown = async (signal: string) => {
     running.core.log.info(`received ${signal}, shutting down`);
     await running.stop();

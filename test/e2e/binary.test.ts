@@ -100,6 +100,13 @@ describe("the compiled executable", () => {
     const doc = await fetch(`${base}/openapi.json`);
     expect(doc.status).toBe(200);
     expect(((await doc.json()) as { paths: Record<string, unknown> }).paths["/api/v1/health"]).toBeDefined();
+    // The reference page's script is embedded in the executable, not fetched from elsewhere.
+    const page = await (await fetch(`${base}/docs`)).text();
+    const src = /<script[^>]*\ssrc="([^"]+)"/.exec(page)![1];
+    expect(src).toStartWith("/api/v1/docs/scalar.js");
+    const script = await fetch(`http://127.0.0.1:${s.port}${src}`);
+    expect(script.status).toBe(200);
+    expect((await script.arrayBuffer()).byteLength).toBe(Bun.file(join(root, "src", "server", "docs", "scalar.standalone.js")).size);
     const missing = await fetch(`${base}/nope`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });
@@ -222,6 +229,65 @@ describe("the compiled executable", () => {
     expect(bare.stderr()).toMatch(/finish setup at http:\/\/127\.0\.0\.1:\d+\/setup\?token=\S+/);
     bare.proc.kill("SIGTERM");
     expect(await bare.proc.exited).toBe(0);
+  });
+
+  test("reads AO_PORT, AO_HOST, AO_DATA_DIR and AO_PUBLIC_URL; a flag wins over its variable", async () => {
+    const cwd = workdir("env");
+    const probe = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const port = probe.port!;
+    probe.stop(true);
+    const env = { AO_PORT: String(port), AO_HOST: "127.0.0.1", AO_DATA_DIR: "from-env", AO_PUBLIC_URL: "https://ao.example.test/" };
+    const serveWith = async (args: string[], vars: Record<string, string>) => {
+      const proc = Bun.spawn([ao, "serve", ...args], { cwd, env: { ...baseEnv, ...vars }, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+      let text = "";
+      const decoder = new TextDecoder();
+      const reading = (async () => {
+        for await (const chunk of proc.stderr) text += decoder.decode(chunk);
+      })();
+      const deadline = Date.now() + 15_000;
+      while (!/bound="[^"]*:\d+"/.test(text) && proc.exitCode === null && Date.now() < deadline) await Bun.sleep(20);
+      const bound = /bound="([^"]*):(\d+)"/.exec(text);
+      return { proc, text: () => text, host: bound?.[1], port: Number(bound?.[2]), reading };
+    };
+
+    const a = await serveWith([], env);
+    expect(a.text()).toContain("listening on https://ao.example.test ");
+    expect([a.host, a.port]).toEqual(["127.0.0.1", port]);
+    const started = await fetch(`http://127.0.0.1:${port}/api/v1/auth/device/start`, { method: "POST" });
+    expect(((await started.json()) as { verificationUri: string }).verificationUri).toBe("https://ao.example.test/device");
+    a.proc.kill("SIGTERM");
+    expect(await a.proc.exited).toBe(0);
+    expect(existsSync(join(cwd, "from-env", "ao.db"))).toBe(true);
+
+    // Flags win: a variable that would not even parse is not read when its flag is given.
+    const b = await serveWith(["--port", "0", "--data-dir", "from-flag", "--public-url", "http://flag.example.test"], { ...env, AO_PORT: "not a port" });
+    expect(b.text()).toContain("listening on http://flag.example.test ");
+    expect(b.port).toBeGreaterThan(0);
+    expect((await fetch(`http://127.0.0.1:${b.port}/api/v1/health`)).status).toBe(200);
+    b.proc.kill("SIGTERM");
+    expect(await b.proc.exited).toBe(0);
+    expect(existsSync(join(cwd, "from-flag", "ao.db"))).toBe(true);
+
+    const bad = await run(cwd, ["serve"], { ...env, AO_PORT: "not a port" });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("AO_PORT must be a port number");
+  });
+
+  test("ao admin create-user writes the first administrator into a data directory the server then uses", async () => {
+    const cwd = workdir("admin-cli");
+    const made = await run(cwd, ["admin", "create-user", "--email", "root@example.test", "--password", "root password", "--org", "acme", "--data-dir", "data"]);
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.stdout)).toMatchObject({ user: { email: "root@example.test", isAdmin: true }, org: { name: "acme" }, role: "owner" });
+    const s = await startServe(cwd, ["--data-dir", "data"]);
+    expect(s.stderr()).not.toContain("/setup?token=");
+    const r = await fetch(`http://127.0.0.1:${s.port}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "root@example.test", password: "root password" }),
+    });
+    expect(r.status).toBe(200);
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
   });
 
   test("rejects a bad flag with a message", async () => {
