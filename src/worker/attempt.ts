@@ -35,6 +35,14 @@ function listFiles(dir: string, root = dir, out: string[] = []): string[] {
   return out.sort();
 }
 
+/** Longest summary, error and question the server takes (src/protocol/requests.ts). */
+const MAX_SUMMARY = 20_000;
+const MAX_NEEDS = 10_000;
+
+export function clipText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 40)}… (${text.length - max + 40} more characters)`;
+}
+
 export class Attempt {
   readonly taskId: string;
   readonly attempt: number;
@@ -56,7 +64,7 @@ export class Attempt {
     this.taskId = claim.task.id;
     this.attempt = claim.attempt;
     this.runDir = join(deps.runsDir, `${claim.task.id}-a${claim.attempt}`);
-    this.sink = new EventSink(deps.client, this.taskId, claim.leaseToken, () => void this.stop("stale"));
+    this.sink = new EventSink(deps.client, this.taskId, claim.leaseToken, () => void this.stop("stale"), deps.log);
     this.done = this.execute();
   }
 
@@ -121,7 +129,7 @@ export class Attempt {
     const refused = await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}) });
     if (refused?.status !== 400) return refused === null;
     const fields = Array.isArray(refused.details) ? refused.details.map((d: { field?: string; message?: string }) => `${d.field}: ${d.message}`).join("; ") : "";
-    await this.transition({ to: "failed", error: `the server refused the result: ${refused.message}${fields ? ` (${fields})` : ""}`.slice(0, 20_000), summary: this.summary });
+    await this.transition({ to: "failed", error: clipText(`the server refused the result: ${refused.message}${fields ? ` (${fields})` : ""}`, MAX_SUMMARY), summary: this.summary });
     return false;
   }
 
@@ -154,8 +162,9 @@ export class Attempt {
         env,
         instructions: instructionsFor(this.claim),
         emit: (type, data) => this.sink.push(type, data),
-        summary: (text) => void (this.summary = text),
-        ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message } }),
+        // Cut to what the server takes: a too long text would have the whole transition refused.
+        summary: (text) => void (this.summary = clipText(text, MAX_SUMMARY)),
+        ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message: clipText(message, MAX_NEEDS) } }),
       });
       // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.
       writeFileSync(join(this.runDir, "agent.pid"), String(this.run.pid));
@@ -179,7 +188,7 @@ export class Attempt {
     } catch (err) {
       if (this.stopped) return void (outcome = "stopped");
       this.sink.push("error", { message: (err as Error).message });
-      await this.transition({ to: "failed", error: (err as Error).message, summary: this.summary });
+      await this.transition({ to: "failed", error: clipText((err as Error).message, MAX_SUMMARY), summary: this.summary });
     } finally {
       await this.sink.flush().catch(() => {});
       this.cleanup(outcome);

@@ -58,6 +58,11 @@ case "$AO_TASK_TITLE" in
   plan)
     echo '{"tasks":[{"title":"step one","prompt":"do one"},{"title":"step two","prompt":"do two","priority":"HIGH"}]}' > "$AO_ARTIFACTS_DIR/plan.json"
     ;;
+  flood)
+    i=0; while [ $i -lt 600 ]; do printf '%s %03000d\\n' "$i" 0; i=$((i+1)); done
+    head -c 1000000 /dev/zero | tr '\\0' 'x'; echo
+    echo "::ao::summary $(head -c 30000 /dev/zero | tr '\\0' 's')"
+    ;;
   badplan)
     echo '{"tasks":[{"title":"look","prompt":"review it","kind":"review"}]}' > "$AO_ARTIFACTS_DIR/plan.json"
     ;;
@@ -167,6 +172,25 @@ describe("a paired worker runs tasks", () => {
     // Nothing of a completed attempt is left on the worker.
     await until(() => !existsSync(join(dataDir, "runs", `${t.id}-a1`)));
   });
+
+  test("a flood of output: 1.8 MB of lines, a 1 MB line and an over-long summary all reach the server (cut where too big)", async () => {
+    const t = await createTaskApi(s, p, { title: "flood" });
+    const done = await waitStatus(p, t.id, "completed", 30_000);
+    expect(done.summary.length).toBeLessThanOrEqual(20_000);
+    expect(done.summary).toEndWith("more characters)");
+    const all: any[] = [];
+    for (let after = 0; ; ) {
+      const page = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}/events?limit=200&after=${after}`, { token: p.token })).body;
+      all.push(...page.items);
+      if (!page.nextCursor) break;
+      after = page.items.at(-1).seq;
+    }
+    const lines = all.filter((e) => e.type === "log" && e.data.stream === "stdout");
+    expect(lines).toHaveLength(601);
+    expect(lines.slice(0, 600).map((e) => Number(e.data.line.split(" ")[0]))).toEqual(Array.from({ length: 600 }, (_, i) => i));
+    expect(lines[600].data.truncated).toBe(true);
+    expect(lines[600].data.line).toStartWith("xxxx");
+  }, 40_000);
 
   test("needs-input and needs-approval round trips (answer on stdin)", async () => {
     const ask = await createTaskApi(s, p, { title: "ask" });

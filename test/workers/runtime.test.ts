@@ -5,7 +5,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
-import { backoff } from "../../src/worker/client";
+import { backoff, HttpError } from "../../src/worker/client";
+import { EventSink, fitEvent, MAX_BATCH_CHARS, MAX_EVENT_CHARS } from "../../src/worker/events";
+import { clipText } from "../../src/worker/attempt";
 import { inventory } from "../../src/worker/inventory";
 import { parseWorkerOptions } from "../../src/worker/options";
 import { loadCredential, saveCredential } from "../../src/worker/credential";
@@ -119,5 +121,90 @@ describe("credential and inventory", () => {
     expect(text).not.toContain("sk-ant-value-123");
     expect(text).not.toContain("g-value");
     expect(inv.tools.map((t) => t.name)).toContain("git");
+  });
+});
+
+describe("the timeline on its way out", () => {
+  /** A stand-in for the server's events route: records what it took, refuses what `refuse` says. */
+  function server(refuse: (body: { events: { seq: number }[] }, chars: number) => HttpError | null = () => null) {
+    const took: number[] = [];
+    const bodies: number[] = [];
+    return {
+      took,
+      bodies,
+      client: {
+        async events(_taskId: string, body: any) {
+          const chars = JSON.stringify(body).length;
+          const refusal = refuse(body, chars);
+          if (refusal) throw refusal;
+          bodies.push(chars);
+          took.push(...body.events.map((e: { seq: number }) => e.seq));
+          return { written: body.events.length, duplicates: 0 };
+        },
+      },
+    };
+  }
+
+  test("fitEvent: small events as they are; a huge line, message or output is cut keeping its shape; anything else becomes a preview", () => {
+    expect(fitEvent({ stream: "stdout", line: "hi" })).toEqual({ stream: "stdout", line: "hi" });
+    expect(fitEvent(undefined)).toBeNull();
+    for (const data of [
+      { stream: "stdout", line: "x".repeat(1_000_000) },
+      { role: "assistant", text: '"'.repeat(300_000) },
+      { id: "t1", output: "\u0001".repeat(200_000), status: "completed" },
+    ]) {
+      const cut = fitEvent(data) as Record<string, unknown>;
+      expect(JSON.stringify(cut).length).toBeLessThanOrEqual(MAX_EVENT_CHARS);
+      expect(cut.truncated).toBe(true);
+      expect(Object.keys(cut).sort()).toEqual([...Object.keys(data), "truncated"].sort());
+    }
+    const odd = fitEvent({ input: Array.from({ length: 50_000 }, (_, i) => i) }) as Record<string, unknown>;
+    expect(odd).toMatchObject({ truncated: true });
+    expect(JSON.stringify(odd).length).toBeLessThanOrEqual(MAX_EVENT_CHARS);
+  });
+
+  test("texts the server limits are clipped, saying how much was cut", () => {
+    expect(clipText("short", 100)).toBe("short");
+    const long = clipText("y".repeat(50_000), 20_000);
+    expect(long.length).toBeLessThanOrEqual(20_000);
+    expect(long).toEndWith("more characters)");
+  });
+
+  test("batches stay under the server's body limit; every event arrives once, in order", async () => {
+    const srv = server();
+    const sink = new EventSink(srv.client, "tsk_1", "lease", () => {});
+    for (let i = 0; i < 700; i++) sink.push("log", { stream: "stdout", line: `${i} ${"z".repeat(3000)}` });
+    sink.push("log", { stream: "stdout", line: "w".repeat(2_000_000) });
+    await sink.flush();
+    expect(srv.took).toEqual(Array.from({ length: 701 }, (_, i) => i + 1));
+    expect(srv.bodies.length).toBeGreaterThan(3);
+    expect(Math.max(...srv.bodies)).toBeLessThanOrEqual(MAX_BATCH_CHARS + 1024);
+  });
+
+  test("a 413 splits the batch; a 400 drops it and says so; a refused lease stops the sink", async () => {
+    const small = server((_b, chars) => (chars > 50_000 ? new HttpError(413, "payload_too_large", "too large") : null));
+    const a = new EventSink(small.client, "tsk_1", "lease", () => {});
+    for (let i = 0; i < 100; i++) a.push("log", { line: "q".repeat(2000) });
+    await a.flush();
+    expect(small.took).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+
+    const logged: string[] = [];
+    const picky = server((b) => (b.events.some((e) => e.seq === 1) ? new HttpError(400, "validation_failed", "no") : null));
+    const b = new EventSink(picky.client, "tsk_2", "lease", () => {}, (l) => logged.push(l));
+    b.push("log", { line: "one" });
+    await b.flush();
+    b.push("log", { line: "two" });
+    await b.flush();
+    expect(picky.took).toEqual([2]);
+    expect(logged[0]).toContain("1 timeline events of tsk_2 were refused (400)");
+
+    let stale = 0;
+    const gone = server(() => new HttpError(409, "conflict", "stale"));
+    const c = new EventSink(gone.client, "tsk_3", "lease", () => stale++);
+    c.push("log", { line: "x" });
+    await c.flush();
+    c.push("log", { line: "y" });
+    await c.flush();
+    expect(stale).toBe(1);
   });
 });
