@@ -83,6 +83,18 @@ describe("login with two-factor", () => {
     expect((await loginWith(u, await codeAt(secret, 30), "wrong password")).body.error.code).toBe("invalid_credentials");
   });
 
+  test("codes from the wrong window are refused: more than one step away, or older than the last accepted", async () => {
+    const { u, secret } = await enrolled();
+    for (const offset of [-300, -90, 90, 300]) {
+      const r = await loginWith(u, await codeAt(secret, offset));
+      expect([offset, r.status, r.body.error.code]).toEqual([offset, 401, "invalid_two_factor_code"]);
+    }
+    // The previous step is within the drift tolerance, but older than the step used to enable.
+    expect((await loginWith(u, await codeAt(secret, -30))).body.error.code).toBe("invalid_two_factor_code");
+    expect((await loginWith(u, await codeAt(secret, 30))).status).toBe(200);
+    expect(s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM sessions WHERE user_id = ?").get(u.userId)!.n).toBe(2);
+  });
+
   test("parallel logins with one fresh code: exactly one succeeds", async () => {
     const { u, secret } = await enrolled();
     const code = await codeAt(secret, 30);
