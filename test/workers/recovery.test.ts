@@ -167,6 +167,8 @@ describe("revocation and approval", () => {
     expect((await c2.next("offer", (m) => m.taskId === task.id)).attempt).toBe(2);
     expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).status).toBe(200);
     expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token, body: { name: "x" } })).status).toBe(409);
+    expect((await s.api("POST", `/orgs/${p.orgId}/workers/${w.workerId}/approve`, { token: p.token })).status).toBe(409);
+    expect((await s.api("GET", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).body).toMatchObject({ status: "revoked", name: "w" });
     c2.close();
   });
 
