@@ -219,6 +219,32 @@ describe("another organization", () => {
   });
 });
 
+describe("readiness", () => {
+  test("a named worker must have the project and be online (409 otherwise); without one, an online holder is chosen", async () => {
+    const p = await orgWithProject(s, await newOrg(s));
+    const url = "https://git.example.test/r/app.git";
+    await addRepo(p, url);
+    const online = makeWorker(s, p.orgId);
+    const offline = makeWorker(s, p.orgId);
+    const without = makeWorker(s, p.orgId);
+    for (const w of [online, offline]) await workerApi(s, w.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url }] });
+    const ask = (body: unknown) => s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body });
+    expect((await ask({})).status).toBe(409); // nobody who has it is online
+    const c = await ProtocolClient.connect(s, online.credential);
+    const offlineRun = await ask({ workerId: offline.workerId });
+    expect(offlineRun.status).toBe(409);
+    expect(offlineRun.body.error.message).toContain("offline");
+    expect((await ask({ workerId: without.workerId })).status).toBe(409);
+    const any = await ask({});
+    expect(any.status).toBe(202);
+    expect(any.body.workerId).toBe(online.workerId);
+    expect((await c.next("readiness")).runId).toBe(any.body.runId);
+    const named = await ask({ workerId: online.workerId });
+    expect(named.status).toBe(202);
+    c.close();
+  });
+});
+
 describe("GET /orgs/:orgId/discovered", () => {
   test("pages through every new repository even when some between were added to projects meanwhile", async () => {
     const p = await orgWithProject(s, await newOrg(s));

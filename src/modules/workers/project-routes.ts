@@ -64,7 +64,8 @@ export default (core: Core) =>
         response: { 202: ReadinessAccepted, ...errors, 409: ErrorBody },
         detail: {
           summary: "Run the AI readiness analysis on a worker that has the project",
-          description: "workerId picks the worker (it must have the primary repository); without it an online worker that has it is chosen. 409 when none has it.",
+          description:
+            "workerId picks the worker (it must have the primary repository and be online); without it an online worker that has it is chosen. 409 when none has it or the one named is offline.",
           tags,
         },
       },

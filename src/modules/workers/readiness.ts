@@ -88,6 +88,8 @@ export function requestReadiness(core: Core, orgId: string, projectId: string, w
     const w = s.worker.get(workerId, orgId);
     if (!w) throw invalid("workerId does not name a worker of this organization", [{ field: "workerId", message: "unknown worker" }]);
     if (!holders.includes(workerId)) throw conflict("that worker does not have the project; clone its repository there first", { workerId });
+    // A run left waiting for a worker that may never return would stay queued for good.
+    if (!dispatcher.isConnected(workerId)) throw conflict("that worker is offline; start it or pick another", { workerId, workersWithProject: holders });
     chosen = workerId;
   } else {
     const online = holders.find((id) => dispatcher.isConnected(id));
