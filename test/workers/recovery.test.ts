@@ -117,6 +117,15 @@ describe("server restart", () => {
     const o2 = await cg.next("offer", (m) => m.taskId === t2.id);
     expect((await workerApi(s1, gone.credential)("POST", `/worker/tasks/${t2.id}/claim`, { offerId: o2.offerId })).status).toBe(200);
     cg.close();
+    // A readiness run asked of a worker that was online: its request lives in memory only.
+    const repoUrl = "https://git.example.test/restart/app.git";
+    expect((await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } })).status).toBe(201);
+    const cr = await ProtocolClient.connect(s1, gone.credential);
+    await workerApi(s1, gone.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url: repoUrl }] });
+    const run = await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body: {} });
+    expect(run.status).toBe(202);
+    await cr.next("readiness");
+    cr.close();
     await s1.stop();
     const s2 = await startTestServer({ workerTimeouts: FAST, dataDir });
     try {
@@ -127,6 +136,8 @@ describe("server restart", () => {
       expect(await status(t1.id)).toMatchObject({ status: "running", attempt: 1, workerId: back.workerId });
       const ev = await workerApi(s2, back.credential)("POST", `/worker/tasks/${t1.id}/events`, { leaseToken: c1.leaseToken, events: [{ seq: 1, type: "log", data: {} }] });
       expect(ev.status).toBe(200);
+      const latest = (await s2.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token })).body;
+      expect(latest).toMatchObject({ runId: run.body.runId, status: "failed", error: "the server restarted before the run finished; ask again" });
       c2.close();
     } finally {
       await s2.stop();

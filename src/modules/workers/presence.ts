@@ -6,7 +6,7 @@ import { iso } from "../../lib/time";
 import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
-import { failReadinessRuns, loseAttempts } from "./recovery";
+import { failInterruptedReadinessRuns, failReadinessRuns, loseAttempts } from "./recovery";
 import { getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
@@ -35,6 +35,7 @@ export class Presence {
     // After a server restart every holder gets the full offline timeout to come back.
     const now = Date.now();
     for (const { worker_id } of this.q.holders.all()) this.departed.set(worker_id, now);
+    failInterruptedReadinessRuns(core);
     const { offlineMs } = core.config.workerTimeouts;
     this.timer = setInterval(guarded(core.log, "worker presence check", () => this.tick()), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
   }

@@ -56,3 +56,11 @@ export function failReadinessRuns(core: Core, workerId: string, reason: string) 
     .query("UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE worker_id = ? AND status IN ('queued', 'running')")
     .run(reason, now, now, workerId);
 }
+
+/** At startup: unfinished runs lost their request with the previous process (it lived in memory); they fail, to be asked again. */
+export function failInterruptedReadinessRuns(core: Core) {
+  const now = iso();
+  core.sqlite
+    .query("UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE status IN ('queued', 'running')")
+    .run("the server restarted before the run finished; ask again", now, now);
+}
