@@ -23,6 +23,7 @@ export class WorkerRuntime {
   /** Keyed by task and attempt: a restarted task's new attempt may start while the old one is still stopping. */
   private readonly attempts = new Map<string, Attempt>();
   private claiming = 0;
+  private readonly cloning = new Set<string>();
   private heartbeat: ReturnType<typeof setInterval> | null = null;
   private scanner: ReturnType<typeof setInterval> | null = null;
   private stopped = false;
@@ -120,7 +121,12 @@ export class WorkerRuntime {
       case "control":
         return this.onControl(m);
       case "clone":
-        return void handleClone(this.client, this.options.workspace, m, this.say).then(() => this.report());
+        // Sent again at every hello until reported: one clone of a repository at a time.
+        if (this.cloning.has(m.repositoryId)) return;
+        this.cloning.add(m.repositoryId);
+        return void handleClone(this.client, this.options.workspace, m, this.say)
+          .finally(() => this.cloning.delete(m.repositoryId))
+          .then(() => this.report());
       case "readiness":
         return void this.onReadiness(m);
       case "error":

@@ -219,6 +219,29 @@ describe("another organization", () => {
   });
 });
 
+describe("clone", () => {
+  test("a worker that is away gets the clone at its next hello, and at every hello until it reports", async () => {
+    const p = await orgWithProject(s, await newOrg(s));
+    const repo = await addRepo(p, "https://git.example.test/c/app.git");
+    const w = makeWorker(s, p.orgId);
+    const r = await s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clone`, { token: p.token, body: { workerIds: [w.workerId, w.workerId] } });
+    expect(r.status).toBe(202);
+    expect(r.body.workers).toEqual([{ workerId: w.workerId, status: "cloning", delivered: false }]);
+    const first = await ProtocolClient.connect(s, w.credential);
+    expect(await first.next("clone")).toMatchObject({ repositoryId: repo, projectId: p.projectId, url: "https://git.example.test/c/app.git", branch: "main", name: "app" });
+    first.close();
+    const second = await ProtocolClient.connect(s, w.credential);
+    await second.next("clone");
+    expect((await workerApi(s, w.credential)("POST", `/worker/clones/${repo}`, { ok: true, path: "/ws/app" })).body).toEqual({ status: "cloned" });
+    second.close();
+    const third = await ProtocolClient.connect(s, w.credential);
+    expect(await third.quiet("clone", 300)).toBe(true);
+    third.close();
+    const statuses = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clones`, { token: p.token });
+    expect(statuses.body.items).toMatchObject([{ workerId: w.workerId, status: "cloned", path: "/ws/app", error: null }]);
+  });
+});
+
 describe("readiness", () => {
   test("a named worker must have the project and be online (409 otherwise); without one, an online holder is chosen", async () => {
     const p = await orgWithProject(s, await newOrg(s));

@@ -119,7 +119,11 @@ describe("server restart", () => {
     cg.close();
     // A readiness run asked of a worker that was online: its request lives in memory only.
     const repoUrl = "https://git.example.test/restart/app.git";
-    expect((await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } })).status).toBe(201);
+    const added = await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } });
+    expect(added.status).toBe(201);
+    // A clone asked of a worker that is away: it outlives the restart.
+    const clone = await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${added.body.repository.id}/clone`, { token: p.token, body: { workerIds: [back.workerId] } });
+    expect(clone.body.workers[0].delivered).toBe(false);
     const cr = await ProtocolClient.connect(s1, gone.credential);
     await workerApi(s1, gone.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url: repoUrl }] });
     const run = await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body: {} });
@@ -131,6 +135,7 @@ describe("server restart", () => {
     try {
       const c2 = await ProtocolClient.connect(s2, back.credential, { running: [{ taskId: t1.id, attempt: 1 }] });
       c2.running = [{ taskId: t1.id, attempt: 1 }];
+      expect((await c2.next("clone")).repositoryId).toBe(added.body.repository.id);
       const status = async (id: string) => (await s2.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
       await until(async () => (await status(t2.id)).status === "queued", FAST.offlineMs * 4);
       expect(await status(t1.id)).toMatchObject({ status: "running", attempt: 1, workerId: back.workerId });

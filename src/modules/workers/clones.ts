@@ -9,7 +9,7 @@ import { iso } from "../../lib/time";
 import type { CloneRequest } from "../../protocol/messages";
 import { normalizeRepoUrl, repoNameOf } from "../../protocol/repo-url";
 import type { CloneReport, ReposReport } from "../../protocol/requests";
-import { presenceOf } from "./presence";
+import { dispatcherOf } from "./dispatcher";
 import type { WorkerRow } from "./registry";
 
 interface RepoRow {
@@ -43,6 +43,10 @@ function prepare(core: Core) {
     ),
     ofRepo: q.query<{ worker_id: string; status: CloneStatus["status"]; path: string | null; error: string | null; updated_at: string }, [string]>(
       "SELECT worker_id, status, path, error, updated_at FROM worker_repositories WHERE repository_id = ? ORDER BY worker_id",
+    ),
+    cloning: q.query<{ id: string; project_id: string; url: string; name: string; branch: string }, [string]>(
+      `SELECT r.id, r.project_id, r.url, r.name, r.branch FROM worker_repositories wr JOIN repositories r ON r.id = wr.repository_id
+        WHERE wr.worker_id = ? AND wr.status = 'cloning' ORDER BY wr.updated_at`,
     ),
     clonedOf: q.query<{ repository_id: string; path: string | null }, [string]>(
       "SELECT repository_id, path FROM worker_repositories WHERE worker_id = ? AND status = 'cloned'",
@@ -82,6 +86,13 @@ export function cloneStatuses(core: Core, orgId: string, projectId: string, repo
     .map((r) => ({ workerId: r.worker_id, status: r.status, path: r.path, error: r.error, updatedAt: r.updated_at }));
 }
 
+/** The clones a worker was asked for and has not reported: sent again at each hello (the request outlives a restart of either side). */
+export function pendingClones(core: Core, workerId: string): CloneRequest[] {
+  return cloneStatements(core)
+    .cloning.all(workerId)
+    .map((r) => ({ type: "clone", repositoryId: r.id, projectId: r.project_id, url: r.url, branch: r.branch, name: r.name }));
+}
+
 /** Asks each worker to clone the repository into its workspace; 202 with who was asked. */
 export function requestClone(core: Core, orgId: string, projectId: string, repositoryId: string, workerIds: string[]) {
   const repo = repositoryOf(core, orgId, projectId, repositoryId);
@@ -97,10 +108,11 @@ export function requestClone(core: Core, orgId: string, projectId: string, repos
   if (unknown.length) throw invalid("some workers cannot clone", unknown);
   const now = iso();
   const message: CloneRequest = { type: "clone", repositoryId, projectId, url: repo.url, branch: repo.branch, name: repo.name };
-  const dispatcher = presenceOf(core).dispatcher;
+  const dispatcher = dispatcherOf(core);
   const workers = [...new Set(workerIds)].map((workerId) => {
     s.upsert.run(workerId, repositoryId, orgId, "cloning", null, null, now);
-    return { workerId, status: "cloning" as const, delivered: dispatcher.mailbox.deliver(workerId, message) };
+    // Not kept in the mailbox: a worker that is away gets it from the database at its next hello.
+    return { workerId, status: "cloning" as const, delivered: dispatcher.sendNow(workerId, message) };
   });
   return { repositoryId, workers };
 }

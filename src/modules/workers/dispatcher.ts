@@ -114,6 +114,12 @@ export class Dispatcher {
     return conn.capacity - conn.held.size - conn.offers.size;
   }
 
+  /** Sends to a worker that is connected and greeted; false otherwise (nothing is kept). */
+  sendNow(workerId: string, message: ServerMessage): boolean {
+    const conn = this.conns.get(workerId);
+    return !!conn && conn.greeted && this.send(conn, message);
+  }
+
   send(conn: Conn, message: ServerMessage): boolean {
     // 0 means the message was dropped (socket closing or over its backpressure limit).
     return conn.ws.send(JSON.stringify(message)) !== 0;

@@ -8,6 +8,7 @@ import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
 import { failInterruptedReadinessRuns, failReadinessRuns, loseAttempts } from "./recovery";
 import { getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
+import { pendingClones } from "./clones";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
 const MISSED_HEARTBEATS = 2;
@@ -81,6 +82,7 @@ export class Presence {
       heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
     });
     this.dispatcher.mailbox.flush(conn);
+    for (const clone of pendingClones(this.core, conn.workerId)) this.dispatcher.send(conn, clone);
     this.dispatcher.fill(conn);
     this.publish(conn.orgId, conn.workerId);
   }
