@@ -93,8 +93,12 @@ export class Presence {
     const lost: string[] = [];
     conn.held.clear();
     for (const row of this.q.heldRows.all(conn.workerId)) {
-      if (reported.get(row.id) === row.attempt) conn.held.set(row.id, row.attempt);
-      else lost.push(row.id);
+      if (reported.get(row.id) !== row.attempt) lost.push(row.id);
+      else {
+        conn.held.set(row.id, row.attempt);
+        // Paused while the worker was away (the control may have been lost with a server restart).
+        if (row.status === "paused") this.dispatcher.mailbox.control(conn.workerId, row.id, row.attempt, "pause");
+      }
     }
     for (const [taskId, attempt] of reported) {
       if (conn.held.get(taskId) !== attempt) this.dispatcher.mailbox.control(conn.workerId, taskId, attempt, "cancel", { reason: "this attempt is no longer current" });
