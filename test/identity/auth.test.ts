@@ -182,6 +182,19 @@ describe("logout", () => {
     expect((await s.api("GET", "/me", { token: user.accessToken })).status).toBe(200);
   });
 
+  test("a web client's logout clears the refresh cookie, and the cookie no longer refreshes", async () => {
+    const l = await s.api("POST", "/auth/login", { body: { email: user.email, password: user.password }, headers: { "x-client": "web" } });
+    const cookie = l.headers.get("set-cookie")!.split(";")[0];
+    const out = await s.api("POST", "/auth/logout", { token: l.body.accessToken, headers: { "x-client": "web", cookie } });
+    expect(out.status).toBe(204);
+    const cleared = out.headers.get("set-cookie")!;
+    expect(cleared).toMatch(/^ao_refresh=;/);
+    expect(cleared).toContain("Max-Age=0");
+    expect(cleared).toContain("Path=/api/v1/auth");
+    const r = await s.api("POST", "/auth/refresh", { headers: { "x-client": "web", cookie } });
+    expect(r.status).toBe(401);
+  });
+
   test("without credentials: 401; with a personal API token: 403", async () => {
     expect((await s.api("POST", "/auth/logout")).status).toBe(401);
     const tok = (await s.api("POST", "/me/tokens", { token: user.accessToken, body: { name: "ci", orgId: user.orgId } })).body.token;

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin } from "../helpers/identity";
 import { FailureWindow } from "../../src/lib/ratelimit";
+import { setupTokenOf } from "../../src/server/bootstrap";
 
 // Each scenario gets its own server: the counters are per server instance.
 let s: TestServer;
@@ -72,6 +73,17 @@ describe("per address", () => {
     for (let i = 0; i < 100; i++) expect((await login(`ghost${i}@example.test`, "whatever pw")).status).toBe(401);
     expectLimited(await login(admin.email, admin.password));
     expectLimited(await s.api("POST", "/auth/device/approve", { token: admin.accessToken, body: { userCode: "BBBB-BBBB" } }));
+  });
+});
+
+describe("setup token", () => {
+  test("wrong setup tokens count for the address; the 101st try is refused even with the right token", async () => {
+    s = await startTestServer();
+    const token = setupTokenOf(s.core)!;
+    const body = (t: string) => ({ token: t, email: "first@example.test", password: "long enough pw" });
+    for (let i = 0; i < 100; i++) expect((await s.api("POST", "/setup", { body: body(`wrong-${i}`) })).status).toBe(401);
+    expectLimited(await s.api("POST", "/setup", { body: body(token) }));
+    expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(0);
   });
 });
 
