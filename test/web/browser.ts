@@ -47,7 +47,8 @@ export interface OpenedPage {
 export async function openPage(browser: Browser, viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
   const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId: "UTC" });
   const page = await context.newPage();
-  page.setDefaultTimeout(8_000);
+  // Generous: the machine may be busy with other suites; a real failure still ends the test.
+  page.setDefaultTimeout(15_000);
   const problems: string[] = [];
   page.on("pageerror", (err) => problems.push(`uncaught: ${err.message}`));
   page.on("console", (msg) => {
@@ -69,4 +70,11 @@ export async function signInWithForm(page: Page, email: string, password: string
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** The text of an element once it is shown (errors and outcomes appear after the server answers). */
+export async function shownText(page: Page, selector: string): Promise<string> {
+  const el = page.locator(`${selector}:not([hidden])`);
+  await el.waitFor({ state: "visible" });
+  return (await el.textContent()) ?? "";
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
-import { describeBrowser, launchBrowser, openPage, screenshot } from "./browser";
+import { describeBrowser, launchBrowser, openPage, screenshot, shownText } from "./browser";
 
 describeBrowser("web: first-run setup", () => {
   let s: TestServer;
@@ -29,28 +29,28 @@ describeBrowser("web: first-run setup", () => {
   test("without a token the page says where the link comes from", async () => {
     const { page, problems, close } = await openPage(browser);
     await page.goto(`${s.url}/setup`);
-    await expect(page.getByRole("heading", { name: "Setup link needed" }).isVisible()).resolves.toBe(true);
+    await page.getByRole("heading", { name: "Setup link needed" }).waitFor();
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("bad input is explained in the page and creates nobody", async () => {
     const { page, problems, close } = await openPage(browser);
     await page.goto(`${s.url}/setup?token=${setupTokenOf(s.core)}`);
     await fill(page, { email: "ada@example.test", password: "short" });
-    await expect(page.locator("#setup-error").textContent()).resolves.toBe("The password needs at least 8 characters.");
+    await expect(shownText(page, "#setup-error")).resolves.toBe("The password needs at least 8 characters.");
     await fill(page, { email: "ada@example.test", password: "long enough 1", again: "long enough 2" });
-    await expect(page.locator("#setup-error").textContent()).resolves.toBe("The two passwords differ.");
+    await expect(shownText(page, "#setup-error")).resolves.toBe("The two passwords differ.");
     // The server's own checks come back readable too.
     await fill(page, { email: "not-an-email", password: "long enough 1" });
-    await expect(page.locator("#setup-error").textContent()).resolves.toStartWith("Please check: email:");
+    await expect(shownText(page, "#setup-error")).resolves.toStartWith("Please check: email:");
     await page.goto(`${s.url}/setup?token=wrong-token`);
     await fill(page, { email: "ada@example.test", password: "long enough 1" });
-    await expect(page.locator("#setup-error").textContent()).resolves.toContain("This setup link is not valid");
+    await expect(shownText(page, "#setup-error")).resolves.toContain("This setup link is not valid");
     expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("the setup link creates the first administrator and org, then signs them in; it works once", async () => {
     const { page, context, problems, close } = await openPage(browser);
@@ -59,7 +59,7 @@ describeBrowser("web: first-run setup", () => {
     await screenshot(page, "setup");
     await fill(page, { email: "ada@example.test", password: "correct horse battery" });
     await page.waitForURL(`${s.url}/`);
-    await expect(page.getByRole("heading", { name: "Welcome, Ada Admin" }).isVisible()).resolves.toBe(true);
+    await page.getByRole("heading", { name: "Welcome, Ada Admin" }).waitFor();
     await expect(page.locator("#home-orgs").textContent()).resolves.toBe("acme owner");
     await expect(page.locator("#home-account").textContent()).resolves.toContain("instance administrator");
     expect((await context.cookies()).map((c) => c.name)).toEqual(["ao_refresh"]);
@@ -71,8 +71,8 @@ describeBrowser("web: first-run setup", () => {
 
     // The same link again: setup is closed.
     await page.goto(`${s.url}/setup?token=${token}`);
-    await expect(page.getByRole("heading", { name: "Setup is complete" }).isVisible()).resolves.toBe(true);
+    await page.getByRole("heading", { name: "Setup is complete" }).waitFor();
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 });

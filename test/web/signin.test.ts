@@ -6,7 +6,7 @@ import { generate } from "otplib";
 import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, signUp, type Session } from "../helpers/identity";
-import { describeBrowser, launchBrowser, openPage, screenshot, signInWithForm } from "./browser";
+import { describeBrowser, launchBrowser, openPage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
 
 const PASSWORD = "correct horse battery staple";
@@ -29,11 +29,11 @@ describeBrowser("web: sign-in", () => {
   test("a wrong password shows the error; the right one shows who you are and your orgs", async () => {
     const { page, problems, close } = await openPage(browser);
     await page.goto(`${s.url}/`);
-    await expect(page.getByRole("heading", { name: "Sign in" }).isVisible()).resolves.toBe(true);
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
     await screenshot(page, "signin");
 
     await signInWithForm(page, admin.email, "not the password");
-    await expect(page.getByRole("alert").textContent()).resolves.toBe("Wrong email or password.");
+    await expect(shownText(page, "[role=alert]")).resolves.toBe("Wrong email or password.");
     await expect(page.getByLabel("Password").inputValue()).resolves.toBe("");
     await screenshot(page, "signin-error");
 
@@ -46,7 +46,7 @@ describeBrowser("web: sign-in", () => {
     await screenshot(page, "home");
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("empty fields are caught in the page without a request", async () => {
     const { page, close } = await openPage(browser);
@@ -54,10 +54,10 @@ describeBrowser("web: sign-in", () => {
     let logins = 0;
     page.on("request", (r) => void (r.url().endsWith("/auth/login") && logins++));
     await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(page.getByRole("alert").textContent()).resolves.toBe("Enter your email and password.");
+    await expect(shownText(page, "[role=alert]")).resolves.toBe("Enter your email and password.");
     expect(logins).toBe(0);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("an account with two-factor is asked for its code; a wrong code is refused, the right one signs in", async () => {
     const u = await signUp(s);
@@ -73,12 +73,12 @@ describeBrowser("web: sign-in", () => {
     await expect(page.getByLabel("Two-factor code").isVisible()).resolves.toBe(false);
     await signInWithForm(page, email, PASSWORD);
     await page.getByLabel("Two-factor code").waitFor();
-    await expect(page.getByLabel("Two-factor code").evaluate((el) => el === document.activeElement)).resolves.toBe(true);
+    await expect(page.evaluate("document.activeElement.id")).resolves.toBe("signin-code");
     await screenshot(page, "signin-2fa");
 
     await page.getByLabel("Two-factor code").fill("000000");
     await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(page.getByRole("alert").textContent()).resolves.toStartWith("That two-factor code is not valid");
+    await expect(shownText(page, "[role=alert]")).resolves.toStartWith("That two-factor code is not valid");
 
     await page.getByLabel("Two-factor code").fill(await generate({ secret, epoch: now() }));
     await page.getByRole("button", { name: "Sign in" }).click();
@@ -86,7 +86,7 @@ describeBrowser("web: sign-in", () => {
     await expect(page.locator("#home-account").textContent()).resolves.toContain("two-factor on");
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("too many failures: the rate limit is shown with its wait", async () => {
     const u = await signUp(s);
@@ -95,9 +95,9 @@ describeBrowser("web: sign-in", () => {
     const { page, close } = await openPage(browser);
     await page.goto(`${s.url}/`);
     await signInWithForm(page, email, PASSWORD);
-    await expect(page.getByRole("alert").textContent()).resolves.toMatch(/^Too many failed attempts\. Try again in \d+ minutes?\.$/);
+    await expect(shownText(page, "[role=alert]")).resolves.toMatch(/^Too many failed attempts\. Try again in \d+ minutes?\.$/);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("the session survives a reload through the HttpOnly cookie only; sign-out ends it", async () => {
     const { page, context, problems, close } = await openPage(browser);
@@ -108,7 +108,8 @@ describeBrowser("web: sign-in", () => {
     const [cookie, ...others] = await context.cookies();
     expect(others).toEqual([]);
     expect(cookie).toMatchObject({ name: "ao_refresh", path: "/api/v1/auth", httpOnly: true, sameSite: "Strict", secure: false });
-    const storage = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie }));
+    // (Page-side code as strings: the tests' type check has no DOM types.)
+    const storage = await page.evaluate("({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })");
     expect(storage).toEqual({ local: 0, session: 0, cookie: "" });
 
     await page.reload();
@@ -124,7 +125,7 @@ describeBrowser("web: sign-in", () => {
     expect(refresh.status).toBe(401);
     expect(problems).toEqual([]);
     await close();
-  }, 20_000);
+  }, 45_000);
 
   test("tabs opened together restore one session without tripping refresh-token reuse", async () => {
     const first = await openPage(browser);
@@ -135,11 +136,9 @@ describeBrowser("web: sign-in", () => {
     await Promise.all(tabs.map((tab) => tab.goto(`${s.url}/`)));
     for (const tab of tabs) await home(tab).waitFor();
     // Parallel refreshes inside one page share one request.
-    const refreshes = await first.page.evaluate(async () => {
-      const app = await import("/assets/app.js");
-      const users = await Promise.all([app.refresh(), app.refresh(), app.refresh()]);
-      return users.map((u: { email: string } | null) => u?.email);
-    });
+    const refreshes = await first.page.evaluate(
+      `import("/assets/app.js").then((app) => Promise.all([app.refresh(), app.refresh(), app.refresh()])).then((users) => users.map((u) => u && u.email))`,
+    );
     expect(refreshes).toEqual([admin.email, admin.email, admin.email]);
     // Still one live sign-in: a new tab restores it.
     const later = await first.context.newPage();
@@ -147,17 +146,17 @@ describeBrowser("web: sign-in", () => {
     await home(later).waitFor();
     expect(first.problems).toEqual([]);
     await first.close();
-  }, 20_000);
+  }, 45_000);
 
   test("a phone-sized screen gets the same page, laid out for it", async () => {
     const { page, close } = await openPage(browser, { width: 375, height: 700 });
     await page.goto(`${s.url}/`);
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth");
     expect(overflow).toBe(0);
     await screenshot(page, "signin-phone");
     await close();
-  }, 20_000);
+  }, 45_000);
 });
 
 // Plain HTTP: no browser needed.

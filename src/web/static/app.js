@@ -303,6 +303,7 @@ export async function requireSignIn(why) {
   return new Promise((resolve) => {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
+      showError("signin-error", null);
       if (!email.value.trim() || !password.value) {
         showError("signin-error", new Error("Enter your email and password."));
         return;
@@ -316,14 +317,12 @@ export async function requireSignIn(why) {
         try {
           const input = { email: email.value.trim(), password: password.value };
           const user = await signIn(codeGroup.hidden ? input : { ...input, code: code.value.replace(/\s+/g, "") });
-          showError("signin-error", null);
           showWho();
           resolve(user);
         } catch (err) {
           if (err instanceof ApiError && err.code === "two_factor_required") {
             codeGroup.hidden = false;
             code.required = true;
-            showError("signin-error", null);
             code.focus();
             return;
           }

@@ -1,6 +1,6 @@
 // @ts-check
 // "/device?code=XXXX-XXXX": a person approves or denies a device sign-in (`ao login`, SPEC §4).
-import { $, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
+import { $, ApiError, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
 
 await requireSignIn("Sign in to approve the device sign-in.");
 const { code, found: grant } = await findByCode(
@@ -18,10 +18,12 @@ showOnly("grant");
 /** @param {"approve" | "deny"} decision */
 const decide = (decision) =>
   busy($("grant"), async () => {
+    showError("grant-error", null);
     try {
       await api("POST", `/auth/device/${decision}`, { userCode: code });
     } catch (err) {
-      return showError("grant-error", err);
+      const gone = err instanceof ApiError && err.code === "not_found";
+      return showError("grant-error", gone ? new Error("This request is no longer pending: it expired or was decided elsewhere.") : err);
     }
     if (decision === "approve") showOutcome("Device signed in", "The program is now signed in as you. You can close this page.");
     else showOutcome("Sign-in denied", "The program was not signed in. You can close this page.");

@@ -7,10 +7,8 @@ $("home-title").textContent = `Welcome${user.name ? `, ${user.name}` : ""}`;
 $("home-name").textContent = user.name || "—";
 $("home-email").textContent = user.email;
 $("home-account").textContent = [user.isAdmin ? "instance administrator" : "user", user.twoFactorEnabled ? "two-factor on" : "two-factor off"].join(", ");
-showOnly("home");
 try {
   const orgs = await api("GET", "/orgs?limit=200");
-  const list = $("home-orgs");
   for (const org of orgs.items) {
     const li = document.createElement("li");
     const name = document.createElement("strong");
@@ -19,9 +17,10 @@ try {
     role.className = "badge";
     role.textContent = org.role;
     li.append(name, " ", role);
-    list.append(li);
+    $("home-orgs").append(li);
   }
   $("home-no-orgs").hidden = orgs.items.length > 0;
 } catch (err) {
   showError("home-error", err);
 }
+showOnly("home");

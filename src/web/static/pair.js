@@ -1,7 +1,7 @@
 // @ts-check
 // "/pair?code=XXXX-XXXX": a person approves a worker into one of their organizations, or denies
 // it (`ao worker` pairing, SPEC §7).
-import { $, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
+import { $, ApiError, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
 
 /** Roles that may pair a worker into an org (the server checks task.create). */
 const CAN_PAIR = new Set(["owner", "admin", "member"]);
@@ -34,8 +34,10 @@ function labels(list) {
 
 const select = /** @type {HTMLSelectElement} */ ($("pairing-org"));
 const approve = /** @type {HTMLButtonElement} */ ($("pairing-approve"));
+/** @type {{ id: string, name: string, role: string, requireWorkerApproval: boolean }[]} */
+let orgs = [];
 try {
-  const orgs = (await allOrgs()).filter((o) => CAN_PAIR.has(o.role));
+  orgs = (await allOrgs()).filter((o) => CAN_PAIR.has(o.role));
   for (const org of orgs) select.append(new Option(`${org.name} (${org.role})`, org.id));
   $("pairing-no-orgs").hidden = orgs.length > 0;
   select.disabled = approve.disabled = orgs.length === 0;
@@ -46,7 +48,7 @@ try {
 
 /** Every org of the caller (pages of 200). */
 async function allOrgs() {
-  /** @type {{ id: string, name: string, role: string }[]} */
+  /** @type {typeof orgs} */
   const items = [];
   let cursor = null;
   do {
@@ -61,15 +63,22 @@ const form = /** @type {HTMLFormElement} */ ($("pairing-form"));
 /** @param {"approve" | "deny"} decision */
 const decide = (decision) =>
   busy(form, async () => {
-    const orgName = select.selectedOptions[0]?.text.replace(/ \([a-z]+\)$/, "");
+    showError("pairing-error", null);
+    const org = orgs.find((o) => o.id === select.value);
     try {
       if (decision === "approve") await api("POST", "/pairing/approve", { userCode: code, orgId: select.value });
       else await api("POST", "/pairing/deny", { userCode: code });
     } catch (err) {
-      return showError("pairing-error", err);
+      const gone = err instanceof ApiError && err.code === "not_found" && /pairing/.test(err.message);
+      return showError("pairing-error", gone ? new Error("This request is no longer pending: it expired or was decided elsewhere.") : err);
     }
-    if (decision === "approve") showOutcome("Worker paired", `${pairing.name || "The worker"} joins ${orgName} and will connect in a few seconds.`);
-    else showOutcome("Pairing denied", `${pairing.name || "The worker"} was not paired. You can close this page.`);
+    const worker = pairing.name || "The worker";
+    if (decision === "approve") {
+      const next = org?.requireWorkerApproval
+        ? `It gets work once an owner or admin of ${org.name} approves it.`
+        : "It connects and takes work in a few seconds.";
+      showOutcome("Worker paired", `${worker} joins ${org?.name ?? "the organization"}. ${next}`);
+    } else showOutcome("Pairing denied", `${worker} was not paired. You can close this page.`);
   });
 
 form.addEventListener("submit", (event) => {

@@ -23,6 +23,7 @@ async function start() {
   $("setup-name").focus();
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    showError("setup-error", null);
     const email = value("setup-email").trim();
     const password = value("setup-password");
     const orgName = value("setup-org").trim();
