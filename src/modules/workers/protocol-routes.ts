@@ -20,7 +20,7 @@ import { CloneReport, ReadinessReport, ReposReport } from "../../protocol/reques
 import { appendEvents, claimTask, leaseForUpload, transitionTask } from "./leases";
 import { reportClone, reportRepos } from "./clones";
 import { reportReadiness } from "./readiness";
-import { ErrorBody, WorkerRecord, errors } from "./model";
+import { ErrorBody, ReadinessRun, WorkerRecord, errors } from "./model";
 import { pollPairing, startPairing } from "./pairing";
 import { workerRecord } from "./service";
 import { workerAuthPlugin } from "./worker-auth";
@@ -127,5 +127,6 @@ export default (core: Core) =>
       worker: true,
       params: t.Object({ runId: t.String({ minLength: 1, maxLength: 64 }) }),
       body: ReadinessReport,
-      detail: { summary: "Report progress or the result of a readiness run", tags },
+      response: { 200: ReadinessRun, ...errors, 409: ErrorBody },
+      detail: { summary: "Report progress or the result of a readiness run", description: "409 once the run has finished (completed or failed).", tags },
     });
