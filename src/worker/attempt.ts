@@ -1,6 +1,6 @@
 // One attempt of one task on this worker: checkout, agent, timeline, person's answers, artifacts,
 // the final transition, cleanup. A stale lease or a cancel stops the agent and reports nothing.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { Control } from "../protocol/messages";
@@ -9,6 +9,7 @@ import { prepareCheckout, keptDir } from "./checkout";
 import { HttpError, type WorkerClient } from "./client";
 import { EventSink } from "./events";
 import { instructionsFor } from "./instructions";
+import { recordAgent } from "./orphans";
 import type { Agent, AgentRun } from "./agents/types";
 
 export interface AttemptDeps {
@@ -167,7 +168,7 @@ export class Attempt {
         ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message: clipText(message, MAX_NEEDS) } }),
       });
       // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.
-      writeFileSync(join(this.runDir, "agent.pid"), String(this.run.pid));
+      recordAgent(this.runDir, this.run.pid);
       if (this.pausedBeforeStart) this.run.pause();
       for (const a of this.answers.splice(0)) this.run.answer(a);
       const exit = await this.run.exited;

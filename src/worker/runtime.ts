@@ -1,13 +1,14 @@
 // The worker's main loop: one socket to the server (reconnected with jittered backoff), hello and
 // heartbeats, offers claimed up to --capacity, controls routed to their attempt, clone and
 // readiness requests served, the workspace reported.
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CLOSE, PROTOCOL_VERSION, type Control, type Offer, type ReadinessRequest, type ServerMessage } from "../protocol/messages";
 import { VERSION } from "../version";
 import { Attempt } from "./attempt";
 import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
+import { killOrphan } from "./orphans";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
@@ -190,10 +191,7 @@ export class WorkerRuntime {
     for (const entry of readdirSync(this.runsDir)) {
       if (entry === "kept") continue;
       // A run directory left behind means this worker died mid-attempt: its agent may still run.
-      try {
-        const pid = Number(readFileSync(join(this.runsDir, entry, "agent.pid"), "utf8"));
-        if (pid > 0) process.kill(-pid, "SIGKILL");
-      } catch {}
+      if (killOrphan(join(this.runsDir, entry))) this.say(`ao worker: ended the agent a previous run left behind (${entry})`);
       rmSync(join(this.runsDir, entry), { recursive: true, force: true });
     }
     this.pruneKept();

@@ -11,6 +11,11 @@ import { clipText } from "../../src/worker/attempt";
 import { inventory } from "../../src/worker/inventory";
 import { parseWorkerOptions } from "../../src/worker/options";
 import { loadCredential, saveCredential } from "../../src/worker/credential";
+import { processStart, recordAgent } from "../../src/worker/orphans";
+import { WorkerRuntime } from "../../src/worker/runtime";
+import { WorkerClient } from "../../src/worker/client";
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 
 const root = resolve(import.meta.dir, "..", "..");
 
@@ -206,5 +211,35 @@ describe("the timeline on its way out", () => {
     c.push("log", { line: "y" });
     await c.flush();
     expect(stale).toBe(1);
+  });
+});
+
+describe("agents left behind by a worker that died", () => {
+  test("the next start ends the recorded agent group, but not a process that only has the same pid", async () => {
+    const tmp = mkdtempSync(join(tmpdir(), "ao-orphans-"));
+    const child = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
+    const exited = new Promise((resolve) => child.on("exit", resolve));
+    try {
+      const pid = child.pid!;
+      expect(processStart(pid)).toBeString();
+      const options = parseWorkerOptions(["--server", "http://127.0.0.1:9", "--data-dir", tmp, "--exec", "true"], {});
+      const start = () => new WorkerRuntime(options, new WorkerClient(options.server), { name: "x", start: () => { throw new Error("unused"); } }, () => {});
+      // The same pid, but another process's start time (a reboot reused the number): left alone.
+      mkdirSync(join(tmp, "runs", "tsk_1-a1"), { recursive: true });
+      writeFileSync(join(tmp, "runs", "tsk_1-a1", "agent.pid"), JSON.stringify({ pid, start: "1" }));
+      start();
+      await Bun.sleep(100);
+      expect(child.exitCode === null && child.signalCode === null).toBe(true);
+      expect(readdirSync(join(tmp, "runs"))).toEqual([]);
+      // Recorded by an attempt: ended.
+      mkdirSync(join(tmp, "runs", "tsk_2-a1"));
+      recordAgent(join(tmp, "runs", "tsk_2-a1"), pid);
+      start();
+      expect(await exited).toBeNull();
+      expect(child.signalCode).toBe("SIGKILL");
+    } finally {
+      child.kill("SIGKILL");
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });
