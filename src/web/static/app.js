@@ -100,13 +100,12 @@ function signedIn(pair) {
 /**
  * Renews the session from the ao_refresh cookie; null when there is none (or it was revoked).
  * Single-flight: refresh tokens rotate on every use and a reused one revokes the whole sign-in,
- * so parallel callers share one request, and tabs take turns through a Web Lock where the
- * browser offers one (secure contexts: https or localhost).
+ * so parallel callers in a page share one request, and tabs take turns (oneTabAtATime).
  * @returns {Promise<User | null>}
  */
 export function refresh() {
   if (!refreshing) {
-    const run = async () => {
+    refreshing = oneTabAtATime(async () => {
       const res = await send("/auth/refresh", { method: "POST", headers: { "x-client": "web" } });
       if (res.status === 401) {
         accessToken = null;
@@ -115,16 +114,52 @@ export function refresh() {
       }
       if (!res.ok) throw await failure(res);
       return signedIn(await res.json());
-    };
-    const locks = navigator.locks;
-    /** @type {Promise<User | null>} */
-    const once = locks ? locks.request("ao-refresh", run).then((user) => user) : run();
-    refreshing = once.finally(() => {
+    }).finally(() => {
       refreshing = null;
     });
-    return refreshing;
   }
   return refreshing;
+}
+
+const LOCK = "ao-refresh";
+/** @param {number} ms */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `work` while no other tab of this origin runs it. A Web Lock where the browser has one
+ * (secure contexts: https or localhost); on plain http (a LAN address, say) a best-effort lock:
+ * a short-lived claim in localStorage (no secret, removed afterwards), confirmed after a pause.
+ * @template R
+ * @param {() => Promise<R>} work
+ * @returns {Promise<R>}
+ */
+async function oneTabAtATime(work) {
+  if (navigator.locks) return /** @type {Promise<R>} */ (navigator.locks.request(LOCK, work));
+  const me = Math.random().toString(36).slice(2);
+  const holder = () => {
+    try {
+      return JSON.parse(localStorage.getItem(LOCK) ?? "null");
+    } catch {
+      return null;
+    }
+  };
+  // After 10 s (a tab closed while holding it) go ahead regardless.
+  for (const giveUp = Date.now() + 10_000; Date.now() < giveUp; await sleep(40 + Math.random() * 60)) {
+    const held = holder();
+    if (held && held.until > Date.now()) continue;
+    try {
+      localStorage.setItem(LOCK, JSON.stringify({ me, until: Date.now() + 5_000 }));
+    } catch {
+      break; // storage refused (a private window, say): go ahead unlocked
+    }
+    await sleep(30);
+    if (holder()?.me === me) break;
+  }
+  try {
+    return await work();
+  } finally {
+    if (holder()?.me === me) localStorage.removeItem(LOCK);
+  }
 }
 
 /** The signed-in person, restoring the session from the cookie on first use. */
