@@ -23,7 +23,7 @@ export function createApp(core: Core) {
       if (error instanceof ApiError) return errorResponse(error);
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
-      if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError));
+      if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError, request));
       if (code === "PARSE") return errorResponse(invalid("the body is not valid JSON"));
       if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
@@ -60,13 +60,21 @@ export function createApp(core: Core) {
   return app;
 }
 
-function validationError(error: ValidationError): ApiError {
+function validationError(error: ValidationError, request: Request): ApiError {
+  // Elysia checks coerced query numbers one property at a time ("property") and keeps only the
+  // value: name the query parameter that carried it, when exactly one did.
+  const propertyField = error.type === "property" ? queryFieldWithValue(request, error.value) : null;
   const details = error.all.map((e) => ({
-    field: "path" in e && e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : "(root)",
+    field: "path" in e && e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : (propertyField ?? "(root)"),
     message: "message" in e ? e.message : "invalid value",
   }));
-  const where = error.type === "body" ? "body" : error.type;
+  const where = error.type === "property" ? "query" : error.type;
   return invalid(`the request ${where} is invalid`, details);
+}
+
+function queryFieldWithValue(request: Request, value: unknown): string | null {
+  const matches = [...new URL(request.url).searchParams].filter(([, v]) => v === String(value));
+  return matches.length === 1 ? matches[0][0] : null;
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin } from "../helpers/identity";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -102,6 +103,18 @@ describe("foundation", () => {
     const res = await fetch(s.url + "/api/v1/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body });
     expect(res.status).toBe(411);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("length_required");
+  });
+
+  test.each([
+    ["limit=201", "limit"],
+    ["limit=0", "limit"],
+    ["limit=abc", "limit"],
+  ])("a bad query value (%s) names its parameter", async (query, field) => {
+    const owner = await createAdmin(s);
+    const r = await s.api("GET", `/orgs?${query}`, { token: owner.accessToken });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+    expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
   });
 });
 
