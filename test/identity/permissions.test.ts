@@ -19,7 +19,7 @@ const SPEC_TABLE: Record<Permission, [boolean, boolean, boolean, boolean]> = {
 };
 
 test("the code's table is the SPEC's, and 'member' means any role", () => {
-  expect([...PERMISSIONS].sort()).toEqual(Object.keys(SPEC_TABLE).sort());
+  expect([...PERMISSIONS].sort() as string[]).toEqual(Object.keys(SPEC_TABLE).sort());
   for (const [permission, row] of Object.entries(SPEC_TABLE)) {
     ROLES.forEach((role, i) => expect([permission, role, can(role, permission as Permission)]).toEqual([permission, role, row[i]]));
   }
