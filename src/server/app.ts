@@ -30,6 +30,14 @@ export function createApp(core: Core) {
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
+    .onTransform({ as: "global" }, ({ body, request }) => {
+      // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
+      // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
+      if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        throw invalid("the body must be a JSON object", [{ field: "(root)", message: "Expected object" }]);
+      }
+    })
     .onRequest(({ request }) => {
       // Body size is checked from the declared length before anything is read. Elysia's own JSON
       // parser then runs (a custom global parser would hide every request body from the OpenAPI document).

@@ -116,5 +116,15 @@ describe("foundation", () => {
     expect(r.body.error.code).toBe("validation_failed");
     expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
   });
+
+  test.each(["[1,2]", "5", '"text"', "null", "true"])("a JSON body that is not an object (%s) is refused and changes nothing", async (raw) => {
+    const owner = await createAdmin(s);
+    const before = await s.api("GET", `/orgs/${owner.orgId}`, { token: owner.accessToken });
+    const r = await s.api("PATCH", `/orgs/${owner.orgId}`, { token: owner.accessToken, body: raw });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({ code: "validation_failed", message: "the body must be a JSON object", details: [{ field: "(root)", message: "Expected object" }] });
+    const after = await s.api("GET", `/orgs/${owner.orgId}`, { token: owner.accessToken });
+    expect(after.body).toEqual(before.body);
+  });
 });
 
