@@ -228,12 +228,16 @@ describe("another organization's people and tokens, on every route", () => {
 });
 
 describe("change, rotate, delete", () => {
-  test("PATCH changes name, enabled, config and project; kind stays", async () => {
+  test("PATCH changes name, enabled, config and project; kind cannot be changed", async () => {
     const i = await makeIntegration(s, w.owner, { kind: "gitlab", name: "gl", projectId: w.projectId });
     const p2 = (await s.api("POST", `/orgs/${w.owner.orgId}/projects`, { token: w.owner.accessToken, body: { name: "second" } })).body.id;
+    const refused = await s.api("PATCH", `${base()}/${i.id}`, { token: w.owner.accessToken, body: { name: "renamed", kind: "github" } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details).toEqual([expect.objectContaining({ field: "kind" })]);
+    expect((await s.api("GET", `${base()}/${i.id}`, { token: w.owner.accessToken })).body).toMatchObject({ kind: "gitlab", name: "gl" });
     const r = await s.api("PATCH", `${base()}/${i.id}`, {
       token: w.owner.accessToken,
-      body: { name: "GitLab main", enabled: false, config: { label: "agent", command: "/agent" }, projectId: p2, kind: "github" },
+      body: { name: "GitLab main", enabled: false, config: { label: "agent", command: "/agent" }, projectId: p2 },
     });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ kind: "gitlab", name: "GitLab main", enabled: false, config: { label: "agent", command: "/agent" }, projectId: p2 });

@@ -105,10 +105,13 @@ describe("create a task", () => {
     expect(r.status).toBe(201);
   });
 
-  test("unknown fields are ignored (the app normalises bodies)", async () => {
+  test("an unknown field is refused, naming it (a misspelled priority must not silently give MEDIUM)", async () => {
+    const count = () => s.core.sqlite.query("SELECT count(*) AS n FROM tasks").get() as { n: number };
+    const before = count().n;
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), colour: "red" } });
-    expect(r.status).toBe(201);
-    expect(r.body.colour).toBeUndefined();
+    expect(r.status).toBe(400);
+    expect(r.body.error.details).toEqual([expect.objectContaining({ field: "colour" })]);
+    expect(count().n).toBe(before);
   });
 
   test("malformed JSON is 400", async () => {

@@ -2,7 +2,7 @@
 // parser skips it) so the signature is checked over the exact bytes before anything is parsed.
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
-import { payloadTooLarge } from "../../server/errors";
+import { ErrorBody, payloadTooLarge } from "../../server/errors";
 import { receiveDelivery } from "./inbound";
 import { HookAnswer } from "./model";
 
@@ -34,7 +34,6 @@ async function readRawBody(request: Request, limit: number): Promise<Uint8Array>
   return out;
 }
 
-const ErrorBody = t.Object({ error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Any()) }) });
 
 export const hooksRoute = (core: Core) =>
   new Elysia({ name: "integrations-hooks", seed: core.instanceId, prefix: "/api/v1" }).post(

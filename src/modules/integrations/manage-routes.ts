@@ -17,6 +17,7 @@ import {
   PluginRecord,
   PluginWithSecret,
 } from "./model";
+import { refuseUnknownFields } from "../../server/strict";
 
 const OrgParams = t.Object({ orgId: t.String() });
 const IntegrationParams = t.Object({ orgId: t.String(), id: t.String() });
@@ -39,6 +40,7 @@ export const manageRoutes = (core: Core) =>
       permission: "settings.manage",
       params: OrgParams,
       body: IntegrationCreate,
+      transform: refuseUnknownFields(IntegrationCreate),
       response: { 201: IntegrationWithSecret },
       detail: {
         summary: "Create an integration; the secret is in this answer only",
@@ -56,6 +58,7 @@ export const manageRoutes = (core: Core) =>
       permission: "settings.manage",
       params: IntegrationParams,
       body: IntegrationPatch,
+      transform: refuseUnknownFields(IntegrationPatch),
       response: { 200: IntegrationRecord },
       detail: { summary: "Change name, project, enabled, callback URL or config {label, command}; setting callbackUrl re-enables callbacks after a 410", tags },
     })
@@ -118,6 +121,7 @@ export const manageRoutes = (core: Core) =>
         permission: "settings.manage",
         params: OrgParams,
         body: PluginPut,
+        transform: refuseUnknownFields(PluginPut),
         response: { 200: PluginRecord, 201: PluginWithSecret },
         detail: {
           summary: "Set up (201, with its secret shown once) or change (200) the completion webhook {url, projectId?, enabled}",

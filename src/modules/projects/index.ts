@@ -20,6 +20,7 @@ import {
   UpdateProjectBody,
   UpdateRepositoryBody,
 } from "./model";
+import { refuseUnknownFields } from "../../server/strict";
 
 const tags = ["projects"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
@@ -40,6 +41,7 @@ export default (core: Core) =>
     .post("/orgs/:orgId/projects", ({ orgId, body, status }) => status(201, createProject(core, orgId, body)), {
       permission: "project.create",
       body: CreateProjectBody,
+      transform: refuseUnknownFields(CreateProjectBody),
       response: { 201: Project, ...errors, 409: ErrorBody },
       detail: { summary: "Create a project", description: "409 conflict when a live project of the org has the name.", tags },
     })
@@ -53,6 +55,7 @@ export default (core: Core) =>
       permission: "project.update",
       params: ProjectParams,
       body: UpdateProjectBody,
+      transform: refuseUnknownFields(UpdateProjectBody),
       response: { 200: Project, ...errors, 409: ErrorBody },
       detail: { summary: "Update a project (name, knowledge, policy; archived: false restores it)", tags },
     })
@@ -85,6 +88,7 @@ export default (core: Core) =>
         permission: "project.update",
         params: RepositoryParams,
         body: UpdateRepositoryBody,
+        transform: refuseUnknownFields(UpdateRepositoryBody),
         response: { 200: RepositoryChange, ...errors, 409: ErrorBody },
         detail: { summary: "Rename a repository, change its branch, or make it primary", tags },
       },

@@ -24,6 +24,7 @@ import {
   documented,
   errorResponses,
 } from "./model";
+import { refuseUnknownFields } from "../../server/strict";
 
 const tags = ["tasks"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
@@ -49,6 +50,7 @@ export default (core: Core) =>
       {
         permission: "task.create",
         body: CreateTaskBody,
+        transform: refuseUnknownFields(CreateTaskBody),
         response: { 201: TaskRecord, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create a task",
@@ -96,6 +98,7 @@ export default (core: Core) =>
         permission: "task.control",
         params: TaskParams,
         body: ActionBody,
+        transform: refuseUnknownFields(ActionBody),
         response: { 200: TaskRecord, ...errors, 409: ErrorBody },
         detail: {
           summary: "Apply an action (pause, resume, cancel, retry, restart, input, approve, deny)",

@@ -3,10 +3,8 @@ import { t, type TSchema } from "elysia";
 import { ACTIONS, TASK_STATUSES } from "./machine";
 import { MAX_LIMIT } from "./cursor";
 
-export const ErrorBody = t.Object(
-  { error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Unknown()) }) },
-  { description: "Every non-2xx answer" },
-);
+export { ErrorBody } from "../../server/errors";
+import { ErrorBody } from "../../server/errors";
 
 /** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
 export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {

@@ -3,10 +3,8 @@
 import { t } from "elysia";
 import { Labels } from "../../protocol/requests";
 
-export const ErrorBody = t.Object(
-  { error: t.Object({ code: t.String(), message: t.String(), details: t.Optional(t.Unknown()) }) },
-  { description: "Every non-2xx answer" },
-);
+export { ErrorBody } from "../../server/errors";
+import { ErrorBody } from "../../server/errors";
 export const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
 const Id = t.String({ minLength: 1, maxLength: 64 });

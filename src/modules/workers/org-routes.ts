@@ -4,6 +4,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { ErrorBody, PageQuery, PatchWorkerBody, WorkerPage, WorkerParams, WorkerRecord, errors } from "./model";
 import { approveWorker, getWorker, listWorkers, revokeWorker, updateWorker } from "./service";
+import { refuseUnknownFields } from "../../server/strict";
 
 const tags = ["workers"];
 
@@ -26,6 +27,7 @@ export default (core: Core) =>
       permission: "worker.manage",
       params: WorkerParams,
       body: PatchWorkerBody,
+      transform: refuseUnknownFields(PatchWorkerBody),
       response: { 200: WorkerRecord, ...errors, 409: ErrorBody },
       detail: {
         summary: "Update name, labels, policy",

@@ -1,0 +1,66 @@
+// A misspelled field where it would silently change the outcome (a task created at the default
+// priority, a PATCH that answers 200 and changes nothing) is refused, naming the field.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, type Session } from "../helpers/identity";
+import { makeWorker } from "../workers/helpers";
+
+let s: TestServer;
+let owner: Session;
+let ids: { projectId: string; repositoryId: string; taskId: string; workerId: string; integrationId: string };
+
+beforeAll(async () => {
+  s = await startTestServer();
+  owner = await createAdmin(s);
+  const call = (method: string, path: string, body?: unknown) => s.api(method, `/orgs/${owner.orgId}${path}`, { token: owner.accessToken, body });
+  const project = await call("POST", "/projects", { name: "strict" });
+  const repo = await call("POST", `/projects/${project.body.id}/repositories`, { url: "https://example.com/acme/app.git" });
+  const task = await call("POST", "/tasks", { projectId: project.body.id, title: "t", prompt: "p" });
+  const integration = await call("POST", "/integrations", { kind: "signed_json", name: "ci", projectId: project.body.id });
+  const worker = makeWorker(s, owner.orgId);
+  ids = {
+    projectId: project.body.id,
+    repositoryId: repo.body.repository.id,
+    taskId: task.body.id,
+    workerId: worker.workerId,
+    integrationId: integration.body.id,
+  };
+});
+afterAll(() => s.stop());
+
+function snapshot() {
+  const q = (sql: string) => s.core.sqlite.query(sql).all();
+  return JSON.stringify([q("SELECT * FROM tasks"), q("SELECT * FROM projects"), q("SELECT * FROM repositories"), q("SELECT * FROM workers"), q("SELECT * FROM integrations"), q("SELECT * FROM task_events")]);
+}
+
+const rows: [string, string, (i: typeof ids) => string, Record<string, unknown>, string][] = [
+  ["task create with 'priorty'", "POST", () => "/tasks", { projectId: "", title: "t", prompt: "p", priorty: "HIGH" }, "priorty"],
+  ["task action with 'reasons'", "POST", (i) => `/tasks/${i.taskId}/actions`, { action: "cancel", reasons: "why" }, "reasons"],
+  ["project create with 'knowlege'", "POST", () => "/projects", { name: "other", knowlege: "x" }, "knowlege"],
+  ["project update with 'nmae'", "PATCH", (i) => `/projects/${i.projectId}`, { nmae: "renamed" }, "nmae"],
+  ["repository update with 'branh'", "PATCH", (i) => `/projects/${i.projectId}/repositories/${i.repositoryId}`, { branh: "dev" }, "branh"],
+  ["worker update with 'lables'", "PATCH", (i) => `/workers/${i.workerId}`, { lables: ["gpu"] }, "lables"],
+  ["integration create with 'callbackURL'", "POST", () => "/integrations", { kind: "signed_json", name: "x", projectId: "", callbackURL: "https://example.com/cb" }, "callbackURL"],
+  ["integration update with 'enabeld'", "PATCH", (i) => `/integrations/${i.integrationId}`, { enabeld: false }, "enabeld"],
+  ["completion webhook with 'ulr'", "PUT", () => "/plugins/completion-webhook", { ulr: "https://example.com/hook", enabled: true }, "ulr"],
+];
+
+describe("unknown fields that would silently change the outcome", () => {
+  test.each(rows)("%s: 400 naming the field, nothing changes", async (_name, method, path, body, field) => {
+    if ("projectId" in body) body = { ...body, projectId: ids.projectId };
+    const before = snapshot();
+    const r = await s.api(method, `/orgs/${owner.orgId}${path(ids)}`, { token: owner.accessToken, body });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+    expect(r.body.error.details.map((d: { field: string }) => d.field)).toEqual([field]);
+    expect(snapshot()).toBe(before);
+  });
+
+  test("the same bodies spelled right are accepted", async () => {
+    const r = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: ids.projectId, title: "t", prompt: "p", priority: "HIGH" } });
+    expect(r.status).toBe(201);
+    expect(r.body.priority).toBe("HIGH");
+    const w = await s.api("PATCH", `/orgs/${owner.orgId}/workers/${ids.workerId}`, { token: owner.accessToken, body: { labels: ["gpu"] } });
+    expect(w.status).toBe(200);
+  });
+});
