@@ -6,7 +6,7 @@ import { ApiError, errorResponse, invalid, payloadTooLarge } from "./errors";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
-import scalarScript from "./docs/scalar.standalone.js" with { type: "file" };
+import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
 /** The API reference page's script, embedded in the executable (see docs/README.md). */
 const SCALAR_VERSION = "1.72.1";

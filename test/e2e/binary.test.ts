@@ -106,7 +106,7 @@ describe("the compiled executable", () => {
     expect(src).toStartWith("/api/v1/docs/scalar.js");
     const script = await fetch(`http://127.0.0.1:${s.port}${src}`);
     expect(script.status).toBe(200);
-    expect((await script.arrayBuffer()).byteLength).toBe(Bun.file(join(root, "src", "server", "docs", "scalar.standalone.js")).size);
+    expect((await script.arrayBuffer()).byteLength).toBe(Bun.file(join(root, "vendor", "scalar", "scalar.standalone.js")).size);
     const missing = await fetch(`${base}/nope`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });

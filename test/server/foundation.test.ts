@@ -77,7 +77,7 @@ describe("foundation", () => {
     expect(script.headers.get("content-type")).toStartWith("text/javascript");
     expect(script.headers.get("cache-control")).toContain("immutable");
     const served = await script.arrayBuffer();
-    const vendored = await Bun.file(new URL("../../src/server/docs/scalar.standalone.js", import.meta.url)).arrayBuffer();
+    const vendored = await Bun.file(new URL("../../vendor/scalar/scalar.standalone.js", import.meta.url)).arrayBuffer();
     expect(served.byteLength).toBe(vendored.byteLength);
     expect(new Bun.CryptoHasher("sha256").update(served).digest("hex")).toBe("bf091006bdc3af6067af77c2f534812e3e633e94a94e87138069f570f33b762c");
   });
