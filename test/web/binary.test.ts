@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
-import { describeBrowser, launchBrowser, openPage } from "./browser";
+import { describeBrowser, launchBrowser, usePage } from "./browser";
 
 const root = join(import.meta.dir, "..", "..");
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && k !== "XDG_CONFIG_HOME"));
@@ -63,40 +63,40 @@ describeBrowser("web: the compiled executable's printed links", () => {
     const [, url] = await log.until(/listening on (http:\/\/\S+)/);
     expect(setupLink).toStartWith(`${url}/setup?token=`);
 
-    const { page, problems, close } = await openPage(browser);
-    await page.goto(setupLink!);
-    await page.getByLabel("Email").fill("root@example.test");
-    await page.getByLabel("Password", { exact: true }).fill("a long enough password");
-    await page.getByLabel("Password again").fill("a long enough password");
-    await page.getByRole("button", { name: "Create administrator" }).click();
-    await page.getByRole("heading", { name: "Welcome" }).waitFor();
-    await expect(page.locator("#home-orgs").textContent()).resolves.toBe("default owner");
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(setupLink!);
+      await page.getByLabel("Email").fill("root@example.test");
+      await page.getByLabel("Password", { exact: true }).fill("a long enough password");
+      await page.getByLabel("Password again").fill("a long enough password");
+      await page.getByRole("button", { name: "Create administrator" }).click();
+      await page.getByRole("heading", { name: "Welcome" }).waitFor();
+      await expect(page.locator("#home-orgs").textContent()).resolves.toBe("default owner");
 
-    const login = Bun.spawn([ao, "login", "--server", url!], {
-      cwd,
-      env: { ...baseEnv, AO_CONFIG_DIR: join(tmp, "config") },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
+      const login = Bun.spawn([ao, "login", "--server", url!], {
+        cwd,
+        env: { ...baseEnv, AO_CONFIG_DIR: join(tmp, "config") },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const out = collect(login.stdout);
+      const err = collect(login.stderr);
+      try {
+        const [deviceLink] = await out.until(/http:\S+\/device\?code=[B-Z]{4}-[B-Z]{4}/);
+        // A second tab of the signed-in browser: no sign-in needed there.
+        const tab = await page.context().newPage();
+        await tab.goto(deviceLink);
+        await tab.getByRole("button", { name: "Approve" }).click();
+        await tab.getByRole("heading", { name: "Device signed in" }).waitFor();
+        expect(await login.exited).toBe(0);
+        await Promise.all([out.done, err.done]);
+        expect(err.text()).toBe("");
+        expect(out.text()).toContain(`Signed in to ${url} as root@example.test, organization default`);
+      } finally {
+        login.kill();
+      }
+      expect(problems).toEqual([]);
     });
-    const out = collect(login.stdout);
-    const err = collect(login.stderr);
-    try {
-      const [deviceLink] = await out.until(/http:\S+\/device\?code=[B-Z]{4}-[B-Z]{4}/);
-      // A second tab of the signed-in browser: no sign-in needed there.
-      const tab = await page.context().newPage();
-      await tab.goto(deviceLink);
-      await tab.getByRole("button", { name: "Approve" }).click();
-      await tab.getByRole("heading", { name: "Device signed in" }).waitFor();
-      expect(await login.exited).toBe(0);
-      await Promise.all([out.done, err.done]);
-      expect(err.text()).toBe("");
-      expect(out.text()).toContain(`Signed in to ${url} as root@example.test, organization default`);
-    } finally {
-      login.kill();
-    }
-    expect(problems).toEqual([]);
-    await close();
   }, 60_000);
 });
 

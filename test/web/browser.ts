@@ -40,6 +40,8 @@ export interface OpenedPage {
   context: BrowserContext;
   /** Console errors and uncaught exceptions of the page (expected API refusals left out). */
   problems: string[];
+  /** The context's last requests, "POST /api/v1/auth/login -> 200", for failure reports. */
+  traffic: string[];
   close(): Promise<void>;
 }
 
@@ -57,7 +59,56 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
       problems.push(msg.text());
     }
   });
-  return { page, context, problems, close: () => context.close() };
+  const traffic: string[] = [];
+  const note = (line: string) => {
+    traffic.push(line);
+    if (traffic.length > 25) traffic.shift();
+  };
+  const path = (url: string) => url.replace(/^https?:\/\/[^/]+/, "");
+  context.on("response", (r) => note(`${r.request().method()} ${path(r.url())} -> ${r.status()}`));
+  context.on("requestfailed", (r) => note(`${r.method()} ${path(r.url())} failed: ${r.failure()?.errorText ?? "?"}`));
+  return { page, context, problems, traffic, close: () => context.close() };
+}
+
+/**
+ * Opens a page (openPage), runs `work` with it and closes its context whatever happens. A failure
+ * says what each page of the context showed at that moment and what it last asked the server,
+ * so that a failed run (in CI, say) explains itself.
+ */
+export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: { width: number; height: number }): Promise<T> {
+  const opened = await openPage(browser, viewport);
+  try {
+    return await work(opened);
+  } catch (err) {
+    const report = await pageReport(opened);
+    if (err instanceof Error) err.message = `${err.message}\n${report}`;
+    throw err;
+  } finally {
+    await opened.close().catch(() => {});
+  }
+}
+
+/** What the context's pages show (address, visible sections, alerts) and its last requests. */
+async function pageReport({ context, problems, traffic }: OpenedPage): Promise<string> {
+  const lines = ["-- the browser at the failure:"];
+  for (const p of context.pages()) {
+    const shown = await Promise.race([
+      p
+        .evaluate<{ sections: string[]; alerts: string[] }>(`(() => {
+          const visible = (sel) => [...document.querySelectorAll(sel)].filter((e) => !e.hidden && e.offsetParent !== null);
+          return {
+            sections: visible("main > section, #loading").map((e) => e.id),
+            alerts: visible("[role=alert], .error").map((e) => "#" + e.id + ": " + e.textContent.trim()),
+          };
+        })()`)
+        .catch((e: Error) => ({ sections: [], alerts: [`(could not read the page: ${e.message.split("\n")[0]})`] })),
+      Bun.sleep(2000).then(() => ({ sections: [], alerts: ["(the page did not answer within 2 s)"] })),
+    ]);
+    lines.push(`page ${p.url()}: showing ${shown.sections.join(", ") || "no section"}${shown.alerts.length ? `; ${shown.alerts.join("; ")}` : ""}`);
+  }
+  if (problems.length) lines.push(`console: ${problems.join(" | ")}`);
+  lines.push("last requests:", ...traffic.map((t) => `  ${t}`));
+  return lines.join("\n");
 }
 
 export async function screenshot(page: Page, name: string) {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
-import { describeBrowser, launchBrowser, openPage, screenshot, shownText } from "./browser";
+import { describeBrowser, launchBrowser, usePage, screenshot, shownText } from "./browser";
 
 describeBrowser("web: first-run setup", () => {
   let s: TestServer;
@@ -27,52 +27,52 @@ describeBrowser("web: first-run setup", () => {
   };
 
   test("without a token the page says where the link comes from", async () => {
-    const { page, problems, close } = await openPage(browser);
-    await page.goto(`${s.url}/setup`);
-    await page.getByRole("heading", { name: "Setup link needed" }).waitFor();
-    expect(problems).toEqual([]);
-    await close();
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/setup`);
+      await page.getByRole("heading", { name: "Setup link needed" }).waitFor();
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 
   test("bad input is explained in the page and creates nobody", async () => {
-    const { page, problems, close } = await openPage(browser);
-    await page.goto(`${s.url}/setup?token=${setupTokenOf(s.core)}`);
-    await fill(page, { email: "ada@example.test", password: "short" });
-    await expect(shownText(page, "#setup-error")).resolves.toBe("The password needs at least 8 characters.");
-    await fill(page, { email: "ada@example.test", password: "long enough 1", again: "long enough 2" });
-    await expect(shownText(page, "#setup-error")).resolves.toBe("The two passwords differ.");
-    // The server's own checks come back readable too.
-    await fill(page, { email: "not-an-email", password: "long enough 1" });
-    await expect(shownText(page, "#setup-error")).resolves.toStartWith("Please check: email:");
-    await page.goto(`${s.url}/setup?token=wrong-token`);
-    await fill(page, { email: "ada@example.test", password: "long enough 1" });
-    await expect(shownText(page, "#setup-error")).resolves.toContain("This setup link is not valid");
-    expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
-    expect(problems).toEqual([]);
-    await close();
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/setup?token=${setupTokenOf(s.core)}`);
+      await fill(page, { email: "ada@example.test", password: "short" });
+      await expect(shownText(page, "#setup-error")).resolves.toBe("The password needs at least 8 characters.");
+      await fill(page, { email: "ada@example.test", password: "long enough 1", again: "long enough 2" });
+      await expect(shownText(page, "#setup-error")).resolves.toBe("The two passwords differ.");
+      // The server's own checks come back readable too.
+      await fill(page, { email: "not-an-email", password: "long enough 1" });
+      await expect(shownText(page, "#setup-error")).resolves.toStartWith("Please check: email:");
+      await page.goto(`${s.url}/setup?token=wrong-token`);
+      await fill(page, { email: "ada@example.test", password: "long enough 1" });
+      await expect(shownText(page, "#setup-error")).resolves.toContain("This setup link is not valid");
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 
   test("the setup link creates the first administrator and org, then signs them in; it works once", async () => {
-    const { page, context, problems, close } = await openPage(browser);
-    const token = setupTokenOf(s.core)!;
-    await page.goto(`${s.url}/setup?token=${token}`);
-    await screenshot(page, "setup");
-    await fill(page, { email: "ada@example.test", password: "correct horse battery" });
-    await page.waitForURL(`${s.url}/`);
-    await page.getByRole("heading", { name: "Welcome, Ada Admin" }).waitFor();
-    await expect(page.locator("#home-orgs").textContent()).resolves.toBe("acme owner");
-    await expect(page.locator("#home-account").textContent()).resolves.toContain("instance administrator");
-    expect((await context.cookies()).map((c) => c.name)).toEqual(["ao_refresh"]);
+    await usePage(browser, async ({ page, context, problems }) => {
+      const token = setupTokenOf(s.core)!;
+      await page.goto(`${s.url}/setup?token=${token}`);
+      await screenshot(page, "setup");
+      await fill(page, { email: "ada@example.test", password: "correct horse battery" });
+      await page.waitForURL(`${s.url}/`);
+      await page.getByRole("heading", { name: "Welcome, Ada Admin" }).waitFor();
+      await expect(page.locator("#home-orgs").textContent()).resolves.toBe("acme owner");
+      await expect(page.locator("#home-account").textContent()).resolves.toContain("instance administrator");
+      expect((await context.cookies()).map((c) => c.name)).toEqual(["ao_refresh"]);
 
-    // The account is real: the API signs it in as an instance administrator.
-    const login = await s.api("POST", "/auth/login", { body: { email: "ada@example.test", password: "correct horse battery" } });
-    expect(login.status).toBe(200);
-    expect(login.body.user).toMatchObject({ email: "ada@example.test", name: "Ada Admin", isAdmin: true });
+      // The account is real: the API signs it in as an instance administrator.
+      const login = await s.api("POST", "/auth/login", { body: { email: "ada@example.test", password: "correct horse battery" } });
+      expect(login.status).toBe(200);
+      expect(login.body.user).toMatchObject({ email: "ada@example.test", name: "Ada Admin", isAdmin: true });
 
-    // The same link again: setup is closed.
-    await page.goto(`${s.url}/setup?token=${token}`);
-    await page.getByRole("heading", { name: "Setup is complete" }).waitFor();
-    expect(problems).toEqual([]);
-    await close();
+      // The same link again: setup is closed.
+      await page.goto(`${s.url}/setup?token=${token}`);
+      await page.getByRole("heading", { name: "Setup is complete" }).waitFor();
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 });

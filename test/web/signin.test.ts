@@ -6,7 +6,7 @@ import { generate } from "otplib";
 import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, signUp, type Session } from "../helpers/identity";
-import { describeBrowser, launchBrowser, openPage, screenshot, shownText, signInWithForm } from "./browser";
+import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
 
 const PASSWORD = "correct horse battery staple";
@@ -27,36 +27,36 @@ describeBrowser("web: sign-in", () => {
   const home = (page: Page) => page.getByRole("heading", { name: /^Welcome/ });
 
   test("a wrong password shows the error; the right one shows who you are and your orgs", async () => {
-    const { page, problems, close } = await openPage(browser);
-    await page.goto(`${s.url}/`);
-    await page.getByRole("heading", { name: "Sign in" }).waitFor();
-    await screenshot(page, "signin");
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/`);
+      await page.getByRole("heading", { name: "Sign in" }).waitFor();
+      await screenshot(page, "signin");
 
-    await signInWithForm(page, admin.email, "not the password");
-    await expect(shownText(page, "[role=alert]")).resolves.toBe("Wrong email or password.");
-    await expect(page.getByLabel("Password").inputValue()).resolves.toBe("");
-    await screenshot(page, "signin-error");
+      await signInWithForm(page, admin.email, "not the password");
+      await expect(shownText(page, "[role=alert]")).resolves.toBe("Wrong email or password.");
+      await expect(page.getByLabel("Password").inputValue()).resolves.toBe("");
+      await screenshot(page, "signin-error");
 
-    await page.getByLabel("Password").fill(PASSWORD);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await home(page).waitFor();
-    await expect(page.locator("#home-email").textContent()).resolves.toBe(admin.email);
-    await expect(page.locator("#home-orgs").textContent()).resolves.toBe("admin-org owner");
-    await expect(page.locator("#who-name").textContent()).resolves.toContain(admin.email);
-    await screenshot(page, "home");
-    expect(problems).toEqual([]);
-    await close();
+      await page.getByLabel("Password").fill(PASSWORD);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await home(page).waitFor();
+      await expect(page.locator("#home-email").textContent()).resolves.toBe(admin.email);
+      await expect(page.locator("#home-orgs").textContent()).resolves.toBe("admin-org owner");
+      await expect(page.locator("#who-name").textContent()).resolves.toContain(admin.email);
+      await screenshot(page, "home");
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 
   test("empty fields are caught in the page without a request", async () => {
-    const { page, close } = await openPage(browser);
-    await page.goto(`${s.url}/`);
-    let logins = 0;
-    page.on("request", (r) => void (r.url().endsWith("/auth/login") && logins++));
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(shownText(page, "[role=alert]")).resolves.toBe("Enter your email and password.");
-    expect(logins).toBe(0);
-    await close();
+    await usePage(browser, async ({ page }) => {
+      await page.goto(`${s.url}/`);
+      let logins = 0;
+      page.on("request", (r) => void (r.url().endsWith("/auth/login") && logins++));
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect(shownText(page, "[role=alert]")).resolves.toBe("Enter your email and password.");
+      expect(logins).toBe(0);
+    });
   }, 45_000);
 
   test("an account with two-factor is asked for its code; a wrong code is refused, the right one signs in", async () => {
@@ -68,63 +68,63 @@ describeBrowser("web: sign-in", () => {
     const enabled = await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: await generate({ secret, epoch: now() - 30 }) } });
     expect(enabled.status).toBe(200);
 
-    const { page, problems, close } = await openPage(browser);
-    await page.goto(`${s.url}/`);
-    await expect(page.getByLabel("Two-factor code").isVisible()).resolves.toBe(false);
-    await signInWithForm(page, email, PASSWORD);
-    await page.getByLabel("Two-factor code").waitFor();
-    await expect(page.evaluate("document.activeElement.id")).resolves.toBe("signin-code");
-    await screenshot(page, "signin-2fa");
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/`);
+      await expect(page.getByLabel("Two-factor code").isVisible()).resolves.toBe(false);
+      await signInWithForm(page, email, PASSWORD);
+      await page.getByLabel("Two-factor code").waitFor();
+      await expect(page.evaluate("document.activeElement.id")).resolves.toBe("signin-code");
+      await screenshot(page, "signin-2fa");
 
-    await page.getByLabel("Two-factor code").fill("000000");
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(shownText(page, "[role=alert]")).resolves.toStartWith("That two-factor code is not valid");
+      await page.getByLabel("Two-factor code").fill("000000");
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await expect(shownText(page, "[role=alert]")).resolves.toStartWith("That two-factor code is not valid");
 
-    await page.getByLabel("Two-factor code").fill(await generate({ secret, epoch: now() }));
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await home(page).waitFor();
-    await expect(page.locator("#home-account").textContent()).resolves.toContain("two-factor on");
-    expect(problems).toEqual([]);
-    await close();
+      await page.getByLabel("Two-factor code").fill(await generate({ secret, epoch: now() }));
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await home(page).waitFor();
+      await expect(page.locator("#home-account").textContent()).resolves.toContain("two-factor on");
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 
   test("too many failures: the rate limit is shown with its wait", async () => {
     const u = await signUp(s);
     const email = (await s.api("GET", "/me", { token: u.accessToken })).body.email;
     for (let i = 0; i < 10; i++) await s.api("POST", "/auth/login", { body: { email, password: "wrong password" } });
-    const { page, close } = await openPage(browser);
-    await page.goto(`${s.url}/`);
-    await signInWithForm(page, email, PASSWORD);
-    await expect(shownText(page, "[role=alert]")).resolves.toMatch(/^Too many failed attempts\. Try again in \d+ minutes?\.$/);
-    await close();
+    await usePage(browser, async ({ page }) => {
+      await page.goto(`${s.url}/`);
+      await signInWithForm(page, email, PASSWORD);
+      await expect(shownText(page, "[role=alert]")).resolves.toMatch(/^Too many failed attempts\. Try again in \d+ minutes?\.$/);
+    });
   }, 45_000);
 
   test("the session survives a reload through the HttpOnly cookie only; sign-out ends it", async () => {
-    const { page, context, problems, close } = await openPage(browser);
-    await page.goto(`${s.url}/`);
-    await signInWithForm(page, admin.email, PASSWORD);
-    await home(page).waitFor();
+    await usePage(browser, async ({ page, context, problems }) => {
+      await page.goto(`${s.url}/`);
+      await signInWithForm(page, admin.email, PASSWORD);
+      await home(page).waitFor();
 
-    const [cookie, ...others] = await context.cookies();
-    expect(others).toEqual([]);
-    expect(cookie).toMatchObject({ name: "ao_refresh", path: "/api/v1/auth", httpOnly: true, sameSite: "Strict", secure: false });
-    // (Page-side code as strings: the tests' type check has no DOM types.)
-    const storage = await page.evaluate("({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })");
-    expect(storage).toEqual({ local: 0, session: 0, cookie: "" });
+      const [cookie, ...others] = await context.cookies();
+      expect(others).toEqual([]);
+      expect(cookie).toMatchObject({ name: "ao_refresh", path: "/api/v1/auth", httpOnly: true, sameSite: "Strict", secure: false });
+      // (Page-side code as strings: the tests' type check has no DOM types.)
+      const storage = await page.evaluate("({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })");
+      expect(storage).toEqual({ local: 0, session: 0, cookie: "" });
 
-    await page.reload();
-    await home(page).waitFor();
-    await expect(page.locator("#home-email").textContent()).resolves.toBe(admin.email);
+      await page.reload();
+      await home(page).waitFor();
+      await expect(page.locator("#home-email").textContent()).resolves.toBe(admin.email);
 
-    await page.getByRole("button", { name: "Sign out" }).click();
-    await page.getByRole("heading", { name: "Sign in" }).waitFor();
-    await page.reload();
-    await page.getByRole("heading", { name: "Sign in" }).waitFor();
-    // The refresh token the browser held is revoked on the server, not only forgotten.
-    const refresh = await s.api("POST", "/auth/refresh", { headers: { "x-client": "web", cookie: `ao_refresh=${cookie.value}` } });
-    expect(refresh.status).toBe(401);
-    expect(problems).toEqual([]);
-    await close();
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByRole("heading", { name: "Sign in" }).waitFor();
+      await page.reload();
+      await page.getByRole("heading", { name: "Sign in" }).waitFor();
+      // The refresh token the browser held is revoked on the server, not only forgotten.
+      const refresh = await s.api("POST", "/auth/refresh", { headers: { "x-client": "web", cookie: `ao_refresh=${cookie.value}` } });
+      expect(refresh.status).toBe(401);
+      expect(problems).toEqual([]);
+    });
   }, 45_000);
 
   // Plain http on a LAN address is no secure context: no Web Locks there, so the page falls back
@@ -133,37 +133,37 @@ describeBrowser("web: sign-in", () => {
     ["with Web Locks", ""],
     ["without Web Locks (plain http)", "Object.defineProperty(Navigator.prototype, 'locks', { get: () => undefined });"],
   ])("tabs opened together restore one session without tripping refresh-token reuse (%s)", async (_name, init) => {
-    const first = await openPage(browser);
-    if (init) await first.context.addInitScript(init);
-    await first.page.goto(`${s.url}/`);
-    await expect(first.page.evaluate("navigator.locks === undefined")).resolves.toBe(init !== "");
-    await signInWithForm(first.page, admin.email, PASSWORD);
-    await home(first.page).waitFor();
-    const tabs = await Promise.all([1, 2, 3, 4].map(() => first.context.newPage()));
-    await Promise.all(tabs.map((tab) => tab.goto(`${s.url}/`)));
-    for (const tab of tabs) await home(tab).waitFor();
-    // Parallel refreshes inside one page share one request.
-    const refreshes = await first.page.evaluate(
-      `import("/assets/app.js").then((app) => Promise.all([app.refresh(), app.refresh(), app.refresh()])).then((users) => users.map((u) => u && u.email))`,
-    );
-    expect(refreshes).toEqual([admin.email, admin.email, admin.email]);
-    // Still one live sign-in: a new tab restores it; and the lock left nothing behind.
-    const later = await first.context.newPage();
-    await later.goto(`${s.url}/`);
-    await home(later).waitFor();
-    await expect(later.evaluate("localStorage.length")).resolves.toBe(0);
-    expect(first.problems).toEqual([]);
-    await first.close();
+    await usePage(browser, async (first) => {
+      if (init) await first.context.addInitScript(init);
+      await first.page.goto(`${s.url}/`);
+      await expect(first.page.evaluate("navigator.locks === undefined")).resolves.toBe(init !== "");
+      await signInWithForm(first.page, admin.email, PASSWORD);
+      await home(first.page).waitFor();
+      const tabs = await Promise.all([1, 2, 3, 4].map(() => first.context.newPage()));
+      await Promise.all(tabs.map((tab) => tab.goto(`${s.url}/`)));
+      for (const tab of tabs) await home(tab).waitFor();
+      // Parallel refreshes inside one page share one request.
+      const refreshes = await first.page.evaluate(
+        `import("/assets/app.js").then((app) => Promise.all([app.refresh(), app.refresh(), app.refresh()])).then((users) => users.map((u) => u && u.email))`,
+      );
+      expect(refreshes).toEqual([admin.email, admin.email, admin.email]);
+      // Still one live sign-in: a new tab restores it; and the lock left nothing behind.
+      const later = await first.context.newPage();
+      await later.goto(`${s.url}/`);
+      await home(later).waitFor();
+      await expect(later.evaluate("localStorage.length")).resolves.toBe(0);
+      expect(first.problems).toEqual([]);
+    });
   }, 45_000);
 
   test("a phone-sized screen gets the same page, laid out for it", async () => {
-    const { page, close } = await openPage(browser, { width: 375, height: 700 });
-    await page.goto(`${s.url}/`);
-    await page.getByRole("heading", { name: "Sign in" }).waitFor();
-    const overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth");
-    expect(overflow).toBe(0);
-    await screenshot(page, "signin-phone");
-    await close();
+    await usePage(browser, async ({ page }) => {
+      await page.goto(`${s.url}/`);
+      await page.getByRole("heading", { name: "Sign in" }).waitFor();
+      const overflow = await page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth");
+      expect(overflow).toBe(0);
+      await screenshot(page, "signin-phone");
+    }, { width: 375, height: 700 });
   }, 45_000);
 });
 
