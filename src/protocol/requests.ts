@@ -1,13 +1,14 @@
 // The worker protocol's HTTP requests and answers (all under /api/v1/worker). State changes go
 // over HTTP so they get a status code and can be retried; the socket only carries signals.
 import { Type as T, type Static } from "@sinclair/typebox";
+import { Line } from "../lib/text";
 
 export const LABEL_PATTERN = "^[a-z0-9][a-z0-9._:-]{0,49}$";
 export const Label = T.String({ pattern: LABEL_PATTERN, description: "lower-case letters, digits and . _ : -, up to 50" });
 export const Labels = T.Array(Label, { maxItems: 20, uniqueItems: true });
 
 export const PairRequest = T.Object({
-  name: T.String({ minLength: 1, maxLength: 100 }),
+  name: Line(100),
   hostname: T.String({ minLength: 1, maxLength: 255 }),
   labels: T.Optional(Labels),
 });

@@ -2,7 +2,7 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, invalid, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from "./errors";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -72,10 +72,7 @@ function validationError(error: ValidationError, request: Request): ApiError {
   // Elysia checks coerced query numbers one property at a time ("property") and keeps only the
   // value: name the query parameter that carried it, when exactly one did.
   const propertyField = error.type === "property" ? queryFieldWithValue(request, error.value) : null;
-  const details = error.all.map((e) => ({
-    field: "path" in e && e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : (propertyField ?? "(root)"),
-    message: "message" in e ? e.message : "invalid value",
-  }));
+  const details = error.all.map((e) => fieldError(e as Parameters<typeof fieldError>[0], propertyField ?? "(root)"));
   const where = error.type === "property" ? "query" : error.type;
   return invalid(`the request ${where} is invalid`, details);
 }

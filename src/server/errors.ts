@@ -1,5 +1,6 @@
 // The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
 import { t } from "elysia";
+import { LINE_MESSAGE } from "../lib/text";
 export class ApiError extends Error {
   constructor(
     public readonly status: number,
@@ -14,6 +15,18 @@ export class ApiError extends Error {
   toBody() {
     return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
   }
+}
+
+/**
+ * A detail of validation_failed from a schema error (TypeBox's, also inside Elysia's): the field
+ * as a dotted path, the reason in words.
+ */
+export function fieldError(e: { path?: string; message?: string; schema?: unknown }, fallbackField = "(root)") {
+  const format = (e.schema as { format?: unknown } | undefined)?.format;
+  return {
+    field: e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : fallbackField,
+    message: format === "line" ? LINE_MESSAGE : (e.message ?? "invalid value"),
+  };
 }
 
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);

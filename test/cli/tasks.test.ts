@@ -184,7 +184,10 @@ describe("ao task list, show, events", () => {
 
 test("escape sequences in titles, logs and summaries reach the terminal as text; --json keeps them exact", async () => {
   const evil = "pwn\x1b]52;c;ZXZpbA==\x07ed\x1b[2J";
-  const id = await newTask(evil);
+  // The API refuses such a title (one line, no controls); a row written before that rule, or
+  // straight into the database, may still hold one, and the terminal must be safe from it.
+  const id = await newTask("soon evil");
+  s.core.sqlite.query("UPDATE tasks SET title = ? WHERE id = ?").run(evil, id);
   move(id, "completed", { summary: evil, finished_at: new Date().toISOString() }, [log(evil)]);
   for (const args of [["task", "list", "--limit", "3"], ["task", "show", id], ["task", "events", id], ["task", "events", id, "--follow"]]) {
     const r = await ao(...args);

@@ -77,6 +77,16 @@ describe("the seed's answers", () => {
     expect(await send("issues", payload)).toEqual({ status: 200, body: { status: "duplicate", taskId: r.body.taskId } });
   });
 
+  test("an issue title with a line break or a terminal escape becomes a one-line task title", async () => {
+    const payload = structuredClone(example("issues", "labeled"));
+    payload.issue.id += 7000;
+    payload.issue.number += 7000;
+    payload.issue.title = "Crash on start\r\n\u001b]0;owned\u0007 when \u001b[1mHOME\u001b[0m is unset";
+    const r = await send("issues", payload);
+    expect(r.status).toBe(201);
+    expect(taskRow(s, r.body.taskId).title).toBe("Crash on start when HOME is unset");
+  });
+
   test("issue_comment created starting with the command -> task; without it, or by a bot -> ignored", async () => {
     const recorded = example("issue_comment", "created");
     // The recorded comment does not start with /ao.

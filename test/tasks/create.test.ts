@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "./fixtures";
+import { LINE_MESSAGE } from "../../src/lib/text";
 
 let s: TestServer;
 let w: World;
@@ -77,6 +78,10 @@ describe("create a task", () => {
     ["empty title", () => ({ ...base(), title: "" }), "title"],
     ["blank title", () => ({ ...base(), title: "   " }), "title"],
     ["title of 201", () => ({ ...base(), title: "x".repeat(201) }), "title"],
+    ["title of two lines", () => ({ ...base(), title: "first\nsecond" }), "title"],
+    ["title with a tab", () => ({ ...base(), title: "a\tb" }), "title"],
+    ["title with a terminal escape", () => ({ ...base(), title: "\u001b]0;owned\u0007fix" }), "title"],
+    ["title with a C1 control", () => ({ ...base(), title: "a\u009bb" }), "title"],
     ["empty prompt", () => ({ ...base(), prompt: "" }), "prompt"],
     ["prompt of 100001", () => ({ ...base(), prompt: "x".repeat(100_001) }), "prompt"],
     ["lower-case priority", () => ({ ...base(), priority: "high" }), "priority"],
@@ -96,6 +101,22 @@ describe("create a task", () => {
       expect(JSON.stringify(r.body.error.details)).toContain(field);
     });
   }
+
+  test("a title that is not one line is refused saying so, and nothing is created", async () => {
+    const count = () => (s.core.sqlite.query("SELECT count(*) AS n FROM tasks").get() as { n: number }).n;
+    const before = count();
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), title: "one\r\ntwo" } });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details).toEqual([{ field: "title", message: LINE_MESSAGE }]);
+    expect(count()).toBe(before);
+  });
+
+  test("a title in any script, with symbols and emoji, is fine", async () => {
+    const title = "Réparer l'API — 修复 — إصلاح 🚀 <b>&amp;</b>";
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), title } });
+    expect(r.status).toBe(201);
+    expect(r.body.title).toBe(title);
+  });
 
   test("prompt of exactly 100000 and title of 200 are fine", async () => {
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, {

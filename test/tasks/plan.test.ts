@@ -150,8 +150,12 @@ describe("parsePlan (what a worker may report)", () => {
       tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x" } }],
     });
   });
+  test("a title an agent wrote over several lines, or with escapes, is made one line", () => {
+    expect(parsePlan({ tasks: [{ title: " Add\n\tthe cache \u001b[31mnow\u001b[0m\u001b]0;title\u0007\r\n", prompt: "p" }] }).tasks[0]!.title).toBe("Add the cache now");
+  });
   const bad: [string, unknown][] = [
     ["not an object", "plan"],
+    ["a title of only control characters", { tasks: [{ title: "\n\t\u0007", prompt: "p" }] }],
     ["no tasks", {}],
     ["tasks not a list", { tasks: {} }],
     ["a task without prompt", { tasks: [{ title: "t" }] }],

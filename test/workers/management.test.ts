@@ -44,6 +44,8 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
       ["empty name", { name: "" }],
       ["long name", { name: "x".repeat(101) }],
       ["name not text", { name: 7 }],
+      ["blank name", { name: "   " }],
+      ["name of two lines", { name: "build\n2" }],
       ["labels not a list", { labels: "gpu" }],
       ["label with a space", { labels: ["Has Space"] }],
       ["upper-case label", { labels: ["GPU"] }],
@@ -69,8 +71,8 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
     const ok = await s.api("PATCH", path, { token: p.token, body: { name: "  build-2 ", labels: ["gpu", "linux"], policy: { projects: [p.projectId] } } });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ name: "build-2", labels: ["gpu", "linux"], policy: { projects: [p.projectId] } });
-    // Fields left out keep their values; a blank name keeps the old one.
-    const partial = await s.api("PATCH", path, { token: p.token, body: { name: "   " } });
+    // Fields left out keep their values.
+    const partial = await s.api("PATCH", path, { token: p.token, body: { labels: ["gpu", "linux"] } });
     expect(partial.body).toMatchObject({ name: "build-2", labels: ["gpu", "linux"], policy: { projects: [p.projectId] } });
     expect((await s.api("PATCH", path, { token: p.token, body: { policy: {} } })).body.policy).toEqual({});
   });

@@ -2,6 +2,7 @@
 import { t } from "elysia";
 import { RoleSchema } from "../orgs/model";
 import { strictObject } from "../../server/strict";
+import { Line } from "../../lib/text";
 
 export const Email = t.String({ format: "email", maxLength: 254, description: "compared case-insensitively" });
 /** At least 8 characters; the upper bound keeps hashing cheap to refuse. */
@@ -35,7 +36,7 @@ export const RefreshBody = t.Object({
 
 export const ClientHeaders = t.Object({ "x-client": t.Optional(t.String()) });
 
-export const DeviceStartBody = t.Object({ clientName: t.Optional(t.String({ minLength: 1, maxLength: 100 })) });
+export const DeviceStartBody = t.Object({ clientName: t.Optional(Line(100)) });
 export const DeviceStart = t.Object({
   deviceCode: t.String(),
   userCode: t.String({ description: "XXXX-XXXX from BCDFGHJKLMNPQRSTVWXZ; matched case- and dash-insensitively" }),
@@ -67,7 +68,7 @@ export const Me = t.Composite([
 
 // A dropped "roles" or "expiresIn" would make a token with its owner's full role or no expiry: strict.
 export const CreateTokenBody = strictObject({
-  name: t.String({ minLength: 1, maxLength: 100 }),
+  name: Line(100),
   orgId: t.String({ minLength: 1, maxLength: 64 }),
   role: t.Optional(RoleSchema),
   expiresAt: t.Optional(t.String({ format: "date-time" })),
@@ -101,7 +102,7 @@ export const SetupBody = strictObject({
   email: Email,
   password: Password,
   name: t.Optional(t.String({ maxLength: 100 })),
-  orgName: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+  orgName: t.Optional(Line(100)),
 });
 export const SetupState = t.Object({ required: t.Boolean() });
 

@@ -1,6 +1,6 @@
 // GitHub webhook deliveries (SPEC §9): ping, issues labeled, issue_comment created with the
 // command, pull_request labeled (a review task). Everything else is of no interest.
-import { afterCommand, DEFAULT_COMMAND, DEFAULT_LABEL, clip, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
+import { afterCommand, DEFAULT_COMMAND, DEFAULT_LABEL, titleOf, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
 
 export interface HookConfig {
   label?: string;
@@ -29,7 +29,7 @@ export function interpretGithub(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(need(payload, "issue.title"), TITLE_MAX),
+          title: titleOf(need(payload, "issue.title"), TITLE_MAX),
           prompt: joinPrompt(need(payload, "issue.title"), optionalText(payload, "issue.body"), `GitHub issue: ${url}`),
           item: { type: "github_issue", id: need(payload, "issue.id"), url, number: Number(field(payload, "issue.number")) },
           itemKeys: [`github:issue:${need(payload, "issue.id")}`],
@@ -48,7 +48,7 @@ export function interpretGithub(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(request ? request.split("\n")[0] : issueTitle, TITLE_MAX),
+          title: titleOf(request ? request.split("\n")[0] : issueTitle, TITLE_MAX),
           prompt: joinPrompt(
             request || `Work on: ${issueTitle}`,
             `Requested by @${login} in ${commentUrl}`,
@@ -69,7 +69,7 @@ export function interpretGithub(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(`Review: ${title}`, TITLE_MAX),
+          title: titleOf(`Review: ${title}`, TITLE_MAX),
           prompt: joinPrompt(`Review the pull request "${title}".`, optionalText(payload, "pull_request.body"), `GitHub pull request: ${url}`),
           kind: "review",
           review: { base: need(payload, "pull_request.base.ref"), head: need(payload, "pull_request.head.ref") },

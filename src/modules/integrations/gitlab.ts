@@ -1,6 +1,6 @@
 // GitLab webhook deliveries (SPEC §9), by X-Gitlab-Event: Issue Hook (the label added), Note Hook
 // (a new comment starting with the command), Merge Request Hook (the label added: a review task).
-import { afterCommand, clip, DEFAULT_COMMAND, DEFAULT_LABEL, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
+import { afterCommand, titleOf, DEFAULT_COMMAND, DEFAULT_LABEL, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
 import type { HookConfig } from "./github";
 
 function labelTitles(list: unknown): string[] {
@@ -46,7 +46,7 @@ export function interpretGitlab(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(title, TITLE_MAX),
+          title: titleOf(title, TITLE_MAX),
           prompt: joinPrompt(title, optionalText(payload, "object_attributes.description"), `GitLab issue: ${url}`),
           item: { type: "gitlab_issue", id: need(payload, "object_attributes.id"), url, number: Number(field(payload, "object_attributes.iid")) },
           itemKeys: [`gitlab:issue:${need(payload, "object_attributes.id")}`],
@@ -67,7 +67,7 @@ export function interpretGitlab(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(request ? request.split("\n")[0] : `Work on: ${subject || url}`, TITLE_MAX),
+          title: titleOf(request ? request.split("\n")[0] : `Work on: ${subject || url}`, TITLE_MAX),
           prompt: joinPrompt(
             request || `Work on: ${subject || url}`,
             `Requested by @${optionalText(payload, "user.username")} in ${url}`,
@@ -86,7 +86,7 @@ export function interpretGitlab(event: string | null, payload: unknown, config: 
       return {
         kind: "task",
         task: {
-          title: clip(`Review: ${title}`, TITLE_MAX),
+          title: titleOf(`Review: ${title}`, TITLE_MAX),
           prompt: joinPrompt(`Review the merge request "${title}".`, optionalText(payload, "object_attributes.description"), `GitLab merge request: ${url}`),
           kind: "review",
           review: { base: need(payload, "object_attributes.target_branch"), head: need(payload, "object_attributes.source_branch") },

@@ -2,6 +2,7 @@
 // nothing of interest. The vendor files (github.ts, gitlab.ts, signed-json.ts) produce these.
 import { invalid } from "../../server/errors";
 import type { Priority, TaskKind } from "../../db/schema";
+import { oneLine } from "../../lib/text";
 
 export interface TaskRequest {
   title: string;
@@ -31,6 +32,9 @@ export const PROMPT_MAX = 100_000;
 export function clip(text: string, max: number): string {
   return text.length <= max ? text : text.slice(0, max - 1) + "…";
 }
+
+/** A task title from a webhook's text: one line (src/lib/text.ts), cut to `max`. */
+export const titleOf = (text: string, max: number): string => clip(oneLine(text), max) || "(untitled)";
 
 /** Reads a nested field of an untyped payload. */
 export function field(obj: unknown, path: string): unknown {

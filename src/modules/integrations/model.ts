@@ -1,5 +1,6 @@
 // Request and response schemas of integrations, the completion webhook plugin, deliveries and hooks.
 import { t, type Static } from "elysia";
+import { Line } from "../../lib/text";
 
 export const IntegrationKind = t.Union([t.Literal("github"), t.Literal("gitlab"), t.Literal("signed_json")]);
 
@@ -13,7 +14,7 @@ const CallbackUrl = t.String({ minLength: 1, maxLength: 2048, description: "sign
 
 export const IntegrationCreate = t.Object({
   kind: IntegrationKind,
-  name: t.String({ minLength: 1, maxLength: 100 }),
+  name: Line(100),
   projectId: t.String({ minLength: 1 }),
   enabled: t.Optional(t.Boolean()),
   callbackUrl: t.Optional(t.Nullable(CallbackUrl)),
@@ -22,7 +23,7 @@ export const IntegrationCreate = t.Object({
 export type IntegrationCreate = Static<typeof IntegrationCreate>;
 
 export const IntegrationPatch = t.Object({
-  name: t.Optional(t.String({ minLength: 1, maxLength: 100 })),
+  name: t.Optional(Line(100)),
   projectId: t.Optional(t.String({ minLength: 1 })),
   enabled: t.Optional(t.Boolean()),
   callbackUrl: t.Optional(t.Nullable(CallbackUrl)),
@@ -102,7 +103,7 @@ export type HookAnswer = Static<typeof HookAnswer>;
 
 /** Body of a signed JSON delivery. */
 export const SignedJsonBody = t.Object({
-  title: t.String({ minLength: 1, maxLength: 200 }),
+  title: Line(200),
   prompt: t.String({ minLength: 1, maxLength: 100_000 }),
   priority: t.Optional(t.Union([t.Literal("LOW"), t.Literal("MEDIUM"), t.Literal("HIGH"), t.Literal("URGENT")])),
   kind: t.Optional(t.Union([t.Literal("task"), t.Literal("review"), t.Literal("plan")])),

@@ -105,7 +105,7 @@ export async function createIntegration(core: Core, orgId: string, body: Integra
     id: newId("int"),
     orgId,
     kind: body.kind,
-    name: body.name.trim() || body.name,
+    name: body.name.trim(),
     projectId: body.projectId,
     enabled: body.enabled ?? true,
     callbackUrl,
@@ -124,7 +124,7 @@ export async function updateIntegration(core: Core, orgId: string, id: string, p
   const row = findRow(core, orgId, id);
   if (patch.projectId !== undefined) requireLiveProject(core, orgId, patch.projectId);
   const changes: Partial<IntegrationRow> = { updatedAt: iso() };
-  if (patch.name !== undefined) changes.name = patch.name.trim() || patch.name;
+  if (patch.name !== undefined) changes.name = patch.name.trim();
   if (patch.projectId !== undefined) changes.projectId = patch.projectId;
   if (patch.enabled !== undefined) changes.enabled = patch.enabled;
   if (patch.config !== undefined) changes.config = cleanConfig(patch.config);

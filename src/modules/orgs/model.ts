@@ -3,6 +3,7 @@ import { t } from "elysia";
 import type { TSchema } from "@sinclair/typebox";
 import { DEFAULT_PAGE_SIZE } from "./paging";
 import { strictObject } from "../../server/strict";
+import { Line } from "../../lib/text";
 
 export const RoleSchema = t.Union([t.Literal("owner"), t.Literal("admin"), t.Literal("member"), t.Literal("viewer")], {
   description: "owner > admin > member > viewer",
@@ -16,7 +17,7 @@ export const PageQuery = t.Object({
 
 export const pageOfSchema = <T extends TSchema>(item: T) => t.Object({ items: t.Array(item), nextCursor: t.Union([t.String(), t.Null()]) });
 
-export const OrgName = t.String({ minLength: 1, maxLength: 100, pattern: "\\S" });
+export const OrgName = Line(100);
 
 export const OrgView = t.Object({
   id: t.String(),

@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "../tasks/cursor";
 import { txAddRepository, type NewRepositoryInput } from "./repositories";
+import { isOneLine, LINE_MESSAGE } from "../../lib/text";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RepositoryRow = typeof repositories.$inferSelect;
@@ -81,7 +82,7 @@ export function assertPolicy(policy: unknown): asserts policy is Record<string, 
 
 export function cleanName(name: string): string {
   const trimmed = name.trim();
-  if (trimmed === "" || /[\x00-\x1f\x7f]/.test(trimmed)) throw invalid("the name is not valid", [{ field: "name", message: "1..100 characters, no control characters" }]);
+  if (!isOneLine(trimmed)) throw invalid("the name is not valid", [{ field: "name", message: LINE_MESSAGE }]);
   return trimmed;
 }
 

@@ -5,6 +5,7 @@ import { MAX_LIMIT } from "./cursor";
 
 export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
+import { Line } from "../../lib/text";
 
 /** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
 export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
@@ -22,7 +23,7 @@ const Id = t.String({ minLength: 1, maxLength: 64 });
 export const CreateTaskBody = t.Object(
   {
     projectId: Id,
-    title: t.String({ minLength: 1, maxLength: 200 }),
+    title: Line(200),
     prompt: t.String({ minLength: 1, maxLength: 100_000 }),
     priority: t.Optional(Priority),
     kind: t.Optional(Kind),

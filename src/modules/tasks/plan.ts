@@ -9,6 +9,7 @@ import { toTaskRecord, type TaskRecord, type TaskRow } from "./record";
 import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
 import { txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
+import { oneLine } from "../../lib/text";
 
 export interface PlanItem {
   title: string;
@@ -35,7 +36,9 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
   const out: PlanItem[] = tasks.map((raw, i) => {
     const item = (raw ?? {}) as Record<string, unknown>;
     const at = `plan.tasks.${i}`;
-    if (!isText(item.title, 200)) problems.push({ field: `${at}.title`, message: "1..200 characters" });
+    // An agent's title may carry a newline or a stray escape: made one line rather than refused.
+    const title = typeof item.title === "string" ? oneLine(item.title) : "";
+    if (!title || title.length > 200) problems.push({ field: `${at}.title`, message: "1..200 characters on one line" });
     if (!isText(item.prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
     if (item.priority !== undefined && !PRIORITIES.has(item.priority as string)) problems.push({ field: `${at}.priority`, message: "LOW, MEDIUM, HIGH or URGENT" });
     if (item.kind !== undefined && !KINDS.has(item.kind as string)) problems.push({ field: `${at}.kind`, message: "task, review or plan" });
@@ -43,7 +46,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
     const reviewOk = review !== undefined && isText(review?.base, 255) && isText(review?.head, 255);
     if (item.kind === "review" && !reviewOk) problems.push({ field: `${at}.review`, message: "{base, head} required with kind review" });
     return {
-      title: String(item.title ?? "").trim(),
+      title,
       prompt: String(item.prompt ?? ""),
       ...(item.priority !== undefined ? { priority: item.priority as Priority } : {}),
       ...(item.kind !== undefined ? { kind: item.kind as TaskKind } : {}),

@@ -5,6 +5,7 @@ import { Labels } from "../../protocol/requests";
 
 export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
+import { Line } from "../../lib/text";
 export const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
 const Id = t.String({ minLength: 1, maxLength: 64 });
@@ -47,7 +48,7 @@ export const PageQuery = t.Object({
 export const WorkerParams = t.Object({ orgId: Id, workerId: Id });
 
 export const PatchWorkerBody = t.Object(
-  { name: t.Optional(t.String({ minLength: 1, maxLength: 100 })), labels: t.Optional(Labels), policy: t.Optional(WorkerPolicy) },
+  { name: t.Optional(Line(100)), labels: t.Optional(Labels), policy: t.Optional(WorkerPolicy) },
   { additionalProperties: false },
 );
 

@@ -76,7 +76,7 @@ function checkPolicy(core: Core, orgId: string, value: unknown): NonNullable<Wor
 export function updateWorker(core: Core, orgId: string, workerId: string, update: Omit<WorkerUpdate, "policy"> & { policy?: unknown }): WorkerRecord {
   const row = mustFind(core, orgId, workerId);
   if (row.revoked_at) throw conflict("the worker was revoked");
-  const name = update.name?.trim() || row.name;
+  const name = update.name?.trim() ?? row.name;
   const labels = update.labels ?? (JSON.parse(row.labels) as string[]);
   const policy = update.policy !== undefined ? checkPolicy(core, orgId, update.policy) : (JSON.parse(row.policy) as NonNullable<WorkerUpdate["policy"]>);
   stmts(core).update.run(name, JSON.stringify(labels), JSON.stringify(policy), iso(), workerId);

@@ -1,0 +1,32 @@
+// One-line texts: titles and names. They are shown in lists, table cells and terminals, where a
+// newline breaks the layout and an escape sequence (ESC [ ...) could rewrite a terminal's screen.
+// Bodies declare them with Line(max); the "line" string format checks them, and the API's
+// validation errors explain a failure with LINE_MESSAGE.
+import { FormatRegistry, Type, type StringOptions } from "@sinclair/typebox";
+
+/** C0 and C1 control characters and DEL. */
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
+
+/** True for one line of text: no control characters (tab and newline included), not only spaces. */
+export const isOneLine = (text: string): boolean => !CONTROL.test(text) && text.trim().length > 0;
+
+/** Terminal escape sequences: CSI (colours, cursor moves) and OSC (window title, clipboard). */
+const ESCAPES = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)/g;
+
+/**
+ * Text from elsewhere (a webhook, an agent's plan) made one line: escape sequences are dropped,
+ * runs of whitespace and control characters become one space, and the ends are trimmed.
+ */
+export const oneLine = (text: string): string =>
+  text
+    .replace(ESCAPES, "")
+    .replace(/[\s\x00-\x1f\x7f-\x9f]+/g, " ")
+    .trim();
+
+FormatRegistry.Set("line", isOneLine);
+
+export const LINE_MESSAGE = "must be one line of text: no control characters (newlines, tabs, escapes), not only spaces";
+
+/** A title or a name: one line of 1..maxLength characters. */
+export const Line = (maxLength: number, options: StringOptions = {}) =>
+  Type.String({ ...options, minLength: 1, maxLength, format: "line", description: [options.description, "one line of text"].filter(Boolean).join("; ") });
