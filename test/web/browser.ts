@@ -1,6 +1,12 @@
 // A real headless Chromium (Debian's package at /usr/bin/chromium) driven by playwright-core.
 // CI installs it (.ci/run); there a missing browser is a failing test. On a developer's machine
 // without it the browser tests are skipped, with a line saying so.
+//
+// The tests of a file run one after another (no test.concurrent): with several contexts of one
+// browser busy at once, Playwright's client sometimes received an answer naming an object it had
+// already disposed ("Object with guid response@... was not bound in the connection") and the
+// waiting step never settled, which hung a test in CI. Nor do the helpers listen to network
+// events: a failure report reads the page's own Resource Timing entries instead.
 import { describe, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -40,8 +46,6 @@ export interface OpenedPage {
   context: BrowserContext;
   /** Console errors and uncaught exceptions of the page (expected API refusals left out). */
   problems: string[];
-  /** The context's last requests, "POST /api/v1/auth/login -> 200", for failure reports. */
-  traffic: string[];
   close(): Promise<void>;
 }
 
@@ -59,15 +63,7 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
       problems.push(msg.text());
     }
   });
-  const traffic: string[] = [];
-  const note = (line: string) => {
-    traffic.push(line);
-    if (traffic.length > 25) traffic.shift();
-  };
-  const path = (url: string) => url.replace(/^https?:\/\/[^/]+/, "");
-  context.on("response", (r) => note(`${r.request().method()} ${path(r.url())} -> ${r.status()}`));
-  context.on("requestfailed", (r) => note(`${r.method()} ${path(r.url())} failed: ${r.failure()?.errorText ?? "?"}`));
-  return { page, context, problems, traffic, close: () => context.close() };
+  return { page, context, problems, close: () => context.close() };
 }
 
 /**
@@ -77,37 +73,47 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
  */
 export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: { width: number; height: number }): Promise<T> {
   const opened = await openPage(browser, viewport);
+  let timer: Timer | undefined;
+  // Below the test's own timeout, so that a step that never settles is reported too.
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the browser steps did not finish within ${DEADLINE_MS / 1000} s`)), DEADLINE_MS);
+  });
   try {
-    return await work(opened);
+    return await Promise.race([work(opened), deadline]);
   } catch (err) {
     const report = await pageReport(opened);
     if (err instanceof Error) err.message = `${err.message}\n${report}`;
     throw err;
   } finally {
+    clearTimeout(timer);
     await opened.close().catch(() => {});
   }
 }
 
+const DEADLINE_MS = 25_000;
+
 /** What the context's pages show (address, visible sections, alerts) and its last requests. */
-async function pageReport({ context, problems, traffic }: OpenedPage): Promise<string> {
+async function pageReport({ context, problems }: OpenedPage): Promise<string> {
   const lines = ["-- the browser at the failure:"];
   for (const p of context.pages()) {
     const shown = await Promise.race([
       p
-        .evaluate<{ sections: string[]; alerts: string[] }>(`(() => {
+        .evaluate<{ sections: string[]; alerts: string[]; requests: string[] }>(`(() => {
           const visible = (sel) => [...document.querySelectorAll(sel)].filter((e) => !e.hidden && e.offsetParent !== null);
           return {
             sections: visible("main > section, #loading").map((e) => e.id),
             alerts: visible("[role=alert], .error").map((e) => "#" + e.id + ": " + e.textContent.trim()),
+            // The browser's own record of what this document fetched (Resource Timing).
+            requests: performance.getEntriesByType("resource").slice(-15).map((e) => new URL(e.name).pathname + " -> " + (e.responseStatus || "?") + " in " + Math.round(e.duration) + " ms"),
           };
         })()`)
-        .catch((e: Error) => ({ sections: [], alerts: [`(could not read the page: ${e.message.split("\n")[0]})`] })),
-      Bun.sleep(2000).then(() => ({ sections: [], alerts: ["(the page did not answer within 2 s)"] })),
+        .catch((e: Error) => ({ sections: [], alerts: [`(could not read the page: ${e.message.split("\n")[0]})`], requests: [] })),
+      Bun.sleep(2000).then(() => ({ sections: [], alerts: ["(the page did not answer within 2 s)"], requests: [] })),
     ]);
     lines.push(`page ${p.url()}: showing ${shown.sections.join(", ") || "no section"}${shown.alerts.length ? `; ${shown.alerts.join("; ")}` : ""}`);
+    lines.push(...shown.requests.map((r) => `  fetched ${r}`));
   }
   if (problems.length) lines.push(`console: ${problems.join(" | ")}`);
-  lines.push("last requests:", ...traffic.map((t) => `  ${t}`));
   return lines.join("\n");
 }
 

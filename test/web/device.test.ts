@@ -23,7 +23,7 @@ describeBrowser("web: device sign-in page", () => {
     await s?.stop();
   });
 
-  test.concurrent("ao login's link: sign in, see the request, Approve; the command line is then signed in", async () => {
+  test("ao login's link: sign in, see the request, Approve; the command line is then signed in", async () => {
     const dir = newConfigDir();
     const cli = spawnCli(["login", "--server", s.url], { AO_CONFIG_DIR: dir });
     try {
@@ -55,7 +55,7 @@ describeBrowser("web: device sign-in page", () => {
     }
   }, 45_000);
 
-  test.concurrent("Deny: the device is refused and the code is spent", async () => {
+  test("Deny: the device is refused and the code is spent", async () => {
     const start = (await s.api("POST", "/auth/device/start", { body: { clientName: "laptop" } })).body;
     await usePage(browser, async ({ page, problems }) => {
       await page.goto(start.verificationUriComplete);
@@ -73,7 +73,7 @@ describeBrowser("web: device sign-in page", () => {
     });
   }, 45_000);
 
-  test.concurrent("/device without a code asks for it; a wrong one is explained, a right one (any case) is found", async () => {
+  test("/device without a code asks for it; a wrong one is explained, a right one (any case) is found", async () => {
     const start = (await s.api("POST", "/auth/device/start", { body: { clientName: "typed" } })).body;
     await usePage(browser, async ({ page, problems }) => {
       await page.goto(`${s.url}/device`);

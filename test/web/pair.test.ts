@@ -29,7 +29,7 @@ describeBrowser("web: worker pairing page", () => {
   };
   const poll = (deviceCode: string) => s.api("POST", "/worker/pair/poll", { body: { deviceCode } });
 
-  test.concurrent("approve into a chosen org: the worker's poll yields its credential in that org", async () => {
+  test("approve into a chosen org: the worker's poll yields its credential in that org", async () => {
     // The admin is also a member of a second org, so the choice matters; a viewer org is not offered.
     const second = await newOrg(s, "second-org");
     await s.api("POST", `/orgs/${second.orgId}/members`, { body: { email: admin.email, role: "member" }, token: second.accessToken });
@@ -68,7 +68,7 @@ describeBrowser("web: worker pairing page", () => {
     });
   }, 45_000);
 
-  test.concurrent("into an org that requires worker approval: the page says the worker waits for it", async () => {
+  test("into an org that requires worker approval: the page says the worker waits for it", async () => {
     const strict = await newOrg(s, "strict-org");
     expect((await s.api("PATCH", `/orgs/${strict.orgId}`, { body: { requireWorkerApproval: true }, token: strict.accessToken })).status).toBe(200);
     const p = await startPairing("builder-3");
@@ -86,7 +86,7 @@ describeBrowser("web: worker pairing page", () => {
     });
   }, 45_000);
 
-  test.concurrent("Deny: the worker's poll is refused", async () => {
+  test("Deny: the worker's poll is refused", async () => {
     const p = await startPairing("intruder", []);
     await usePage(browser, async ({ page, problems }) => {
       await page.goto(p.verificationUriComplete);
@@ -101,7 +101,7 @@ describeBrowser("web: worker pairing page", () => {
     });
   }, 45_000);
 
-  test.concurrent("someone who is only a viewer cannot approve; the page says why and the worker stays pending", async () => {
+  test("someone who is only a viewer cannot approve; the page says why and the worker stays pending", async () => {
     const viewer = await signUp(s, { role: "viewer" });
     const email = (await s.api("GET", "/me", { token: viewer.accessToken })).body.email;
     const p = await startPairing("builder-2");
@@ -115,7 +115,7 @@ describeBrowser("web: worker pairing page", () => {
     });
   }, 45_000);
 
-  test.concurrent("a device sign-in code is unknown here (and the other way round)", async () => {
+  test("a device sign-in code is unknown here (and the other way round)", async () => {
     const signin = (await s.api("POST", "/auth/device/start", {})).body;
     await usePage(browser, async ({ page }) => {
       await page.goto(`${s.url}/pair?code=${signin.userCode}`);
