@@ -113,7 +113,12 @@ describe("server restart", () => {
     const c1 = (await workerApi(s1, back.credential)("POST", `/worker/tasks/${t1.id}/claim`, { offerId: o1.offerId })).body;
     cb.close();
     await Bun.sleep(50);
-    // Paused while its worker is away: the pause lives in memory only, and the restart loses it.
+    // The agent asks a question; the person answers while its worker is away, then pauses the
+    // task: both controls wait in the database and outlive the restart, in order.
+    const lease1 = c1.leaseToken;
+    const asked = await workerApi(s1, back.credential)("POST", `/worker/tasks/${t1.id}/transition`, { leaseToken: lease1, to: "needs_input", needs: { message: "which colour?" } });
+    expect(asked.status).toBe(200);
+    expect((await s1.api("POST", `/orgs/${p.orgId}/tasks/${t1.id}/actions`, { token: p.token, body: { action: "input", input: "blue" } })).status).toBe(200);
     expect((await s1.api("POST", `/orgs/${p.orgId}/tasks/${t1.id}/actions`, { token: p.token, body: { action: "pause" } })).status).toBe(200);
     const cg = await ProtocolClient.connect(s1, gone.credential);
     const t2 = await createTaskApi(s1, p);
@@ -139,7 +144,9 @@ describe("server restart", () => {
       const c2 = await ProtocolClient.connect(s2, back.credential, { running: [{ taskId: t1.id, attempt: 1 }] });
       c2.running = [{ taskId: t1.id, attempt: 1 }];
       expect((await c2.next("clone")).repositoryId).toBe(added.body.repository.id);
+      expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "input", input: "blue", attempt: 1 });
       expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "pause", attempt: 1 });
+      expect(s2.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(back.workerId)).toEqual({ n: 0 });
       const status = async (id: string) => (await s2.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
       await until(async () => (await status(t2.id)).status === "queued", FAST.offlineMs * 4);
       expect(await status(t1.id)).toMatchObject({ status: "paused", attempt: 1, workerId: back.workerId });

@@ -40,6 +40,22 @@ export const workers = sqliteTable(
   (t) => [index("workers_org").on(t.orgId, t.id)],
 );
 
+/**
+ * Messages for a worker that was away when they were sent (controls such as a person's input,
+ * readiness requests), in order, until its next hello. In the database so that a restart of the
+ * server does not lose them. At most 100 per worker are kept.
+ */
+export const workerMail = sqliteTable(
+  "worker_mail",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    workerId: text("worker_id").notNull().references(() => workers.id, { onDelete: "cascade" }),
+    message: text("message").notNull(),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("worker_mail_worker").on(t.workerId, t.id)],
+);
+
 /** What a worker has in its workspace of a project's repositories (a clone it was asked for, or found). */
 export const workerRepositories = sqliteTable(
   "worker_repositories",

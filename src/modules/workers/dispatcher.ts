@@ -62,13 +62,15 @@ export class Dispatcher {
   private readonly byOrg = new Map<string, Set<Conn>>();
   readonly offers = new Map<string, OfferState>();
   private readonly offerByTask = new Map<string, OfferState>();
-  readonly mailbox = new Mailbox(
-    (workerId) => this.conns.get(workerId),
-    (conn, message) => this.send(conn, message),
-  );
+  readonly mailbox: Mailbox;
   private readonly q;
 
   constructor(private readonly core: Core) {
+    this.mailbox = new Mailbox(
+      core.sqlite,
+      (workerId) => this.conns.get(workerId),
+      (conn, message) => this.send(conn, message),
+    );
     const s = core.sqlite;
     this.q = {
       queuedFirst: s.query<QueuedRow, [string, number]>(
