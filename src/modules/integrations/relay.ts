@@ -32,6 +32,8 @@ type Outcome =
   | { kind: "interrupted" };
 
 const MAX_CONCURRENT = 16;
+/** At most this many in flight to one integration or plugin: a slow receiver cannot hold every slot. */
+const PER_TARGET = 4;
 const POLL_MS = 1000;
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
@@ -39,12 +41,16 @@ function prepare(core: Core) {
   const q = core.sqlite;
   return {
     recover: q.query<unknown, [number, string]>("UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'"),
-    due: q.query<DueRow, [number, number]>(
+    // The second parameter is a JSON list of targets that have PER_TARGET callbacks in flight.
+    due: q.query<DueRow, [number, string, number]>(
       `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
-        WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?`,
+        WHERE status = 'pending' AND next_attempt_at <= ? AND target_id NOT IN (SELECT value FROM json_each(?))
+        ORDER BY next_attempt_at LIMIT ?`,
     ),
     claim: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'"),
-    nextDue: q.query<{ next: number | null }, []>("SELECT MIN(next_attempt_at) AS next FROM deliveries WHERE status = 'pending'"),
+    nextDue: q.query<{ next: number | null }, [string]>(
+      "SELECT MIN(next_attempt_at) AS next FROM deliveries WHERE status = 'pending' AND target_id NOT IN (SELECT value FROM json_each(?))",
+    ),
     integration: q.query<TargetRow, [string]>(
       "SELECT callback_url AS url, secret_sealed, enabled, callback_disabled_at IS NOT NULL AS gone FROM integrations WHERE id = ?",
     ),
@@ -78,6 +84,8 @@ export class Relay {
   private stopped = false;
   private recovered = false;
   private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** Callbacks in flight per target id. */
+  private readonly perTarget = new Map<string, number>();
 
   constructor(private readonly core: Core) {
     this.s = prepare(core);
@@ -129,22 +137,36 @@ export class Relay {
     }
   }
 
+  /** Targets with PER_TARGET callbacks in flight, as the JSON list the queries take. */
+  private saturated(): string {
+    return JSON.stringify([...this.perTarget].filter(([, n]) => n >= PER_TARGET).map(([id]) => id));
+  }
+
   private claimAndLaunch() {
     const free = MAX_CONCURRENT - this.inFlight.size;
     if (free > 0) {
       const now = Date.now();
       const claimed = this.core.sqlite
         .transaction(() => {
-          const rows = this.s.due.all(now, free);
-          for (const row of rows) this.s.claim.run(iso(now), row.id);
-          return rows;
+          // Read more than the free slots: some rows may belong to a target that fills up in this pass.
+          const counts = new Map(this.perTarget);
+          const chosen: DueRow[] = [];
+          for (const row of this.s.due.all(now, this.saturated(), free * PER_TARGET)) {
+            const n = counts.get(row.target_id) ?? 0;
+            if (n >= PER_TARGET) continue;
+            counts.set(row.target_id, n + 1);
+            chosen.push(row);
+            this.s.claim.run(iso(now), row.id);
+            if (chosen.length === free) break;
+          }
+          return chosen;
         })
         .immediate();
       for (const row of claimed) this.launch(row);
     }
-    // When every slot is busy, a finishing send wakes the relay.
+    // When every slot is busy, a finishing send wakes the relay; so it does for a full target.
     if (this.inFlight.size >= MAX_CONCURRENT) return;
-    const next = this.s.nextDue.get()?.next ?? null;
+    const next = this.s.nextDue.get(this.saturated())?.next ?? null;
     this.schedule(next === null ? POLL_MS : Math.min(Math.max(next - Date.now(), 0), POLL_MS));
   }
 
@@ -159,9 +181,13 @@ export class Relay {
       .then((outcome) => this.recordUntilWritten(row, outcome, controller.signal))
       .finally(() => {
         this.inFlight.delete(row.id);
+        const n = (this.perTarget.get(row.target_id) ?? 1) - 1;
+        if (n > 0) this.perTarget.set(row.target_id, n);
+        else this.perTarget.delete(row.target_id);
         this.wake();
       });
     this.inFlight.set(row.id, { controller, done });
+    this.perTarget.set(row.target_id, (this.perTarget.get(row.target_id) ?? 0) + 1);
   }
 
   private target(row: DueRow): { url: string; secret: string } | string {

@@ -1,0 +1,64 @@
+// One slow receiver must not hold up everyone's callbacks: the relay sends at most 4 at a time to
+// one integration (16 in all), so another integration's callback goes out at once meanwhile.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, sleep, svcSignature, type World } from "./fixtures";
+
+let s: TestServer;
+let w: World;
+const slow = new Receiver();
+const fast = new Receiver();
+beforeAll(async () => {
+  s = await startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [60_000], timeoutMs: 10_000 } });
+  w = await makeWorld(s);
+});
+afterAll(async () => {
+  await s.stop();
+  await Promise.all([slow.stop(), fast.stop()]);
+});
+
+/** Creates a task through the integration's hook and completes it: one callback each. */
+async function completeVia(integration: { id: string; secret: string }) {
+  const body = JSON.stringify({ title: "Ship it", prompt: "x" });
+  const r = await deliver(s, integration.id, body, { "x-svc-signature": svcSignature(integration.secret, body), "x-svc-delivery": crypto.randomUUID() });
+  expect(r.status).toBe(201);
+  putInState(s, r.body.taskId, "running");
+  putInState(s, r.body.taskId, "completed");
+}
+
+test("a receiver that hangs gets 4 callbacks at a time; another integration's callback is sent meanwhile", async () => {
+  // The slow receiver answers only when the test lets it; it records how many it held at once.
+  const held: (() => void)[] = [];
+  let open = 0;
+  let most = 0;
+  slow.answer = () =>
+    new Promise<Response>((resolve) => {
+      most = Math.max(most, ++open);
+      held.push(() => {
+        open--;
+        resolve(new Response("ok"));
+      });
+    });
+  const sluggish = await makeIntegration(s, w.owner, { kind: "signed_json", name: "slow", projectId: w.projectId, callbackUrl: slow.url() });
+  const quick = await makeIntegration(s, w.owner, { kind: "signed_json", name: "fast", projectId: w.projectId, callbackUrl: fast.url() });
+
+  for (let i = 0; i < 20; i++) await completeVia(sluggish);
+  await slow.waitFor(4);
+  await sleep(300);
+  expect(slow.requests).toHaveLength(4);
+
+  const sent = Date.now();
+  await completeVia(quick);
+  await fast.waitFor(1, 2000);
+  expect(Date.now() - sent).toBeLessThan(2000);
+
+  // Let the slow receiver answer, one at a time: the rest follow, never more than 4 at once.
+  while (slow.requests.length < 20 || held.length > 0) {
+    await eventually(() => held.length > 0, 5000);
+    held.shift()!();
+  }
+  const statuses = s.core.sqlite.query<{ status: string; n: number }, [string]>("SELECT status, count(*) AS n FROM deliveries WHERE target_id = ? GROUP BY status");
+  await eventually(() => statuses.all(sluggish.id).every((r) => r.status === "succeeded"));
+  expect(statuses.all(sluggish.id)).toEqual([{ status: "succeeded", n: 20 }]);
+  expect(most).toBe(4);
+});
