@@ -90,6 +90,14 @@ export async function api(method, path, body) {
   return res.status === 204 ? null : res.json();
 }
 
+/**
+ * The current access token (memory only), for what cannot go through api(): the live socket's
+ * first message and artifact downloads. Null when signed out.
+ */
+export function currentAccessToken() {
+  return accessToken;
+}
+
 /** @param {{ accessToken: string, user: User }} pair */
 function signedIn(pair) {
   accessToken = pair.accessToken;

@@ -1,0 +1,287 @@
+// The task page "/tasks/:taskId" (SPEC §5, §6, §9, §11): the link the callbacks send. It finds
+// the task in the person's organizations, shows it, follows it live over the socket (also after
+// the socket drops), offers the actions its state allows, artifacts and plans; another org's task
+// is not found; everything from the server is text, never markup.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
+import { storeArtifact } from "../../src/modules/tasks/artifacts";
+import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
+import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
+import { CONTENT_SECURITY_POLICY } from "../../src/web";
+
+const PASSWORD = "correct horse battery staple";
+// A 1x1 transparent PNG.
+const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+const XSS = "<img src=x onerror=alert(1)>";
+
+describe("web: the task page's action table", () => {
+  test("equals the server's state machine (SPEC §5)", async () => {
+    // A plain browser module: imported by path so that the type checker does not need its types.
+    const path = "../../src/web/static/task.js";
+    const page = await import(path);
+    expect([...page.ACTIONS]).toEqual([...ACTIONS]);
+    for (const action of ACTIONS) expect([...page.ACTION_FROM[action]].sort()).toEqual([...ACTION_TABLE[action].from].sort());
+    for (const status of TASK_STATUSES) expect(page.allowedActions(status)).toEqual(allowedActions(status));
+  });
+});
+
+describeBrowser("web: task page", () => {
+  let s: TestServer;
+  let browser: Browser;
+  let w: World;
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+    w = await makeWorld(s);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  const task = (extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, extra) as Promise<{ id: string; title: string }>;
+  const statusOf = async (id: string) => (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.status;
+  const log = (id: string, line: string) => changeTask(s.core, null, id, () => ({ events: [{ type: "log", data: { line } }] }));
+
+  /** Opens the callback's link, signs in as `who`, and waits until the task shows and is live. */
+  async function openTask(page: Page, id: string, who = w.owner, title?: string) {
+    await page.goto(`${s.url}/tasks/${id}`);
+    await page.getByText("Sign in to see the task.").waitFor();
+    await signInWithForm(page, who.email, PASSWORD);
+    if (title) await page.getByRole("heading", { name: title }).waitFor();
+    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+  }
+  const timelineSeqs = (page: Page) => page.locator("#timeline li").evaluateAll((lis) => lis.map((li) => Number(li.getAttribute("data-seq"))));
+  const click = (page: Page, name: string) => page.locator("#action-buttons").getByRole("button", { name, exact: true }).click();
+  const buttons = (page: Page) => page.locator("#action-buttons button").allTextContents();
+
+  test("/tasks/:taskId is the page, with the security headers, and is not in the OpenAPI document", async () => {
+    const res = await fetch(`${s.url}/tasks/tsk_anything`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(await res.text()).toContain('<script type="module" src="/assets/task.js"></script>');
+    expect((await fetch(`${s.url}/tasks/${"x".repeat(65)}`)).status).toBe(400);
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/tasks"))).toEqual([]);
+  });
+
+  test("the callback's link: sign in, see the task; a worker's change arrives live (status and timeline)", async () => {
+    const t = await task({ title: "Fix the cart", prompt: "The cart loses items.\nSteps:\n  1. add two\n  2. reload", priority: "HIGH" });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.owner, "Fix the cart");
+      await expect(page.title()).resolves.toBe("Fix the cart · ao");
+      await expect(page.locator("#task-status").textContent()).resolves.toBe("queued");
+      await expect(page.locator("#task-prompt").textContent()).resolves.toBe("The cart loses items.\nSteps:\n  1. add two\n  2. reload");
+      const facts = await page.locator("#task-facts").textContent();
+      for (const part of ["Kindtask", "PriorityHIGH", `Project${(w.project as { name?: string }).name}`, "Worker—", "by you"]) expect(facts).toContain(part);
+      await expect(page.locator("#task-org").textContent()).resolves.toBe("admin-org");
+      await expect(buttons(page)).resolves.toEqual(["Pause", "Cancel"]);
+      await expect(timelineSeqs(page)).resolves.toEqual([1]);
+
+      // A worker claims it and writes a log line: both arrive without a reload.
+      putInState(s, t.id, "running");
+      log(t.id, "installing dependencies");
+      await page.locator("#task-status", { hasText: "running (attempt 1)" }).waitFor();
+      await page.locator("#timeline li", { hasText: "installing dependencies" }).waitFor();
+      await expect(page.locator("#timeline li[data-seq='2']").textContent()).resolves.toMatch(/^#2 \d\d:\d\d:\d\d status queued → running$/);
+      await expect(timelineSeqs(page)).resolves.toEqual([1, 2, 3]);
+      await expect(page.locator("#task-facts").textContent()).resolves.toContain("Workerwkr_test");
+      await expect(buttons(page)).resolves.toEqual(["Pause", "Cancel", "Restart", "Send input"]);
+      await screenshot(page, "task");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("after the socket drops, it reconnects and fetches what it missed, once each, in order", async () => {
+    const t = await task({ title: "Flaky network" });
+    await usePage(browser, async ({ page, problems }) => {
+      // Keeps the page's sockets reachable, to drop one as a network would.
+      await page.addInitScript(`(() => {
+        const sockets = (window.__sockets = []);
+        const Native = window.WebSocket;
+        window.WebSocket = class extends Native {
+          constructor(url, protocols) {
+            super(url, protocols);
+            sockets.push(this);
+          }
+        };
+      })()`);
+      await openTask(page, t.id, w.owner, "Flaky network");
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.locator("#live-state", { hasText: "reconnecting…" }).waitFor();
+      log(t.id, "while away 1");
+      log(t.id, "while away 2");
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await page.locator("#timeline li", { hasText: "while away 2" }).waitFor();
+      log(t.id, "after it came back");
+      await page.locator("#timeline li", { hasText: "after it came back" }).waitFor();
+      await expect(timelineSeqs(page)).resolves.toEqual([1, 2, 3, 4]);
+      await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("needs_input: the question is shown; an answer with Send input moves the task to running", async () => {
+    const t = await task({ title: "Pick a branch" });
+    // No worker holds it (the fixture's worker id names no real worker to hand the answer to).
+    putInState(s, t.id, "needs_input", { worker_id: null });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.member, "Pick a branch");
+      await expect(shownText(page, "#task-needs-kind")).resolves.toBe("Waiting for your input:");
+      await expect(page.locator("#task-needs-message").textContent()).resolves.toBe("Which branch?");
+      await expect(page.locator("#task-needs").getAttribute("class")).resolves.toBe("needs attention");
+      await page.getByLabel("Answer").fill("release-2.1");
+      await click(page, "Send input");
+      await expect(shownText(page, "#action-done")).resolves.toBe("Send input: done. The task is now running.");
+      expect(await statusOf(t.id)).toBe("running");
+      await page.locator("#timeline li", { hasText: "(input: release-2.1)" }).waitFor();
+      await expect(page.locator("#task-needs").isHidden()).resolves.toBe(true);
+      await expect(page.getByLabel("Answer").inputValue()).resolves.toBe("");
+      await screenshot(page, "task-input");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("pause, resume and cancel; a refused action (409) and a too-long reason are shown", async () => {
+    const t = await task({ title: "Controls" });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.owner, "Controls");
+      await click(page, "Pause");
+      await page.locator("#task-status", { hasText: /^paused$/ }).waitFor();
+      expect(await statusOf(t.id)).toBe("paused");
+      await expect(buttons(page)).resolves.toEqual(["Resume", "Cancel", "Restart"]);
+      await click(page, "Resume");
+      await page.locator("#task-status", { hasText: /^queued$/ }).waitFor();
+      expect(await statusOf(t.id)).toBe("queued");
+
+      await page.getByLabel("Reason").fill("x".repeat(2001));
+      await click(page, "Cancel");
+      await expect(shownText(page, "#action-error")).resolves.toBe("Please check: reason: at most 2000 characters.");
+      expect(await statusOf(t.id)).toBe("queued");
+
+      await page.getByLabel("Reason").fill("not needed any more");
+      await click(page, "Cancel");
+      await page.locator("#task-status", { hasText: /^cancelled$/ }).waitFor();
+      await expect(page.locator("#action-error").isHidden()).resolves.toBe(true);
+      expect(await statusOf(t.id)).toBe("cancelled");
+      await page.locator("#timeline li", { hasText: /^#\d+ \S+ action cancel by user usr_\S+: not needed any more$/ }).waitFor();
+
+      // Decided elsewhere, and the page did not hear of it (changed without a live update).
+      s.core.sqlite.transaction(() => txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] }))).immediate();
+      await click(page, "Retry");
+      await expect(shownText(page, "#action-error")).resolves.toBe(
+        "Cannot retry a task that is queued. The task changed meanwhile; the buttons now show what it allows.",
+      );
+      await page.locator("#task-status", { hasText: /^queued$/ }).waitFor();
+      await expect(buttons(page)).resolves.toEqual(["Pause", "Cancel"]);
+      await screenshot(page, "task-refused");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("a viewer sees the task; an action shows the API's refusal (403)", async () => {
+    const t = await task({ title: "Watched" });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.viewer, "Watched");
+      await click(page, "Pause");
+      await expect(shownText(page, "#action-error")).resolves.toBe("Your role (viewer) lacks the permission task.control.");
+      expect(await statusOf(t.id)).toBe("queued");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("artifacts: a working download link; an image shown as a preview, also one arriving live", async () => {
+    const t = await task({ title: "With files" });
+    await storeArtifact(s.core, w.owner.orgId, t.id, "report.txt", new TextEncoder().encode("all green\n"), 1);
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.owner, "With files");
+      const link = page.getByRole("link", { name: "report.txt" });
+      await expect(link.getAttribute("href")).resolves.toBe(`/api/v1/orgs/${w.owner.orgId}/tasks/${t.id}/artifacts/report.txt`);
+      const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+      expect(download.suggestedFilename()).toBe("report.txt");
+      expect(readFileSync(await download.path()).toString()).toBe("all green\n");
+
+      await storeArtifact(s.core, w.owner.orgId, t.id, "screen-shot.png", PNG, 1);
+      const img = page.getByRole("img", { name: "Preview of screen-shot.png" });
+      await img.waitFor();
+      await page.waitForFunction('document.querySelector("img.preview")?.naturalWidth === 1');
+      await expect(img.getAttribute("src")).resolves.toStartWith("data:image/png;base64,");
+      await expect(page.locator("#artifacts li").allTextContents()).resolves.toEqual(["report.txt text/plain; charset=utf-8, 10 bytes", "screen-shot.png image/png, 70 bytes"]);
+      await page.locator("#timeline li", { hasText: "artifact screen-shot.png (70 bytes)" }).waitFor();
+      await screenshot(page, "task-artifacts");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("a completed plan: Apply plan creates its tasks and links to them", async () => {
+    const t = await task({ title: "Plan the shop", kind: "plan" });
+    const plan = { tasks: [{ title: "Add the schema", prompt: "Create the table." }, { title: "Write the API", prompt: "Routes.", priority: "HIGH" }] };
+    putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.member, "Plan the shop");
+      await expect(page.locator("#plan-tasks li strong").allTextContents()).resolves.toEqual(["Add the schema", "Write the API"]);
+      await page.getByRole("button", { name: "Apply plan" }).click();
+      await page.locator("#plan-children a").first().waitFor();
+      const children = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks?parentId=${t.id}`, { token: w.owner.accessToken })).body.items as { id: string; title: string }[];
+      expect(children.map((c) => c.title).sort()).toEqual(["Add the schema", "Write the API"]);
+      const links = await page.locator("#plan-children a").evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]));
+      expect(links).toEqual(["Add the schema", "Write the API"].map((title) => [title, `/tasks/${children.find((c) => c.title === title)!.id}`]));
+      await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
+      await screenshot(page, "task-plan");
+
+      // A child's page links back to the plan.
+      await page.getByRole("link", { name: "Write the API" }).click();
+      await page.getByRole("heading", { name: "Write the API" }).waitFor();
+      await expect(page.locator("#task-facts").getByRole("link", { name: "the plan" }).getAttribute("href")).resolves.toBe(`/tasks/${t.id}`);
+      await page.goBack();
+      await page.getByRole("heading", { name: "Plan the shop" }).waitFor();
+      await page.locator("#plan-children a").first().waitFor();
+      await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("another organization's task, an unknown id and a malformed one: not found, nothing of the other org shown", async () => {
+    const theirs = await makeTask(s, w.other, w.otherProject.id, { title: "Their secret plan", prompt: "secret prompt" });
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/tasks/${theirs.id}`);
+      await signInWithForm(page, w.owner.email, PASSWORD);
+      await page.getByRole("heading", { name: "Task not found" }).waitFor();
+      await expect(shownText(page, "#missing-text")).resolves.toBe("There is no such task, or it is not in one of your organizations.");
+      const body = (await page.locator("body").textContent()) ?? "";
+      expect(body).not.toContain("Their secret plan");
+      expect(body).not.toContain("secret prompt");
+      for (const id of ["tsk_00000000000000000000000000", "%3Cb%3Ebold%3C%2Fb%3E"]) {
+        await page.goto(`${s.url}/tasks/${id}`);
+        await page.getByRole("heading", { name: "Task not found" }).waitFor();
+        await expect(page.locator("main b").count()).resolves.toBe(0);
+      }
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("markup in a title, prompt, question and log line is shown as text", async () => {
+    const t = await task({ title: XSS, prompt: `before ${XSS} after` });
+    putInState(s, t.id, "needs_input", { needs: JSON.stringify({ kind: "input", message: XSS }) });
+    log(t.id, XSS);
+    await usePage(browser, async ({ page, problems }) => {
+      const dialogs: string[] = [];
+      page.on("dialog", (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await openTask(page, t.id, w.owner, XSS);
+      await expect(page.locator("#task-prompt").textContent()).resolves.toBe(`before ${XSS} after`);
+      await expect(page.locator("#task-needs-message").textContent()).resolves.toBe(XSS);
+      await page.locator("#timeline li", { hasText: `log ${XSS}` }).waitFor();
+      await expect(page.locator("main img").count()).resolves.toBe(0);
+      expect(dialogs).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+});
