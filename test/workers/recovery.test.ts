@@ -6,6 +6,7 @@ import { newOrg } from "../helpers/identity";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { presenceOf } from "../../src/modules/workers/presence";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -97,6 +98,23 @@ describe("lost attempts", () => {
     const c2 = await ProtocolClient.connect(s, w.credential, { running: [{ taskId: task.id, attempt: 1 }] });
     expect(await c2.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "pause", attempt: 1 });
     c2.close();
+  });
+});
+
+describe("mail for workers that are away", () => {
+  test("kept in the database in order, at most 100 per worker; none for a worker that does not exist", async () => {
+    const p = await fresh();
+    const w = makeWorker(s, p.orgId);
+    const mailbox = presenceOf(s.core).dispatcher.mailbox;
+    for (let i = 1; i <= 105; i++) mailbox.control(w.workerId, "tsk_x", i, "pause");
+    mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause");
+    const kept = s.core.sqlite.query<{ message: string }, [string]>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id").all(w.workerId);
+    expect(kept.map((r) => JSON.parse(r.message).attempt)).toEqual(Array.from({ length: 100 }, (_, i) => i + 6));
+    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'").get()).toEqual({ n: 0 });
+    const c = await ProtocolClient.connect(s, w.credential);
+    expect(await c.next("control", (m) => m.attempt === 105)).toMatchObject({ action: "pause", taskId: "tsk_x" });
+    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(w.workerId)).toEqual({ n: 0 });
+    c.close();
   });
 });
 

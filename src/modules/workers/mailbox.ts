@@ -18,7 +18,10 @@ export class Mailbox {
     private readonly send: (conn: Conn, message: ServerMessage) => boolean,
   ) {
     this.q = {
-      put: sqlite.query<null, [string, string, string]>("INSERT INTO worker_mail (worker_id, message, created_at) VALUES (?, ?, ?)"),
+      // Mail for a worker that no longer exists has nobody to reach: dropped, not an error.
+      put: sqlite.query<null, [string, string, string, string]>(
+        "INSERT INTO worker_mail (worker_id, message, created_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)",
+      ),
       trim: sqlite.query<null, [string, string, number]>(
         "DELETE FROM worker_mail WHERE worker_id = ? AND id NOT IN (SELECT id FROM worker_mail WHERE worker_id = ? ORDER BY id DESC LIMIT ?)",
       ),
@@ -27,7 +30,7 @@ export class Mailbox {
       forget: sqlite.query<null, [string]>("DELETE FROM worker_mail WHERE worker_id = ?"),
     };
     this.keep = sqlite.transaction((workerId: string, message: string) => {
-      this.q.put.run(workerId, message, new Date().toISOString());
+      this.q.put.run(workerId, message, new Date().toISOString(), workerId);
       this.q.trim.run(workerId, workerId, KEEP);
     });
   }
