@@ -21,7 +21,7 @@ const XSS = "<img src=x onerror=alert(1)>";
 describe("web: the task page's action table", () => {
   test("equals the server's state machine (SPEC §5)", async () => {
     // A plain browser module: imported by path so that the type checker does not need its types.
-    const path = "../../src/web/static/task.js";
+    const path = "../../src/web/static/task-model.js";
     const page = await import(path);
     expect([...page.ACTIONS]).toEqual([...ACTIONS]);
     for (const action of ACTIONS) expect([...page.ACTION_FROM[action]].sort()).toEqual([...ACTION_TABLE[action].from].sort());

@@ -1,6 +1,7 @@
 // @ts-check
 // "/device?code=XXXX-XXXX": a person approves or denies a device sign-in (`ao login`, SPEC §4).
-import { $, ApiError, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
+import { ApiError, api } from "./app.js";
+import { $, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./ui.js";
 
 await requireSignIn("Sign in to approve the device sign-in.");
 const { code, found: grant } = await findByCode(

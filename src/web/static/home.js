@@ -1,6 +1,7 @@
 // @ts-check
 // "/": sign in, then who you are, your organizations and where to go next.
-import { $, api, requireSignIn, showError, showOnly } from "./app.js";
+import { api } from "./app.js";
+import { $, requireSignIn, showError, showOnly } from "./ui.js";
 
 const user = await requireSignIn();
 $("home-title").textContent = `Welcome${user.name ? `, ${user.name}` : ""}`;

@@ -1,7 +1,8 @@
 // @ts-check
 // "/pair?code=XXXX-XXXX": a person approves a worker into one of their organizations, or denies
 // it (`ao worker` pairing, SPEC §7).
-import { $, ApiError, api, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./app.js";
+import { ApiError, api } from "./app.js";
+import { $, busy, findByCode, requireSignIn, showError, showOnly, showOutcome, when } from "./ui.js";
 
 /** Roles that may pair a worker into an org (the server checks task.create). */
 const CAN_PAIR = new Set(["owner", "admin", "member"]);

@@ -1,7 +1,8 @@
 // @ts-check
 // "/setup?token=...": first run (SPEC §2). Creates the first administrator and their
 // organization with the one-time token the server printed, then signs them in.
-import { $, ApiError, api, busy, showError, showOnly, signIn } from "./app.js";
+import { ApiError, api, signIn } from "./app.js";
+import { $, busy, showError, showOnly } from "./ui.js";
 
 const token = new URLSearchParams(location.search).get("token");
 
