@@ -10,8 +10,6 @@ import { ApiError, forbidden, notFound, unauthorized } from "./errors";
 import { actorOf, principalFromApiToken, principalFromClaims, roleIn, type AccessClaims, type Principal } from "../modules/auth/principal";
 import { can, type Permission, type Role } from "../modules/orgs/roles";
 
-export const ACCESS_TOKEN_TTL_SEC = 900;
-
 function bearer(headers: Record<string, string | undefined>): string | null {
   const h = headers.authorization;
   if (!h) return null;
@@ -41,7 +39,7 @@ export async function verifyAccessToken(core: Core, value: string): Promise<Acce
 }
 
 function build(core: Core) {
-  const accessJwt = jwt({ name: "accessJwt", secret: core.jwtSecret, exp: `${ACCESS_TOKEN_TTL_SEC}s`, alg: "HS256" });
+  const accessJwt = jwt({ name: "accessJwt", secret: core.jwtSecret, exp: `${core.config.accessTokenTtlSec}s`, alg: "HS256" });
 
   async function authenticate(headers: Record<string, string | undefined>): Promise<Principal> {
     const value = bearer(headers);

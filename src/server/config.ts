@@ -18,6 +18,8 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     allowPrivateCallbacks: overrides.allowPrivateCallbacks ?? env.AO_ALLOW_PRIVATE_CALLBACKS === "1",
     workerTimeouts: overrides.workerTimeouts ?? { offerMs: 10_000, offlineMs: 30_000, heartbeatMs: 10_000 },
     liveTimeouts: overrides.liveTimeouts ?? { authMs: 10_000, recheckMs: 30_000 },
+    // 15 minutes (SPEC §4); a web page or the CLI renews it through the refresh token.
+    accessTokenTtlSec: overrides.accessTokenTtlSec ?? 900,
     // 8 tries over about a day: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 15 h after the first (jittered).
     callbacks: overrides.callbacks ?? { retryDelaysMs: [10_000, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 54_000_000], timeoutMs: 10_000 },
   };

@@ -24,6 +24,8 @@ export interface Config {
   callbacks: { retryDelaysMs: number[]; timeoutMs: number };
   /** Client live-updates socket: time to authenticate, and how often open sockets re-check their credential; tests shorten them. */
   liveTimeouts: { authMs: number; recheckMs: number };
+  /** How long an access token lasts (900 s; tests shorten it). */
+  accessTokenTtlSec: number;
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */

@@ -9,6 +9,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
+import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
 import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
@@ -282,6 +283,80 @@ describeBrowser("web: task page", () => {
       await expect(page.locator("main img").count()).resolves.toBe(0);
       expect(dialogs).toEqual([]);
       expect(problems).toEqual([]);
+    });
+  }, 45_000);
+});
+
+// Access tokens that last 2 s, so that the socket's renewal paths run: a reconnect with an
+// expired token is refused with 4401, and the page renews its sign-in, then reconnects; a sign-in
+// revoked elsewhere closes the socket with 4401 and cannot be renewed: the page says so.
+describeBrowser("web: task page, when the sign-in runs out", () => {
+  let s: TestServer;
+  let browser: Browser;
+  let w: World;
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer({ accessTokenTtlSec: 2, liveTimeouts: { authMs: 10_000, recheckMs: 200 } }), launchBrowser()]);
+    w = await makeWorld(s);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  /** A task made with the owner's aot_ token (the owner's access token lasts only 2 s here). */
+  async function newTask(title: string): Promise<string> {
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.ownerToken, body: { projectId: w.project.id, title, prompt: "p" } });
+    expect(r.status).toBe(201);
+    return r.body.id;
+  }
+  const log = (id: string, line: string) => changeTask(s.core, null, id, () => ({ events: [{ type: "log", data: { line } }] }));
+  const SOCKETS = `(() => {
+    const sockets = (window.__sockets = []);
+    const Native = window.WebSocket;
+    window.WebSocket = class extends Native {
+      constructor(url, protocols) {
+        super(url, protocols);
+        sockets.push(this);
+        this.addEventListener("close", (e) => (window.__closes = [...(window.__closes ?? []), e.code]));
+      }
+    };
+  })()`;
+
+  async function open(page: Page, id: string, title: string) {
+    await page.addInitScript(SOCKETS);
+    await page.goto(`${s.url}/tasks/${id}`);
+    await signInWithForm(page, w.owner.email, PASSWORD);
+    await page.getByRole("heading", { name: title }).waitFor();
+    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+  }
+
+  test("a reconnect with an expired token is refused (4401); the page renews its sign-in and carries on live", async () => {
+    const id = await newTask("Long night");
+    await usePage(browser, async ({ page, problems }) => {
+      await open(page, id, "Long night");
+      await Bun.sleep(2500); // the page's access token has expired; its open socket stays (the session is valid)
+      log(id, "still live on the old socket");
+      await page.locator("#timeline li", { hasText: "still live on the old socket" }).waitFor();
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await expect(page.evaluate("window.__closes")).resolves.toEqual([1005, 4401]);
+      await expect(page.evaluate("window.__sockets.length")).resolves.toBe(3);
+      log(id, "on the renewed socket");
+      await page.locator("#timeline li", { hasText: "on the renewed socket" }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("a sign-in revoked elsewhere: the socket is closed (4401) and the page says the sign-in has ended", async () => {
+    const id = await newTask("Signed out elsewhere");
+    await usePage(browser, async ({ page }) => {
+      await open(page, id, "Signed out elsewhere");
+      const web = s.core.sqlite
+        .query<{ id: string }, [string]>("SELECT id FROM sessions WHERE user_id = ? AND client = 'web' AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1")
+        .get(w.owner.userId)!;
+      revokeSession(s.core, web.id, "signed out elsewhere");
+      await page.locator("#live-state", { hasText: "live updates stopped: your sign-in has ended; reload the page to sign in again" }).waitFor();
+      await expect(page.evaluate("window.__closes")).resolves.toEqual([4401]);
     });
   }, 45_000);
 });

@@ -3,7 +3,6 @@
 import type { Cookie } from "elysia";
 import type { Server } from "bun";
 import type { Core } from "../../server/core";
-import { ACCESS_TOKEN_TTL_SEC } from "../../server/auth";
 import { REFRESH_TOKEN_TTL_MS, type IssuedSession } from "./service";
 import { userView, type UserRow } from "./users";
 
@@ -31,7 +30,7 @@ export async function tokenAnswer(
   web: boolean,
 ) {
   const accessToken = await ctx.accessJwt.sign({ sub: issued.userId, sid: issued.sessionId, typ: "access" });
-  const base = { accessToken, expiresIn: ACCESS_TOKEN_TTL_SEC as 900, user: userView(user) };
+  const base = { accessToken, expiresIn: core.config.accessTokenTtlSec, user: userView(user) };
   if (!web) return { ...base, refreshToken: issued.refreshToken };
   ctx.cookie[REFRESH_COOKIE].set({
     value: issued.refreshToken,

@@ -25,7 +25,7 @@ export const LoginBody = t.Object({
 
 export const TokenPair = t.Object({
   accessToken: t.String(),
-  expiresIn: t.Literal(900),
+  expiresIn: t.Integer({ description: "Seconds the access token lasts: 900" }),
   refreshToken: t.Optional(t.String({ description: "absent with x-client: web (then set as the ao_refresh cookie)" })),
   user: UserView,
 });
