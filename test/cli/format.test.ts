@@ -19,6 +19,8 @@ test("each event type reads as one short phrase", () => {
     [ev("tool", { id: "t1", output: "a.txt", status: "completed" }), "tool completed -> a.txt"],
     [ev("artifact", { name: "report.md", size: 12 }), "report.md (12 bytes)"],
     [ev("error", { message: "attempt 1 was lost" }), "attempt 1 was lost"],
+    [ev("plan", { applied: ["tsk_a", "tsk_b"] }, user), "applied by user usr_1: 2 tasks created (tsk_a, tsk_b)"],
+    [ev("plan", { tasks: [] }), '{"tasks":[]}'],
     [ev("custom", { weird: true }), '{"weird":true}'],
   ];
   for (const [e, text] of table) expect({ type: e.type, text: eventText(e) }).toEqual({ type: e.type, text });

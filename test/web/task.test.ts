@@ -233,6 +233,7 @@ describeBrowser("web: task page", () => {
       const links = await page.locator("#plan-children a").evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]));
       expect(links).toEqual(["Add the schema", "Write the API"].map((title) => [title, `/tasks/${children.find((c) => c.title === title)!.id}`]));
       await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
+      await page.locator("#timeline li", { hasText: `plan applied by user ${w.member.userId}: 2 tasks created (` }).waitFor();
       await screenshot(page, "task-plan");
 
       // A child's page links back to the plan.

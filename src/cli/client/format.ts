@@ -65,13 +65,20 @@ export function eventText(e: TaskEvent): string {
     }
     case "artifact":
       return `${s(d.name)}${typeof d.size === "number" ? ` (${d.size} bytes)` : ""}`;
-    default: {
-      if (typeof e.data === "string") return e.data;
-      const text = d.text ?? d.line ?? d.message ?? d.summary;
-      if (typeof text === "string") return text;
-      return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
-    }
+    case "plan":
+      // apply-plan writes {applied: [task ids]}; any other shape is shown as it is.
+      return Array.isArray(d.applied) ? `applied${actorText(e)}: ${d.applied.length} task${d.applied.length === 1 ? "" : "s"} created (${d.applied.join(", ")})` : asItIs(e, d);
+    default:
+      return asItIs(e, d);
   }
+}
+
+/** An event of a type without its own phrase: its text, or its JSON. */
+function asItIs(e: TaskEvent, d: Record<string, unknown>): string {
+  if (typeof e.data === "string") return e.data;
+  const text = d.text ?? d.line ?? d.message ?? d.summary;
+  if (typeof text === "string") return text;
+  return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
 }
 
 /** `#seq time type text`; continuation lines of a multi-line text are indented. */

@@ -79,13 +79,24 @@ export function eventText(e) {
     }
     case "artifact":
       return `${s(d.name)}${typeof d.size === "number" ? ` (${sizeText(d.size)})` : ""}`;
-    default: {
-      if (typeof e.data === "string") return e.data;
-      const text = d.text ?? d.line ?? d.message ?? d.summary;
-      if (typeof text === "string") return text;
-      return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
-    }
+    case "plan":
+      // apply-plan writes {applied: [task ids]}; any other shape is shown as it is.
+      return Array.isArray(d.applied) ? `applied${by}: ${d.applied.length} task${d.applied.length === 1 ? "" : "s"} created (${d.applied.join(", ")})` : asItIs(e, d);
+    default:
+      return asItIs(e, d);
   }
+}
+
+/**
+ * An event of a type without its own phrase: its text, or its JSON.
+ * @param {TaskEvent} e
+ * @param {Record<string, unknown>} d
+ */
+function asItIs(e, d) {
+  if (typeof e.data === "string") return e.data;
+  const text = d.text ?? d.line ?? d.message ?? d.summary;
+  if (typeof text === "string") return text;
+  return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
 }
 
 /** @param {number} n bytes */
