@@ -1,7 +1,9 @@
-// One slow receiver must not hold up everyone's callbacks: the relay sends at most 4 at a time to
-// one integration (16 in all), so another integration's callback goes out at once meanwhile.
+// One slow receiver must not hold up everyone's callbacks: the relay sends at most IN_FLIGHT.perTarget
+// (8) at a time to one integration (32 in all), so another integration's callback goes out at once
+// meanwhile.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { IN_FLIGHT } from "../../src/modules/integrations/relay";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
@@ -26,7 +28,7 @@ async function completeVia(integration: { id: string; secret: string }) {
   putInState(s, r.body.taskId, "completed");
 }
 
-test("a receiver that hangs gets 4 callbacks at a time; another integration's callback is sent meanwhile", async () => {
+test("a receiver that hangs gets 8 callbacks at a time; another integration's callback is sent meanwhile", async () => {
   // The slow receiver answers only when the test lets it; it records how many it held at once.
   const held: (() => void)[] = [];
   let open = 0;
@@ -42,23 +44,25 @@ test("a receiver that hangs gets 4 callbacks at a time; another integration's ca
   const sluggish = await makeIntegration(s, w.owner, { kind: "signed_json", name: "slow", projectId: w.projectId, callbackUrl: slow.url() });
   const quick = await makeIntegration(s, w.owner, { kind: "signed_json", name: "fast", projectId: w.projectId, callbackUrl: fast.url() });
 
-  for (let i = 0; i < 20; i++) await completeVia(sluggish);
-  await slow.waitFor(4);
+  // More than the whole relay could send at once: without the per-target limit they would take every slot.
+  const many = IN_FLIGHT.total + 8;
+  for (let i = 0; i < many; i++) await completeVia(sluggish);
+  await slow.waitFor(IN_FLIGHT.perTarget);
   await sleep(300);
-  expect(slow.requests).toHaveLength(4);
+  expect(slow.requests).toHaveLength(IN_FLIGHT.perTarget);
 
   const sent = Date.now();
   await completeVia(quick);
   await fast.waitFor(1, 2000);
   expect(Date.now() - sent).toBeLessThan(2000);
 
-  // Let the slow receiver answer, one at a time: the rest follow, never more than 4 at once.
-  while (slow.requests.length < 20 || held.length > 0) {
+  // Let the slow receiver answer, one at a time: the rest follow, never more than perTarget at once.
+  while (slow.requests.length < many || held.length > 0) {
     await eventually(() => held.length > 0, 5000);
     held.shift()!();
   }
   const statuses = s.core.sqlite.query<{ status: string; n: number }, [string]>("SELECT status, count(*) AS n FROM deliveries WHERE target_id = ? GROUP BY status");
   await eventually(() => statuses.all(sluggish.id).every((r) => r.status === "succeeded"));
-  expect(statuses.all(sluggish.id)).toEqual([{ status: "succeeded", n: 20 }]);
-  expect(most).toBe(4);
+  expect(statuses.all(sluggish.id)).toEqual([{ status: "succeeded", n: many }]);
+  expect(most).toBe(IN_FLIGHT.perTarget);
 });

@@ -31,9 +31,14 @@ type Outcome =
   | { kind: "failed"; code: number | null; error: string; latencyMs: number | null; disableTarget?: boolean }
   | { kind: "interrupted" };
 
-const MAX_CONCURRENT = 16;
-/** At most this many in flight to one integration or plugin: a slow receiver cannot hold every slot. */
-const PER_TARGET = 4;
+/**
+ * Callbacks in flight: in all, and to one integration or plugin. A slow or hanging receiver holds
+ * at most `perTarget` of them, so it delays only its own callbacks; a burst to one receiver still
+ * goes out `perTarget` at a time.
+ */
+export const IN_FLIGHT = { total: 32, perTarget: 8 };
+const MAX_CONCURRENT = IN_FLIGHT.total;
+const PER_TARGET = IN_FLIGHT.perTarget;
 const POLL_MS = 1000;
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
