@@ -7,7 +7,7 @@ import type { EmbeddedFile } from "./assets.macro";
 const embedded = webAssets();
 
 /** The pages, answered at /<name> ("index" at /). */
-export type PageName = "index" | "setup" | "device" | "pair" | "task";
+export type PageName = "index" | "setup" | "device" | "pair" | "task" | "tasks";
 
 // Scripts and styles come only from this server, as files (no inline script or style); the pages
 // call only this server's API; no other site may frame them (clickjacking the Approve buttons).

@@ -13,6 +13,7 @@ export default (core: Core) =>
     .get("/setup", ({ request }) => pageResponse("setup", request), hidden)
     .get("/device", ({ request }) => pageResponse("device", request), hidden)
     .get("/pair", ({ request }) => pageResponse("pair", request), hidden)
+    .get("/tasks", ({ request }) => pageResponse("tasks", request), hidden)
     // The link of the callbacks' `url` (SPEC §9); the page finds the task's organization itself.
     .get("/tasks/:taskId", ({ request }) => pageResponse("task", request), {
       params: t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) }),

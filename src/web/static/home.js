@@ -13,7 +13,11 @@ try {
   for (const org of orgs.items) {
     const li = document.createElement("li");
     const name = document.createElement("strong");
-    name.textContent = org.name;
+    // The name opens the organization's tasks.
+    const tasks = document.createElement("a");
+    tasks.href = `/tasks?org=${encodeURIComponent(org.id)}`;
+    tasks.textContent = org.name;
+    name.append(tasks);
     const role = document.createElement("span");
     role.className = "badge";
     role.textContent = org.role;

@@ -37,7 +37,7 @@ export class TaskPage {
   }
 
   start() {
-    $("task-org").textContent = this.org.name;
+    Object.assign($("task-org"), { textContent: this.org.name, href: `/tasks?org=${encodeURIComponent(this.org.id)}`, title: "The tasks of this organization" });
     $("task-id").textContent = this.task.id;
     this.render();
     showOnly("task");

@@ -1,0 +1,285 @@
+// The tasks list "/tasks" (SPEC §5, §6, §11): an organization's tasks newest first with filters
+// kept in the address and Load more, kept current over the socket, and a New task form that
+// shows the API's refusals; another organization's tasks never show; server text is text.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg, type Session } from "../helpers/identity";
+import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { describeBrowser, launchBrowser, screenshot, shownText, signInWithForm, usePage } from "./browser";
+
+const PASSWORD = "correct horse battery staple";
+const XSS = "<img src=x onerror=alert(1)>";
+type Task = { id: string; projectId: string; title: string; status: string; kind: string; review: { base: string; head: string } | null; priority: string; prompt: string };
+
+describeBrowser("web: tasks list", () => {
+  let s: TestServer;
+  let browser: Browser;
+  let w: World;
+  let n = 0;
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+    w = await makeWorld(s);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  /** A new organization of `who` (the owner by default) with projects named `projects`. */
+  async function freshOrg(projects: string[], who: Session = w.owner) {
+    const org = (await s.api("POST", "/orgs", { token: who.accessToken, body: { name: `tasks-${++n}` } })).body as { id: string; name: string };
+    const as = { orgId: org.id, accessToken: who.accessToken };
+    const made: { id: string; name: string }[] = [];
+    for (const name of projects) made.push(await makeProject(s, as, name));
+    return { org, as, projects: made };
+  }
+  const listed = async (as: { orgId: string; accessToken: string }, query = "") =>
+    (await s.api("GET", `/orgs/${as.orgId}/tasks?limit=200${query}`, { token: as.accessToken })).body.items as Task[];
+
+  async function openList(page: Page, query: string, who: Session = w.owner) {
+    await page.goto(`${s.url}/tasks${query}`);
+    await page.getByText("Sign in to see the tasks.").waitFor();
+    await signInWithForm(page, who.email, PASSWORD);
+    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+  }
+  const rowIds = (page: Page) => page.locator("#tasks-rows tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
+  const titles = (page: Page) => page.locator("#tasks-rows td.title").allTextContents();
+  /** Waits until the rows are exactly `ids`, in that order. */
+  const rowsAre = (page: Page, ids: string[]) =>
+    page.waitForFunction(
+      // Runs in the page (the root tsconfig has no DOM types; the CSP forbids a string to evaluate).
+      (want) => JSON.stringify([...(globalThis as any).document.querySelectorAll("#tasks-rows tr")].map((tr) => tr.getAttribute("data-id"))) === want,
+      JSON.stringify(ids),
+    );
+  const address = (page: Page) => new URL(page.url()).searchParams;
+  let filter: (label: string) => ReturnType<Page["getByLabel"]>;
+
+  test("/tasks is a page of its own (the task page stays at /tasks/:id), with the security headers, not in the OpenAPI document", async () => {
+    const res = await fetch(`${s.url}/tasks`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(await res.text()).toContain('<script type="module" src="/assets/tasks.js"></script>');
+    expect(await (await fetch(`${s.url}/tasks/tsk_x`)).text()).toContain('src="/assets/task.js"');
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith("/tasks"))).toEqual([]);
+  });
+
+  test("Load more pages through 62 tasks newest first, without duplicates or gaps; filters go into the address and survive a reload", async () => {
+    const { org, as, projects } = await freshOrg(["shop", "docs"]);
+    for (let i = 0; i < 62; i++) {
+      const extra = i % 5 === 0 ? { kind: "review", review: { base: "main", head: `fix-${i}` } } : {};
+      await makeTask(s, as, projects[i % 2 === 0 ? 0 : 1]!.id, { title: `Task ${i}`, ...extra });
+    }
+    const all = await listed(as);
+    await putInState(s, all[3]!.id, "running");
+    await putInState(s, all[8]!.id, "running");
+    await usePage(browser, async ({ page, problems }) => {
+      filter = (label) => page.locator("#tasks-filters").getByLabel(label);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, all.slice(0, 50).map((t) => t.id));
+      await page.getByRole("button", { name: "Load more" }).click();
+      await rowsAre(page, all.map((t) => t.id));
+      await expect(page.getByRole("button", { name: "Load more" }).isHidden()).resolves.toBe(true);
+      const first = page.locator("#tasks-rows tr").first();
+      expect((await first.locator("td").allTextContents()).slice(0, 5)).toEqual(["Task 61", "queued", "task", "MEDIUM", "docs"]);
+      await expect(first.getByRole("link").getAttribute("href")).resolves.toBe(`/tasks/${all[0]!.id}`);
+
+      await filter("Status").selectOption("running");
+      await rowsAre(page, [all[3]!.id, all[8]!.id]);
+      expect(address(page).get("status")).toBe("running");
+      await filter("Status").selectOption("");
+      await filter("Project").selectOption({ label: "shop" });
+      await filter("Kind").selectOption("review");
+      const shopReviews = all.filter((t) => t.kind === "review" && t.projectId === projects[0]!.id).map((t) => t.id);
+      expect(shopReviews).toHaveLength(7);
+      await rowsAre(page, shopReviews);
+      expect([address(page).get("org"), address(page).get("projectId"), address(page).get("kind"), address(page).get("status")]).toEqual([org.id, projects[0]!.id, "review", null]);
+      await page.reload();
+      await rowsAre(page, shopReviews);
+      await expect(filter("Kind").inputValue()).resolves.toBe("review");
+      await filter("Status").selectOption("failed");
+      await expect(shownText(page, "#tasks-empty")).resolves.toBe("No task matches these filters. Choose “any” to see more.");
+      await screenshot(page, "tasks-filtered");
+      expect(problems).toEqual([]);
+    });
+  }, 60_000);
+
+  test("live: a new task appears at the top, a status change updates its row, a row that stops matching the filter goes", async () => {
+    const { org, as, projects } = await freshOrg(["live"]);
+    const older = await makeTask(s, as, projects[0]!.id, { title: "Older" });
+    await usePage(browser, async ({ page, problems }) => {
+      filter = (label) => page.locator("#tasks-filters").getByLabel(label);
+      await openList(page, `?org=${org.id}&status=queued`);
+      await rowsAre(page, [older.id]);
+      const fresh = await makeTask(s, as, projects[0]!.id, { title: "Arrived live" });
+      await rowsAre(page, [fresh.id, older.id]);
+      await expect(titles(page)).resolves.toEqual(["Arrived live", "Older"]);
+      await putInState(s, older.id, "cancelled");
+      await rowsAre(page, [fresh.id]);
+
+      await filter("Status").selectOption("");
+      await rowsAre(page, [fresh.id, older.id]);
+      await putInState(s, fresh.id, "running");
+      await page.locator(`#tasks-rows tr[data-id='${fresh.id}'] .status`, { hasText: /^running$/ }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("after the socket drops, it reconnects and fetches the first page again (what was made meanwhile shows)", async () => {
+    const { org, as, projects } = await freshOrg(["flaky"]);
+    const before = await makeTask(s, as, projects[0]!.id, { title: "Before" });
+    await usePage(browser, async ({ page, problems }) => {
+      // Keeps the page's sockets reachable, to drop one as a network would.
+      await page.addInitScript(`(() => {
+        const sockets = (window.__sockets = []);
+        const Native = window.WebSocket;
+        window.WebSocket = class extends Native {
+          constructor(url, protocols) {
+            super(url, protocols);
+            sockets.push(this);
+          }
+        };
+      })()`);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, [before.id]);
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.locator("#live-state", { hasText: "reconnecting…" }).waitFor();
+      const meanwhile = await makeTask(s, as, projects[0]!.id, { title: "While away" });
+      await rowsAre(page, [meanwhile.id, before.id]);
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("New task: a task and a review (base and head) are created and open on their page", async () => {
+    const { org, as, projects } = await freshOrg(["api", "web"]);
+    await usePage(browser, async ({ page, problems }) => {
+      await openList(page, `?org=${org.id}`);
+      await expect(shownText(page, "#tasks-empty")).resolves.toBe("No tasks in this organization yet. Create the first one with the form below.");
+      const form = page.locator("#new-task");
+      await expect(form.locator("#new-review-group").isHidden()).resolves.toBe(true);
+      await form.getByLabel("Project").selectOption({ label: "web" });
+      await form.getByLabel("Title").fill("Fix the cart");
+      await form.getByLabel("Prompt").fill("The cart loses items.\nOn reload.");
+      await form.getByLabel("Priority").selectOption("HIGH");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await page.getByRole("heading", { name: "Fix the cart" }).waitFor();
+      const [made] = await listed(as);
+      expect(page.url()).toBe(`${s.url}/tasks/${made!.id}`);
+      expect(made).toMatchObject({ title: "Fix the cart", prompt: "The cart loses items.\nOn reload.", priority: "HIGH", kind: "task", projectId: projects[1]!.id });
+      // The task page links back to its organization's list.
+      await page.locator("#task-org").click();
+      await page.waitForURL(`${s.url}/tasks?org=${org.id}`);
+      await rowsAre(page, [made!.id]);
+
+      await form.getByLabel("Project").selectOption({ label: "api" });
+      await form.getByLabel("Kind").selectOption("review");
+      await form.getByLabel("Title").fill("Review the cart fix");
+      await form.getByLabel("Prompt").fill("Look for races.");
+      await form.getByLabel("Base").fill("main");
+      await form.getByLabel("Head").fill("fix-cart");
+      await screenshot(page, "tasks-new-review");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await page.getByRole("heading", { name: "Review the cart fix" }).waitFor();
+      const [review] = await listed(as);
+      expect(review).toMatchObject({ kind: "review", review: { base: "main", head: "fix-cart" }, priority: "MEDIUM", projectId: projects[0]!.id });
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("New task refused: a title that is not one line shows the API's message; a viewer gets the 403; nothing is created", async () => {
+    const before = (await listed(w.owner)).length;
+    await usePage(browser, async ({ page, problems }) => {
+      await openList(page, `?org=${w.owner.orgId}`);
+      const form = page.locator("#new-task");
+      await form.getByLabel("Title").fill("Fix\tthe cart");
+      await form.getByLabel("Prompt").fill("p");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await expect(shownText(page, "#new-task-error")).resolves.toBe(
+        "Please check: title: must be one line of text: no control characters (newlines, tabs, escapes), not only spaces.",
+      );
+      await expect(form.getByRole("button", { name: "Create task" }).isEnabled()).resolves.toBe(true);
+      expect(problems).toEqual([]);
+    });
+    await usePage(browser, async ({ page }) => {
+      await openList(page, `?org=${w.owner.orgId}`, w.viewer);
+      await expect(shownText(page, "#new-task-viewer")).resolves.toContain("viewer");
+      const form = page.locator("#new-task");
+      await form.getByLabel("Title").fill("From a viewer");
+      await form.getByLabel("Prompt").fill("p");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await expect(shownText(page, "#new-task-error")).resolves.toBe("Your role (viewer) lacks the permission task.create.");
+    });
+    expect((await listed(w.owner)).length).toBe(before);
+  }, 45_000);
+
+  test("an organization without projects says a project comes first and hides the form", async () => {
+    const { org } = await freshOrg([]);
+    await usePage(browser, async ({ page, problems }) => {
+      await openList(page, `?org=${org.id}`);
+      await expect(shownText(page, "#new-task-no-projects")).resolves.toContain("Make a project first");
+      await expect(page.locator("#new-task-form").isHidden()).resolves.toBe(true);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("two organizations: the picker switches lists; another person's organization shows the API's refusal and none of its data", async () => {
+    const person = await newOrg(s, "first-org");
+    const first = { orgId: person.orgId, accessToken: person.accessToken };
+    const second = await freshOrg(["second-project"], person);
+    const p1 = await makeProject(s, first, "first-project");
+    const a = await makeTask(s, first, p1.id, { title: "In the first" });
+    const b = await makeTask(s, second.as, second.projects[0]!.id, { title: "In the second" });
+    await makeTask(s, w.other, w.otherProject.id, { title: "Their secret" });
+    await usePage(browser, async ({ page, problems }) => {
+      await openList(page, "", person);
+      // The newest organization comes first in the person's list.
+      await rowsAre(page, [b.id]);
+      expect(address(page).get("org")).toBe(second.org.id);
+      await page.getByLabel("Organization", { exact: true }).selectOption({ label: "first-org" });
+      await rowsAre(page, [a.id]);
+      expect(address(page).get("org")).toBe(person.orgId);
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await makeTask(s, second.as, second.projects[0]!.id, { title: "Second again" });
+      await makeTask(s, first, p1.id, { title: "First again" });
+      await expect(page.locator("#tasks-rows td.title", { hasText: "First again" }).waitFor()).resolves.toBeUndefined();
+      await expect(titles(page)).resolves.toEqual(["First again", "In the first"]);
+
+      await page.goto(`${s.url}/tasks?org=${w.other.orgId}`);
+      await expect(shownText(page, "#tasks-error")).resolves.toBe("Organization not found.");
+      await expect(page.locator("#tasks-body").isHidden()).resolves.toBe(true);
+      await expect(page.locator("#new-task").isHidden()).resolves.toBe(true);
+      await makeTask(s, w.other, w.otherProject.id, { title: "Their second secret" });
+      expect((await page.locator("main").textContent()) ?? "").not.toContain("secret");
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("markup in a title is shown as text; the home page links to the lists", async () => {
+    const { org, as, projects } = await freshOrg(["xss"]);
+    const t = await makeTask(s, as, projects[0]!.id, { title: XSS });
+    await usePage(browser, async ({ page, problems }) => {
+      const dialogs: string[] = [];
+      page.on("dialog", (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, [t.id]);
+      await expect(titles(page)).resolves.toEqual([XSS]);
+      await makeTask(s, as, projects[0]!.id, { title: `live ${XSS}` });
+      await page.locator("#tasks-rows td.title", { hasText: `live ${XSS}` }).waitFor();
+      await expect(page.locator("main img").count()).resolves.toBe(0);
+      expect(await rowIds(page)).toHaveLength(2);
+
+      await page.goto(s.url);
+      await page.getByRole("heading", { name: /^Welcome/ }).waitFor();
+      await expect(page.getByRole("link", { name: "Tasks", exact: true }).getAttribute("href")).resolves.toBe("/tasks");
+      await expect(page.locator("#home-orgs a").evaluateAll((as) => as.map((a) => a.getAttribute("href")))).resolves.toContain(`/tasks?org=${org.id}`);
+      expect(dialogs).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+});
