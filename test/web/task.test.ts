@@ -339,8 +339,11 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
       log(id, "still live on the old socket");
       await page.locator("#timeline li", { hasText: "still live on the old socket" }).waitFor();
       await page.evaluate("window.__sockets.at(-1).close()");
-      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      // The close and the refused reconnect happen after evaluate returns: wait for both.
+      // (Polled from here: the page's CSP forbids the string evaluation waitForFunction uses.)
+      for (const until = Date.now() + 15_000; ((await page.evaluate("window.__closes?.length ?? 0")) as number) < 2 && Date.now() < until; ) await Bun.sleep(25);
       await expect(page.evaluate("window.__closes")).resolves.toEqual([1005, 4401]);
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(3);
       log(id, "on the renewed socket");
       await page.locator("#timeline li", { hasText: "on the renewed socket" }).waitFor();
