@@ -2,11 +2,10 @@
 // CI installs it (.ci/run); there a missing browser is a failing test. On a developer's machine
 // without it the browser tests are skipped, with a line saying so.
 //
-// The tests of a file run one after another (no test.concurrent): with several contexts of one
-// browser busy at once, Playwright's client sometimes received an answer naming an object it had
-// already disposed ("Object with guid response@... was not bound in the connection") and the
-// waiting step never settled, which hung a test in CI. Nor do the helpers listen to network
-// events: a failure report reads the page's own Resource Timing entries instead.
+// Playwright's in-process driver loses the order of its messages under Bun; launchBrowser()
+// restores it (see deliverInOrder). The tests of a file also run one after another (no
+// test.concurrent), and the helpers listen to no network events: a failure report reads the
+// page's own Resource Timing entries instead.
 import { describe, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,12 +32,66 @@ export function describeBrowser(name: string, body: () => void) {
   return describe.skip(name, body);
 }
 
-export function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(): Promise<Browser> {
   // launch() gives every browser a fresh, temporary user-data directory.
-  return chromium.launch({
+  const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });
+  deliverInOrder(browser);
+  return browser;
+}
+
+/** The message hooks already replaced, per in-process connection. */
+const ordered = new WeakSet<object>();
+
+/**
+ * playwright-core runs its driver in this process and hands each protocol message from one side
+ * to the other in a setImmediate of its own. Under Bun, callbacks of setImmediate do not always
+ * run in the order they were scheduled (seen here under load: message 1,253 handled before 1,252),
+ * so the client saw a reply naming an object whose "create" had not arrived yet, or an event for
+ * one already disposed: "Object with guid response@… was not bound in the connection" (the
+ * waiting step then never settled) and "Cannot find object to frameReceived". Both directions
+ * are rewired here through a queue that one scheduled drain empties in order.
+ */
+function deliverInOrder(browser: Browser) {
+  const client = (browser as unknown as { _connection: InProcessEnd & { toImpl(x: unknown): InProcessEnd } })._connection;
+  const server = client.toImpl(client);
+  if (ordered.has(client)) return;
+  ordered.add(client);
+  server.onmessage = fifo((message) => client.dispatch(message));
+  client.onmessage = fifo((message) => server.dispatch(message));
+}
+
+interface InProcessEnd {
+  onmessage: (message: unknown) => void;
+  dispatch(message: unknown): unknown;
+}
+
+function fifo(deliver: (message: unknown) => unknown): (message: unknown) => void {
+  const queue: unknown[] = [];
+  let scheduled = false;
+  const drain = () => {
+    scheduled = false;
+    let failure: unknown = null;
+    // Messages queued while draining are handled in this drain too, still in order.
+    while (queue.length > 0) {
+      try {
+        void deliver(queue.shift());
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    // As before, a message the client cannot handle is an uncaught error, but it no longer stops the ones after it.
+    if (failure) throw failure;
+  };
+  return (message) => {
+    queue.push(message);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(drain);
+    }
+  };
 }
 
 export interface OpenedPage {
