@@ -37,8 +37,6 @@ type Outcome =
  * goes out `perTarget` at a time.
  */
 export const IN_FLIGHT = { total: 32, perTarget: 8 };
-const MAX_CONCURRENT = IN_FLIGHT.total;
-const PER_TARGET = IN_FLIGHT.perTarget;
 const POLL_MS = 1000;
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
@@ -46,7 +44,7 @@ function prepare(core: Core) {
   const q = core.sqlite;
   return {
     recover: q.query<unknown, [number, string]>("UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'"),
-    // The second parameter is a JSON list of targets that have PER_TARGET callbacks in flight.
+    // The second parameter is a JSON list of targets that have IN_FLIGHT.perTarget callbacks in flight.
     due: q.query<DueRow, [number, string, number]>(
       `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
         WHERE status = 'pending' AND next_attempt_at <= ? AND target_id NOT IN (SELECT value FROM json_each(?))
@@ -88,9 +86,7 @@ export class Relay {
   private timerDue = Infinity;
   private stopped = false;
   private recovered = false;
-  private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
-  /** Callbacks in flight per target id. */
-  private readonly perTarget = new Map<string, number>();
+  private readonly inFlight = new Map<string, { targetId: string; controller: AbortController; done: Promise<void> }>();
 
   constructor(private readonly core: Core) {
     this.s = prepare(core);
@@ -142,23 +138,30 @@ export class Relay {
     }
   }
 
-  /** Targets with PER_TARGET callbacks in flight, as the JSON list the queries take. */
-  private saturated(): string {
-    return JSON.stringify([...this.perTarget].filter(([, n]) => n >= PER_TARGET).map(([id]) => id));
+  /** Callbacks in flight per target id (at most IN_FLIGHT.total entries to count). */
+  private perTarget(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const { targetId } of this.inFlight.values()) counts.set(targetId, (counts.get(targetId) ?? 0) + 1);
+    return counts;
+  }
+
+  /** Targets with IN_FLIGHT.perTarget callbacks in flight, as the JSON list the queries take. */
+  private saturated(counts = this.perTarget()): string {
+    return JSON.stringify([...counts].filter(([, n]) => n >= IN_FLIGHT.perTarget).map(([id]) => id));
   }
 
   private claimAndLaunch() {
-    const free = MAX_CONCURRENT - this.inFlight.size;
+    const free = IN_FLIGHT.total - this.inFlight.size;
     if (free > 0) {
       const now = Date.now();
       const claimed = this.core.sqlite
         .transaction(() => {
           // Read more than the free slots: some rows may belong to a target that fills up in this pass.
-          const counts = new Map(this.perTarget);
+          const counts = this.perTarget();
           const chosen: DueRow[] = [];
-          for (const row of this.s.due.all(now, this.saturated(), free * PER_TARGET)) {
+          for (const row of this.s.due.all(now, this.saturated(counts), free * IN_FLIGHT.perTarget)) {
             const n = counts.get(row.target_id) ?? 0;
-            if (n >= PER_TARGET) continue;
+            if (n >= IN_FLIGHT.perTarget) continue;
             counts.set(row.target_id, n + 1);
             chosen.push(row);
             this.s.claim.run(iso(now), row.id);
@@ -170,7 +173,7 @@ export class Relay {
       for (const row of claimed) this.launch(row);
     }
     // When every slot is busy, a finishing send wakes the relay; so it does for a full target.
-    if (this.inFlight.size >= MAX_CONCURRENT) return;
+    if (this.inFlight.size >= IN_FLIGHT.total) return;
     const next = this.s.nextDue.get(this.saturated())?.next ?? null;
     this.schedule(next === null ? POLL_MS : Math.min(Math.max(next - Date.now(), 0), POLL_MS));
   }
@@ -186,13 +189,9 @@ export class Relay {
       .then((outcome) => this.recordUntilWritten(row, outcome, controller.signal))
       .finally(() => {
         this.inFlight.delete(row.id);
-        const n = (this.perTarget.get(row.target_id) ?? 1) - 1;
-        if (n > 0) this.perTarget.set(row.target_id, n);
-        else this.perTarget.delete(row.target_id);
         this.wake();
       });
-    this.inFlight.set(row.id, { controller, done });
-    this.perTarget.set(row.target_id, (this.perTarget.get(row.target_id) ?? 0) + 1);
+    this.inFlight.set(row.id, { targetId: row.target_id, controller, done });
   }
 
   private target(row: DueRow): { url: string; secret: string } | string {
