@@ -170,6 +170,24 @@ async function pageReport({ context, problems }: OpenedPage): Promise<string> {
   return lines.join("\n");
 }
 
+/**
+ * Keeps the page's WebSockets reachable as `window.__sockets` (to drop one as a network would)
+ * and records their close codes in `window.__closes`. Call it before the page loads.
+ */
+export async function trackSockets(page: Page): Promise<void> {
+  await page.addInitScript(`(() => {
+    const sockets = (window.__sockets = []);
+    const Native = window.WebSocket;
+    window.WebSocket = class extends Native {
+      constructor(url, protocols) {
+        super(url, protocols);
+        sockets.push(this);
+        this.addEventListener("close", (e) => (window.__closes = [...(window.__closes ?? []), e.code]));
+      }
+    };
+  })()`);
+}
+
 export async function screenshot(page: Page, name: string) {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });

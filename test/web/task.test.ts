@@ -11,13 +11,16 @@ import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
-import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
+import { describeBrowser, launchBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
 
 const PASSWORD = "correct horse battery staple";
 // A 1x1 transparent PNG.
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
 const XSS = "<img src=x onerror=alert(1)>";
+
+/** A log line in the task's timeline, written through the task store as a worker's report is. */
+const logLine = (srv: TestServer, id: string, line: string) => changeTask(srv.core, null, id, () => ({ events: [{ type: "log", data: { line } }] }));
 
 describe("web: the task page's action table", () => {
   test("equals the server's state machine (SPEC §5)", async () => {
@@ -45,7 +48,7 @@ describeBrowser("web: task page", () => {
 
   const task = (extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, extra) as Promise<{ id: string; title: string }>;
   const statusOf = async (id: string) => (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.status;
-  const log = (id: string, line: string) => changeTask(s.core, null, id, () => ({ events: [{ type: "log", data: { line } }] }));
+  const log = (id: string, line: string) => logLine(s, id, line);
 
   /** Opens the callback's link, signs in as `who`, and waits until the task shows and is live. */
   async function openTask(page: Page, id: string, who = w.owner, title?: string) {
@@ -101,17 +104,7 @@ describeBrowser("web: task page", () => {
   test("after the socket drops, it reconnects and fetches what it missed, once each, in order", async () => {
     const t = await task({ title: "Flaky network" });
     await usePage(browser, async ({ page, problems }) => {
-      // Keeps the page's sockets reachable, to drop one as a network would.
-      await page.addInitScript(`(() => {
-        const sockets = (window.__sockets = []);
-        const Native = window.WebSocket;
-        window.WebSocket = class extends Native {
-          constructor(url, protocols) {
-            super(url, protocols);
-            sockets.push(this);
-          }
-        };
-      })()`);
+      await trackSockets(page);
       await openTask(page, t.id, w.owner, "Flaky network");
       await page.evaluate("window.__sockets.at(-1).close()");
       await page.locator("#live-state", { hasText: "reconnecting…" }).waitFor();
@@ -311,21 +304,9 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
     expect(r.status).toBe(201);
     return r.body.id;
   }
-  const log = (id: string, line: string) => changeTask(s.core, null, id, () => ({ events: [{ type: "log", data: { line } }] }));
-  const SOCKETS = `(() => {
-    const sockets = (window.__sockets = []);
-    const Native = window.WebSocket;
-    window.WebSocket = class extends Native {
-      constructor(url, protocols) {
-        super(url, protocols);
-        sockets.push(this);
-        this.addEventListener("close", (e) => (window.__closes = [...(window.__closes ?? []), e.code]));
-      }
-    };
-  })()`;
-
+  const log = (id: string, line: string) => logLine(s, id, line);
   async function open(page: Page, id: string, title: string) {
-    await page.addInitScript(SOCKETS);
+    await trackSockets(page);
     await page.goto(`${s.url}/tasks/${id}`);
     await signInWithForm(page, w.owner.email, PASSWORD);
     await page.getByRole("heading", { name: title }).waitFor();

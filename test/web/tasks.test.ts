@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg, type Session } from "../helpers/identity";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { describeBrowser, launchBrowser, screenshot, shownText, signInWithForm, usePage } from "./browser";
+import { describeBrowser, launchBrowser, trackSockets, screenshot, shownText, signInWithForm, usePage } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const XSS = "<img src=x onerror=alert(1)>";
@@ -130,17 +130,7 @@ describeBrowser("web: tasks list", () => {
     const { org, as, projects } = await freshOrg(["flaky"]);
     const before = await makeTask(s, as, projects[0]!.id, { title: "Before" });
     await usePage(browser, async ({ page, problems }) => {
-      // Keeps the page's sockets reachable, to drop one as a network would.
-      await page.addInitScript(`(() => {
-        const sockets = (window.__sockets = []);
-        const Native = window.WebSocket;
-        window.WebSocket = class extends Native {
-          constructor(url, protocols) {
-            super(url, protocols);
-            sockets.push(this);
-          }
-        };
-      })()`);
+      await trackSockets(page);
       await openList(page, `?org=${org.id}`);
       await rowsAre(page, [before.id]);
       await page.evaluate("window.__sockets.at(-1).close()");

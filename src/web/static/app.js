@@ -62,14 +62,27 @@ async function send(path, init) {
 }
 
 /**
- * Calls the API as the signed-in person. An expired access token is renewed once through the
- * refresh cookie, then the call is repeated.
+ * Calls the API as the signed-in person and answers its parsed JSON (null for 204).
  * @param {string} method
  * @param {string} path under /api/v1, e.g. "/orgs"
  * @param {unknown} [body]
  * @returns {Promise<any>}
  */
 export async function api(method, path, body) {
+  const res = await apiResponse(method, path, body);
+  return res.status === 204 ? null : res.json();
+}
+
+/**
+ * Calls the API as the signed-in person and answers the successful Response itself (for files);
+ * a failure throws its ApiError. An expired access token is renewed once through the refresh
+ * cookie, then the call is repeated.
+ * @param {string} method
+ * @param {string} path under /api/v1
+ * @param {unknown} [body]
+ * @returns {Promise<Response>}
+ */
+export async function apiResponse(method, path, body) {
   /** @param {string | null} token */
   const call = (token) => {
     /** @type {Record<string, string>} */
@@ -88,12 +101,12 @@ export async function api(method, path, body) {
     res = await call(accessToken);
   }
   if (!res.ok) throw await failure(res);
-  return res.status === 204 ? null : res.json();
+  return res;
 }
 
 /**
  * The current access token (memory only), for what cannot go through api(): the live socket's
- * first message and artifact downloads. Null when signed out.
+ * first message. Null when signed out.
  */
 export function currentAccessToken() {
   return accessToken;

@@ -1,7 +1,7 @@
 // @ts-check
 // The task page's artifacts (SPEC §5): the list, downloads and image previews. The files route
 // wants the bearer token, which a plain link or <img src> cannot send, so files are fetched here.
-import { ApiError, currentAccessToken, refresh } from "./app.js";
+import { apiResponse } from "./app.js";
 import { $, el, showError } from "./ui.js";
 import { sizeText } from "./task-model.js";
 
@@ -92,22 +92,7 @@ export class ArtifactList {
 
   /** @param {string} name */
   async blob(name) {
-    const get = () =>
-      fetch(`/api/v1${this.path}/artifacts/${encodeURIComponent(name)}`, {
-        credentials: "same-origin",
-        headers: { authorization: `Bearer ${currentAccessToken() ?? ""}` },
-      });
-    let res = await get();
-    if (res.status === 401 && (await refresh())) res = await get();
-    if (!res.ok) {
-      /** @type {any} */
-      let body = null;
-      try {
-        body = await res.json();
-      } catch {}
-      throw new ApiError(res.status, body?.error?.code ?? `http_${res.status}`, body?.error?.message ?? `the server answered ${res.status} for ${name}`);
-    }
-    return res.blob();
+    return (await apiResponse("GET", `${this.path}/artifacts/${encodeURIComponent(name)}`)).blob();
   }
 }
 
