@@ -136,8 +136,8 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
 
   const task = meaning.task;
   const keys = [...task.itemKeys];
-  // Long sender ids are hashed so the key stays small; the same id always gives the same key.
   if (signature) keys.unshift(`signature:${signature}`);
+  // Long sender ids are hashed so the key stays small; the same id always gives the same key.
   if (deliveryId) keys.unshift(`delivery:${deliveryId.length <= 200 ? deliveryId : sha256Hex(deliveryId)}`);
   const source = {
     integrationId: row.id,
