@@ -94,7 +94,14 @@ export interface CoreEventMap {
   "task.changed": TaskChange;
   /** A person applied an action; the worker running the task may need a control message. */
   "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
+  /**
+   * A session, API token or membership of the user was revoked, removed or changed. What holds
+   * their access open (live sockets) re-checks it at once; SPEC §4: a revoked session stops at once.
+   */
+  "access.changed": { userId: string; reason: AccessChange };
 }
+
+export type AccessChange = "session_revoked" | "token_revoked" | "membership_removed" | "role_changed";
 
 /**
  * Wraps a timer or socket callback so that an error (a busy database, a bug) is logged instead of

@@ -1,6 +1,8 @@
-// Rate limits (SPEC §4): failures only; 10 per account and 100 per address in 15 minutes,
-// then 429 rate_limited with Retry-After. Successful requests never count.
+// Rate limits (SPEC §4): failures only; 10 per account and address, 100 per account and 100 per
+// address in 15 minutes, then 429 rate_limited with Retry-After. Successful requests never count.
+// Requests "from another address" bind the client socket to another loopback address (127.0.0.0/8).
 import { afterEach, describe, expect, test } from "bun:test";
+import { request } from "node:http";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin } from "../helpers/identity";
 import { FailureWindow } from "../../src/lib/ratelimit";
@@ -11,6 +13,28 @@ let s: TestServer;
 afterEach(() => s?.stop());
 
 const login = (email: string, password: string) => s.api("POST", "/auth/login", { body: { email, password } });
+
+/** POST /auth/login from the given loopback address (the server sees it as the client's address). */
+function loginFrom(address: string, email: string, password: string): Promise<{ status: number; headers: Headers; body: any }> {
+  const url = new URL(`${s.url}/api/v1/auth/login`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", localAddress: address, headers: { "content-type": "application/json" } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => {
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === "string") headers.set(k, v);
+          resolve({ status: res.statusCode!, headers, body: JSON.parse(text) });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(JSON.stringify({ email, password }));
+  });
+}
 
 function expectLimited(r: { status: number; headers: Headers; body: any }) {
   expect(r.status).toBe(429);
@@ -51,18 +75,57 @@ describe("per account", () => {
     expectLimited(await login(u.email, u.password));
   });
 
-  test("two-factor and device-code failures count for the account too", async () => {
+  test("a stranger's 10 wrong passwords from one address lock that address only, not the owner at theirs", async () => {
+    s = await startTestServer();
+    const admin = await createAdmin(s);
+    const u = await addMember(s, admin, "member");
+    for (let i = 0; i < 10; i++) expect((await loginFrom("127.0.0.2", u.email, "stranger's guess")).body.error.code).toBe("invalid_credentials");
+    expectLimited(await loginFrom("127.0.0.2", u.email, u.password));
+    // The owner at their usual address: not locked, and their own failures are counted apart.
+    expect((await loginFrom("127.0.0.1", u.email, u.password)).status).toBe(200);
+    expect((await loginFrom("127.0.0.1", u.email, "typo in pw")).body.error.code).toBe("invalid_credentials");
+    expect((await loginFrom("127.0.0.1", u.email, u.password)).status).toBe(200);
+  });
+
+  test("100 failures over many addresses lock the account everywhere", async () => {
+    s = await startTestServer();
+    const admin = await createAdmin(s);
+    const u = await addMember(s, admin, "member");
+    for (let a = 10; a < 20; a++) {
+      for (let i = 0; i < 10; i++) expect((await loginFrom(`127.0.0.${a}`, u.email, "guess")).status).toBe(401);
+    }
+    expectLimited(await loginFrom("127.0.0.1", u.email, u.password));
+    expectLimited(await loginFrom("127.0.0.30", u.email, u.password));
+    expect((await loginFrom("127.0.0.30", admin.email, admin.password)).status).toBe(200);
+  });
+
+  test("two-factor failures count for the sign-in; device-code failures are a bucket of their own", async () => {
     s = await startTestServer();
     const admin = await createAdmin(s);
     const u = await addMember(s, admin, "member");
     await s.api("POST", "/me/2fa/setup", { token: u.accessToken });
     for (let i = 0; i < 5; i++) expect((await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: "abcdef" } })).status).toBe(400);
+    for (let i = 0; i < 5; i++) expect((await login(u.email, "wrong password")).status).toBe(401);
+    expectLimited(await login(u.email, u.password));
+    // Ten failed sign-ins do not stop the person's device approvals.
+    const first = (await s.api("POST", "/auth/device/start")).body;
+    expect((await s.api("POST", "/auth/device/approve", { token: u.accessToken, body: { userCode: first.userCode } })).status).toBe(200);
+    // Ten unknown user codes stop the approvals, for this person only, and not their sign-in.
     for (let i = 0; i < 5; i++) expect((await s.api("GET", "/auth/device/BBBB-BBBB", { token: u.accessToken })).status).toBe(404);
-    expectLimited(await s.api("POST", "/auth/device/approve", { token: u.accessToken, body: { userCode: "CCCC-CCCC" } }));
-    // A real code is still refused while limited, for this person only.
+    for (let i = 0; i < 5; i++) expect((await s.api("POST", "/pairing/deny", { token: u.accessToken, body: { userCode: "CCCC-CCCC" } })).status).toBe(404);
     const d = (await s.api("POST", "/auth/device/start")).body;
     expectLimited(await s.api("POST", "/auth/device/approve", { token: u.accessToken, body: { userCode: d.userCode } }));
     expect((await s.api("POST", "/auth/device/approve", { token: admin.accessToken, body: { userCode: d.userCode } })).status).toBe(200);
+  });
+
+  test("wrong user codes never lock the person's sign-in", async () => {
+    s = await startTestServer();
+    const admin = await createAdmin(s);
+    const u = await addMember(s, admin, "member");
+    for (let i = 0; i < 10; i++) expect((await s.api("GET", "/auth/device/BBBB-BBBB", { token: u.accessToken })).status).toBe(404);
+    expectLimited(await s.api("GET", "/auth/device/BBBB-BBBB", { token: u.accessToken }));
+    expect((await login(u.email, u.password)).status).toBe(200);
+    expect((await login(u.email, "wrong password")).body.error.code).toBe("invalid_credentials");
   });
 });
 

@@ -79,6 +79,33 @@ describe("duplicates", () => {
     expect(replay).toEqual({ status: 200, body: { status: "duplicate", taskId: first.body.taskId } });
   });
 
+  test("a captured signed request replayed with another, no, or a new delivery id -> duplicate of the one task", async () => {
+    const before = countTasksOf(s, ci.id);
+    const body = JSON.stringify(task());
+    const signature = svcSignature(ci.secret, body);
+    const first = await deliver(s, ci.id, body, { "x-svc-signature": signature, "x-svc-delivery": "captured-1" });
+    expect(first.status).toBe(201);
+    const duplicate = { status: 200, body: { status: "duplicate", taskId: first.body.taskId } };
+    expect(await deliver(s, ci.id, body, { "x-svc-signature": signature, "x-svc-delivery": "captured-2" })).toEqual(duplicate);
+    expect(await deliver(s, ci.id, body, { "x-svc-signature": signature })).toEqual(duplicate);
+    // Extra v1 values (tried in turn, as for a secret rotation) do not make it another request.
+    const padded = `${signature},v1=${"0".repeat(64)}`;
+    expect(await deliver(s, ci.id, body, { "x-svc-signature": padded, "x-svc-delivery": "captured-3" })).toEqual(duplicate);
+    expect(await deliver(s, ci.id, body, { "x-svc-signature": signature.toUpperCase().replace("T=", "t=").replace("V1=", "v1="), "x-svc-delivery": "captured-4" })).toEqual(duplicate);
+    expect(countTasksOf(s, ci.id)).toBe(before + 1);
+  });
+
+  test("a request first sent without a delivery id, replayed with one -> duplicate", async () => {
+    const body = JSON.stringify(task());
+    const signature = svcSignature(ci.secret, body);
+    const first = await deliver(s, ci.id, body, { "x-svc-signature": signature });
+    expect(first.status).toBe(201);
+    expect(await deliver(s, ci.id, body, { "x-svc-signature": signature, "x-svc-delivery": "late-id" })).toEqual({
+      status: 200,
+      body: { status: "duplicate", taskId: first.body.taskId },
+    });
+  });
+
   test("one delivery id sent 25 times at once -> exactly one task", async () => {
     const before = countTasksOf(s, ci.id);
     const results = await Promise.all(Array.from({ length: 25 }, () => send(task(), { delivery: "burst-1" })));

@@ -98,3 +98,22 @@ export const deliveries = sqliteTable(
     index("deliveries_target").on(t.targetId, t.id),
   ],
 );
+
+/**
+ * Each try of a delivery: when, the receiver's status code or the error, the latency. Bounded: the
+ * relay keeps the last DELIVERY_TRIES_KEPT per delivery (the delivery row keeps the total count).
+ */
+export const deliveryTries = sqliteTable(
+  "delivery_tries",
+  {
+    deliveryId: text("delivery_id").notNull().references(() => deliveries.id, { onDelete: "cascade" }),
+    // 1, 2, 3... across rounds: the delivery's `attempts` after this try.
+    attempt: integer("attempt").notNull(),
+    at: text("at").notNull(),
+    outcome: text("outcome").$type<"succeeded" | "retrying" | "failed">().notNull(),
+    statusCode: integer("status_code"),
+    error: text("error"),
+    latencyMs: integer("latency_ms"),
+  },
+  (t) => [primaryKey({ columns: [t.deliveryId, t.attempt] })],
+);

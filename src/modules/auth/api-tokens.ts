@@ -93,4 +93,5 @@ export function listApiTokens(core: Core, userId: string, q: PageQuery): Page<Ap
 export function deleteApiToken(core: Core, userId: string, id: string) {
   const gone = core.db.delete(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId))).returning({ id: apiTokens.id }).all();
   if (gone.length === 0) throw notFound("token");
+  core.events.emit("access.changed", { userId, reason: "token_revoked" });
 }

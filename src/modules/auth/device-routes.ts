@@ -23,9 +23,9 @@ const view = (g: GrantRow) => {
 export const SIGNIN_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 };
 
 export default (core: Core) => {
-  // An unknown or expired user code counts as a failure of the person and of the address.
+  // An unknown or expired user code counts as a failure of the person (apart from their sign-in) and of the address.
   const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => GrantRow | null) =>
-    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx) }, ["not_found"], () => {
+    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], () => {
       const grant = find();
       if (!grant) throw notFound("device code");
       return view(grant);

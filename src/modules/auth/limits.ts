@@ -1,40 +1,60 @@
 // SPEC §4 rate limits: failures only (wrong password or code, unknown user, unknown user or
-// pairing code), at most 10 per account and 100 per client address in 15 minutes.
-// Successful requests never count. Other features (worker pairing) use the same guard.
+// pairing code). Successful requests never count. Other features (worker pairing) use the same guard.
+// An account is limited per (account, address) pair and, higher, per account overall: a stranger
+// who knows an email locks out their own address, not the owner signing in from theirs, while
+// guesses spread over many addresses still stop at the account's overall limit.
 import type { Core } from "../../server/core";
 import { FailureWindow } from "../../lib/ratelimit";
 import { rateLimited } from "../../server/errors";
 
 const WINDOW_MS = 15 * 60 * 1000;
-export const FAILURES_PER_ACCOUNT = 10;
+export const FAILURES_PER_ACCOUNT_AND_ADDRESS = 10;
+export const FAILURES_PER_ACCOUNT = 100;
 export const FAILURES_PER_ADDRESS = 100;
+
+/**
+ * What failed: signing in (passwords and second-factor codes), or a signed-in person's decision on
+ * a device sign-in or worker pairing code. Each has its own account counters, so mistyped user codes
+ * never lock the person's sign-in (nor wrong passwords their approvals); the address counter is shared.
+ */
+export type FailureKind = "sign_in" | "code_decision";
 
 /** Who failed: the account (see accountOf) and the client address. */
 export interface FailureSubject {
   account?: string | null;
   ip?: string | null;
+  kind?: FailureKind;
 }
 
 export class FailureGuard {
+  private readonly pairs = new FailureWindow({ limit: FAILURES_PER_ACCOUNT_AND_ADDRESS, windowMs: WINDOW_MS });
   private readonly accounts = new FailureWindow({ limit: FAILURES_PER_ACCOUNT, windowMs: WINDOW_MS });
   private readonly addresses = new FailureWindow({ limit: FAILURES_PER_ADDRESS, windowMs: WINDOW_MS });
 
-  /** Throws 429 rate_limited (with Retry-After) when the account or the address used up its failures. */
+  /** Throws 429 rate_limited (with Retry-After) when the pair, the account or the address used up its failures. */
   check(subject: FailureSubject) {
+    const keys = keysOf(subject);
     const wait = Math.max(
-      subject.account ? this.accounts.retryAfterSec(accountKey(subject.account)) : 0,
+      keys.pair ? this.pairs.retryAfterSec(keys.pair) : 0,
+      keys.account ? this.accounts.retryAfterSec(keys.account) : 0,
       subject.ip ? this.addresses.retryAfterSec(subject.ip) : 0,
     );
     if (wait > 0) throw rateLimited(wait);
   }
 
   fail(subject: FailureSubject) {
-    if (subject.account) this.accounts.record(accountKey(subject.account));
+    const keys = keysOf(subject);
+    if (keys.pair) this.pairs.record(keys.pair);
+    if (keys.account) this.accounts.record(keys.account);
     if (subject.ip) this.addresses.record(subject.ip);
   }
 }
 
-const accountKey = (account: string) => account.trim().toLowerCase();
+function keysOf(subject: FailureSubject): { account: string | null; pair: string | null } {
+  if (!subject.account) return { account: null, pair: null };
+  const account = `${subject.kind ?? "sign_in"}:${subject.account.trim().toLowerCase()}`;
+  return { account, pair: `${account}@${subject.ip ?? "unknown"}` };
+}
 
 /** The account key: the user id when the account exists, else the email that was tried. */
 export const accountOf = (user: { id: string } | null | undefined, email?: string) => user?.id ?? `email:${email ?? ""}`;

@@ -40,8 +40,8 @@ function prepare(core: Core) {
       "SELECT session_id, used_at, expires_at FROM refresh_tokens WHERE token_hash = ?",
     ),
     touchSession: q.query<{ user_id: string }, [string, string]>("UPDATE sessions SET last_used_at = ? WHERE id = ? RETURNING user_id"),
-    revoke: q.query<unknown, [string, string, string]>(
-      "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+    revoke: q.query<{ user_id: string }, [string, string, string]>(
+      "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL RETURNING user_id",
     ),
   };
 }
@@ -69,8 +69,10 @@ export function startSession(core: Core, userId: string, client: SessionClient):
   return { userId, sessionId, refreshToken };
 }
 
+/** Revokes a sign-in family; its access tokens and live sockets stop at once. Not inside a transaction (it announces the change). */
 export function revokeSession(core: Core, sessionId: string, reason: string) {
-  stmts(core).revoke.run(iso(), reason, sessionId);
+  const revoked = stmts(core).revoke.get(iso(), reason, sessionId);
+  if (revoked) core.events.emit("access.changed", { userId: revoked.user_id, reason: "session_revoked" });
 }
 
 /**

@@ -1,9 +1,14 @@
-// The delivery log of a callback target, and redelivery with the same delivery id.
+// The delivery log of a callback target (each delivery with its recent tries, one delivery with
+// its kept history and body), and redelivery with the same delivery id.
 import type { Core } from "../../server/core";
 import { ApiError, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { pageOf, type PageQuery } from "../orgs/paging";
-import type { DeliveryRecord } from "./model";
+import type { DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
+import { DELIVERY_TRIES_KEPT } from "./relay";
+
+/** Tries shown with each delivery of a list; the delivery itself shows all that are kept. */
+export const RECENT_TRIES_LISTED = 5;
 
 interface DeliveryRow {
   id: string;
@@ -26,7 +31,44 @@ interface DeliveryRow {
 const COLUMNS = `id, target_type, target_id, task_id, event, status, attempts, last_status_code, last_error, last_latency_ms,
   next_attempt_at, last_attempt_at, delivered_at, created_at, updated_at`;
 
-function toRecord(row: DeliveryRow): DeliveryRecord {
+interface TryRow {
+  delivery_id: string;
+  attempt: number;
+  at: string;
+  outcome: DeliveryTry["outcome"];
+  status_code: number | null;
+  error: string | null;
+  latency_ms: number | null;
+}
+
+const TRY_COLUMNS = "delivery_id, attempt, at, outcome, status_code, error, latency_ms";
+
+const toTry = (row: TryRow): DeliveryTry => ({
+  attempt: row.attempt,
+  at: row.at,
+  outcome: row.outcome,
+  statusCode: row.status_code,
+  error: row.error,
+  latencyMs: row.latency_ms,
+});
+
+/** The newest `perDelivery` tries of each delivery named, newest first. */
+function triesOf(core: Core, deliveryIds: string[], perDelivery: number): Map<string, DeliveryTry[]> {
+  const byDelivery = new Map<string, DeliveryTry[]>(deliveryIds.map((id) => [id, []]));
+  if (deliveryIds.length === 0) return byDelivery;
+  const rows = core.sqlite
+    .query<TryRow, [string, number]>(
+      `SELECT ${TRY_COLUMNS} FROM (
+         SELECT ${TRY_COLUMNS}, row_number() OVER (PARTITION BY delivery_id ORDER BY attempt DESC) AS n
+           FROM delivery_tries WHERE delivery_id IN (SELECT value FROM json_each(?1)))
+        WHERE n <= ?2 ORDER BY delivery_id, attempt DESC`,
+    )
+    .all(JSON.stringify(deliveryIds), perDelivery);
+  for (const row of rows) byDelivery.get(row.delivery_id)?.push(toTry(row));
+  return byDelivery;
+}
+
+function toRecord(row: DeliveryRow, recentTries: DeliveryTry[]): DeliveryRecord {
   return {
     id: row.id,
     targetType: row.target_type,
@@ -43,6 +85,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     deliveredAt: row.delivered_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    recentTries,
   };
 }
 
@@ -54,13 +97,27 @@ export function listDeliveries(core: Core, orgId: string, targetId: string, q: P
   const after = core.sqlite.query<DeliveryRow, [string, string, string, number]>(
     `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   );
-  return pageOf(
+  const page = pageOf(
     q,
     1,
     (key, n) => (key ? after.all(orgId, targetId, key[0], n) : first.all(orgId, targetId, n)),
     (row) => [row.id],
-    toRecord,
+    (row) => row,
   );
+  const tries = triesOf(core, page.items.map((row) => row.id), RECENT_TRIES_LISTED);
+  return { items: page.items.map((row) => toRecord(row, tries.get(row.id)!)), nextCursor: page.nextCursor };
+}
+
+/** One delivery of the target with its kept tries (the last 20) and the body it sends. */
+export function getDelivery(core: Core, orgId: string, targetId: string, deliveryId: string): DeliveryDetail {
+  const row = core.sqlite
+    .query<DeliveryRow & { payload: string }, [string, string, string]>(
+      `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`,
+    )
+    .get(deliveryId, orgId, targetId);
+  if (!row) throw notFound("delivery");
+  const tries = triesOf(core, [row.id], DELIVERY_TRIES_KEPT).get(row.id)!;
+  return { ...toRecord(row, tries.slice(0, RECENT_TRIES_LISTED)), tries, body: row.payload };
 }
 
 /** Sends a delivery again, now, with the same id and body; a fresh round of retries follows if it fails. */
@@ -74,7 +131,7 @@ export function redeliver(core: Core, orgId: string, targetId: string, deliveryI
       core.sqlite
         .query("UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ?")
         .run(Date.now(), iso(), deliveryId);
-      return toRecord(get.get(deliveryId, orgId, targetId)!);
+      return toRecord(get.get(deliveryId, orgId, targetId)!, triesOf(core, [deliveryId], RECENT_TRIES_LISTED).get(deliveryId)!);
     })
     .immediate();
 }

@@ -64,24 +64,27 @@ export interface HookResult {
   body: HookAnswer;
 }
 
-/** Authenticates a delivery by its integration's kind; returns the delivery id when there is one. */
-function authenticate(core: Core, row: HookRow, headers: Headers, raw: Uint8Array): string | null {
+/**
+ * Authenticates a delivery by its integration's kind. `deliveryId` is the sender's delivery id when
+ * there is one; `signature` names one signed request (signed JSON only).
+ */
+function authenticate(core: Core, row: HookRow, headers: Headers, raw: Uint8Array): { deliveryId: string | null; signature?: string } {
   const secret = secretOf(core, row.secret_sealed);
   switch (row.kind) {
     case "github":
       if (!verifyGithub(secret, raw, headers.get("x-hub-signature-256"))) throw badSignature();
-      return headers.get("x-github-delivery");
+      return { deliveryId: headers.get("x-github-delivery") };
     case "gitlab":
       if (!verifyGitlab(secret, headers.get("x-gitlab-token"))) throw badSignature();
       // Idempotency-Key stays the same across GitLab's retries; older versions send only the event UUID.
-      return headers.get("idempotency-key") ?? headers.get("x-gitlab-event-uuid");
+      return { deliveryId: headers.get("idempotency-key") ?? headers.get("x-gitlab-event-uuid") };
     case "signed_json": {
-      const signature = headers.get("x-svc-signature");
-      const verdict = verifySvc(secret, raw, signature);
+      const verdict = verifySvc(secret, raw, headers.get("x-svc-signature"));
       if (!verdict.ok) throw verdict.stale ? badSignature(verdict.reason) : badSignature();
-      // Without X-Svc-Delivery the signature itself names the delivery, so a replay within the
-      // tolerance window is a duplicate rather than a second task.
-      return headers.get("x-svc-delivery") ?? `sig:${sha256Hex(signature!)}`;
+      // X-Svc-Delivery is not signed: a captured request replayed with another (or no) delivery id
+      // is still the same request, so the matching v1 value itself is a key as well. It covers
+      // "<t>.<body>", so it cannot be altered, and a stale t is refused above.
+      return { deliveryId: headers.get("x-svc-delivery"), signature: verdict.signature };
     }
   }
 }
@@ -124,7 +127,7 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
     createHmac("sha256", "aos_unknown").update(raw).digest("hex");
     throw badSignature();
   }
-  const deliveryId = authenticate(core, row, headers, raw);
+  const { deliveryId, signature } = authenticate(core, row, headers, raw);
   if (!row.enabled) return { status: 200, body: { status: "ignored", reason: "the integration is disabled" } };
   const payload = parseJson(raw);
   const meaning = interpret(row, headers, payload);
@@ -133,12 +136,13 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
 
   const task = meaning.task;
   const keys = [...task.itemKeys];
+  if (signature) keys.unshift(`signature:${signature}`);
   // Long sender ids are hashed so the key stays small; the same id always gives the same key.
   if (deliveryId) keys.unshift(`delivery:${deliveryId.length <= 200 ? deliveryId : sha256Hex(deliveryId)}`);
   const source = {
     integrationId: row.id,
     integrationKind: row.kind,
-    deliveryId: deliveryId?.startsWith("sig:") ? null : deliveryId,
+    deliveryId,
     ...(task.item ? { item: task.item } : {}),
     ...(task.ref !== undefined ? { ref: task.ref } : {}),
   };

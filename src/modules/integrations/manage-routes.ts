@@ -4,9 +4,11 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { createIntegration, deleteIntegration, getIntegration, listIntegrations, rotateIntegrationSecret, updateIntegration } from "./service";
 import { deletePlugin, getPlugin, pluginId, putPlugin, rotatePluginSecret } from "./plugins";
-import { listDeliveries, redeliver } from "./deliveries";
+import { getDelivery, listDeliveries, redeliver } from "./deliveries";
 import { relayOf } from "./relay";
+import { errorAnswers } from "../../server/errors";
 import {
+  DeliveryDetail,
   DeliveryRecord,
   IntegrationCreate,
   IntegrationPatch,
@@ -86,8 +88,25 @@ export const manageRoutes = (core: Core) =>
         permission: "settings.manage",
         params: IntegrationParams,
         query: PageQuery,
-        response: { 200: pageOf(DeliveryRecord) },
-        detail: { summary: "Callback delivery log of the integration, newest first", tags },
+        response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
+        detail: { summary: "Callback delivery log of the integration, newest first, each with its last 5 tries", tags },
+      },
+    )
+    .get(
+      "/orgs/:orgId/integrations/:id/deliveries/:deliveryId",
+      ({ orgId, params }) => {
+        getIntegration(core, orgId, params.id);
+        return getDelivery(core, orgId, params.id, params.deliveryId);
+      },
+      {
+        permission: "settings.manage",
+        params: DeliveryParams,
+        response: { 200: DeliveryDetail, ...errorAnswers(401, 403, 404) },
+        detail: {
+          summary: "One callback delivery with its tries (the last 20: when, status code or error, latency) and its body",
+          description: "404 not_found for an unknown delivery, or one of another integration or organization.",
+          tags,
+        },
       },
     )
     .post(
@@ -148,8 +167,14 @@ export const manageRoutes = (core: Core) =>
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
-      response: { 200: pageOf(DeliveryRecord) },
-      detail: { summary: "Delivery log of the completion webhook, newest first", tags },
+      response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
+      detail: { summary: "Delivery log of the completion webhook, newest first, each with its last 5 tries", tags },
+    })
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) => getDelivery(core, orgId, pluginId(core, orgId), params.deliveryId), {
+      permission: "settings.manage",
+      params: PluginDeliveryParams,
+      response: { 200: DeliveryDetail, ...errorAnswers(401, 403, 404) },
+      detail: { summary: "One completion webhook delivery with its tries (the last 20) and its body", tags },
     })
     .post(
       "/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId/redeliver",

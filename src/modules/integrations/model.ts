@@ -70,6 +70,18 @@ export const PluginRecord = t.Object({
 export type PluginRecord = Static<typeof PluginRecord>;
 export const PluginWithSecret = t.Composite([PluginRecord, t.Object({ secret: t.String({ description: "Shown only now" }) })]);
 
+export const DeliveryTry = t.Object({
+  attempt: t.Integer({ description: "1, 2, 3... over the delivery's whole life, redeliveries included" }),
+  at: t.String({ description: "When the try ended" }),
+  outcome: t.Union([t.Literal("succeeded"), t.Literal("retrying"), t.Literal("failed")], {
+    description: "succeeded (2xx); retrying (another try is scheduled); failed (no more tries: gave up, 410 Gone, or a refused target)",
+  }),
+  statusCode: t.Nullable(t.Integer({ description: "The receiver's HTTP status; null when there was no answer" })),
+  error: t.Nullable(t.String({ description: "Why it failed: the status, a timeout, a connection error, a refused target" })),
+  latencyMs: t.Nullable(t.Integer({ description: "From sending to the answer (or the timeout)" })),
+});
+export type DeliveryTry = Static<typeof DeliveryTry>;
+
 export const DeliveryRecord = t.Object({
   id: t.String({ description: "The X-Svc-Delivery value; the same on every try and redelivery" }),
   targetType: t.Union([t.Literal("integration"), t.Literal("plugin")]),
@@ -86,8 +98,18 @@ export const DeliveryRecord = t.Object({
   deliveredAt: t.Nullable(t.String()),
   createdAt: t.String(),
   updatedAt: t.String(),
+  recentTries: t.Array(DeliveryTry, { description: "The last tries (at most 5), newest first; GET .../deliveries/:deliveryId has up to 20" }),
 });
 export type DeliveryRecord = Static<typeof DeliveryRecord>;
+
+export const DeliveryDetail = t.Composite([
+  DeliveryRecord,
+  t.Object({
+    tries: t.Array(DeliveryTry, { description: "The last 20 tries, newest first (attempts counts them all)" }),
+    body: t.String({ description: "The exact JSON body sent (and signed) on every try" }),
+  }),
+]);
+export type DeliveryDetail = Static<typeof DeliveryDetail>;
 
 export const PageQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),

@@ -38,6 +38,10 @@ type Outcome =
  */
 export const IN_FLIGHT = { total: 32, perTarget: 8 };
 const POLL_MS = 1000;
+/** Tries kept per delivery for its log (older ones are dropped; the delivery counts them all). */
+export const DELIVERY_TRIES_KEPT = 20;
+
+type TryOutcome = "succeeded" | "retrying" | "failed";
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
 function prepare(core: Core) {
@@ -58,10 +62,14 @@ function prepare(core: Core) {
       "SELECT callback_url AS url, secret_sealed, enabled, callback_disabled_at IS NOT NULL AS gone FROM integrations WHERE id = ?",
     ),
     plugin: q.query<TargetRow, [string]>("SELECT url, secret_sealed, enabled, 0 AS gone FROM plugins WHERE id = ?"),
-    record: q.query<unknown, [string, number, number, number | null, string | null, number | null, string, string | null, number, string, string]>(
-      `UPDATE deliveries SET status = ?, attempts = attempts + ?, round_attempts = round_attempts + ?, last_status_code = ?, last_error = ?,
-         last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ?`,
+    record: q.query<{ attempts: number }, [string, number | null, string | null, number | null, string, string | null, number, string, string]>(
+      `UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1, last_status_code = ?, last_error = ?,
+         last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING attempts`,
     ),
+    insertTry: q.query<unknown, [string, number, string, TryOutcome, number | null, string | null, number | null]>(
+      "INSERT INTO delivery_tries (delivery_id, attempt, at, outcome, status_code, error, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    pruneTries: q.query<unknown, [string, number]>("DELETE FROM delivery_tries WHERE delivery_id = ? AND attempt <= ?"),
     backToPending: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'delivering'"),
     disableIntegration: q.query<unknown, [string, string]>("UPDATE integrations SET callback_disabled_at = ?1, updated_at = ?1 WHERE id = ?2"),
     disablePlugin: q.query<unknown, [string, string]>("UPDATE plugins SET enabled = 0, updated_at = ?1 WHERE id = ?2"),
@@ -293,18 +301,26 @@ export class Relay {
     const nowMs = Date.now();
     const now = iso(nowMs);
     const s = this.s;
+    // The delivery row and its try are written together, so the log never disagrees with the count.
+    const write = (result: TryOutcome, code: number | null, error: string | null, latencyMs: number | null, deliveredAt: string | null, nextAt: number) => {
+      const updated = s.record.get(result === "retrying" ? "pending" : result, code, error, latencyMs, now, deliveredAt, nextAt, now, row.id);
+      if (!updated) return; // the delivery went with its org meanwhile
+      const { attempts } = updated;
+      s.insertTry.run(row.id, attempts, now, result, code, error, latencyMs);
+      s.pruneTries.run(row.id, attempts - DELIVERY_TRIES_KEPT);
+    };
     switch (outcome.kind) {
       case "interrupted":
         // Stopped mid-send: not counted; the next start sends it again with the same id.
         s.backToPending.run(now, row.id);
         return;
       case "succeeded":
-        s.record.run("succeeded", 1, 1, outcome.code, null, outcome.latencyMs, now, now, nowMs, now, row.id);
+        this.core.sqlite.transaction(() => write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs)).immediate();
         return;
       case "failed":
         this.core.sqlite
           .transaction(() => {
-            s.record.run("failed", 1, 1, outcome.code, outcome.error, outcome.latencyMs, now, null, nowMs, now, row.id);
+            write("failed", outcome.code, outcome.error, outcome.latencyMs, null, nowMs);
             if (outcome.disableTarget) {
               if (row.target_type === "integration") s.disableIntegration.run(now, row.target_id);
               else s.disablePlugin.run(now, row.target_id);
@@ -317,12 +333,13 @@ export class Relay {
         const delays = this.core.config.callbacks.retryDelaysMs;
         const tried = row.round_attempts + 1;
         if (tried > delays.length) {
-          s.record.run("failed", 1, 1, outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, now, null, nowMs, now, row.id);
+          const error = `${outcome.error ?? "failed"}; gave up after ${tried} tries`;
+          this.core.sqlite.transaction(() => write("failed", outcome.code, error, outcome.latencyMs, null, nowMs)).immediate();
           return;
         }
         // ±20% jitter spreads retries of many callbacks that failed together.
         const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
-        s.record.run("pending", 1, 1, outcome.code, outcome.error, outcome.latencyMs, now, null, Math.round(nowMs + delay), now, row.id);
+        this.core.sqlite.transaction(() => write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay))).immediate();
         return;
       }
     }

@@ -1,5 +1,6 @@
 // Signed JSON deliveries (SPEC §9): the body is the task itself, {title, prompt, priority?, kind?,
-// review?, ref?}. Only the delivery id dedupes: the same body sent twice is two tasks.
+// review?, ref?}. The delivery id and the signed request itself dedupe (inbound.ts): the same
+// body signed anew (another t) is another task.
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { fieldError, invalid } from "../../server/errors";
 import { SignedJsonBody } from "./model";

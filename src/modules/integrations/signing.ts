@@ -32,7 +32,8 @@ export function verifyGitlab(secret: string, header: string | null): boolean {
   return constantTimeEqual(secret, header ?? "");
 }
 
-export type SvcVerdict = { ok: true; timestamp: number } | { ok: false; stale: boolean; reason: string };
+/** `signature` is the v1 value that matched, lowercased: the identity of one signed request. */
+export type SvcVerdict = { ok: true; timestamp: number; signature: string } | { ok: false; stale: boolean; reason: string };
 
 /** `X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>` (several v1 allowed). */
 export function verifySvc(secret: string, raw: Uint8Array, header: string | null, nowSec = Math.floor(Date.now() / 1000)): SvcVerdict {
@@ -51,14 +52,14 @@ export function verifySvc(secret: string, raw: Uint8Array, header: string | null
     return { ok: false, stale: false, reason: "the X-Svc-Signature header must be 't=<unix seconds>,v1=<hex hmac>'" };
   }
   const expected = hmacHex(secret, `${t}.`, raw);
-  let match = false;
-  for (const candidate of v1) match = equalHex(expected, candidate) || match;
-  if (!match) return { ok: false, stale: false, reason: "the signature does not match" };
+  let match: string | null = null;
+  for (const candidate of v1) if (equalHex(expected, candidate)) match ??= candidate.toLowerCase();
+  if (match === null) return { ok: false, stale: false, reason: "the signature does not match" };
   const timestamp = Number(t);
   if (Math.abs(nowSec - timestamp) > SIGNATURE_TOLERANCE_SEC) {
     return { ok: false, stale: true, reason: `the signature timestamp is more than ${SIGNATURE_TOLERANCE_SEC} s away from the server's clock` };
   }
-  return { ok: true, timestamp };
+  return { ok: true, timestamp, signature: match };
 }
 
 /** The X-Svc-Signature value for an outbound body. */

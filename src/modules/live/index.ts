@@ -38,6 +38,13 @@ export default (core: Core) => {
     core.config.liveTimeouts.recheckMs,
   );
   core.onClose.push(() => clearInterval(timer));
+  // Revocation reaches the sockets in the same moment (the periodic re-check is a safety net only).
+  core.events.on("access.changed", ({ userId }) => {
+    for (const ws of open) {
+      const state = stateOf(ws);
+      if (state.principal?.userId === userId) revalidate(core, ws, state);
+    }
+  });
 
   core.sockets.register(LIVE_PATH, {
     async upgrade(request) {
@@ -52,7 +59,9 @@ export default (core: Core) => {
     open(ws) {
       open.add(ws);
       const state = stateOf(ws);
-      if (!state.principal) {
+      // Access revoked between the upgrade's check and now found no socket to close: check again.
+      if (state.principal) revalidate(core, ws, state);
+      else {
         state.authTimer = setTimeout(() => {
           if (!state.principal && !state.closed) refuse(ws, state, `authenticate within ${core.config.liveTimeouts.authMs / 1000} s`);
         }, core.config.liveTimeouts.authMs);

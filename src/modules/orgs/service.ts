@@ -152,7 +152,7 @@ export function addMember(core: Core, orgId: string, actorRole: Role, input: { e
 }
 
 export function changeMemberRole(core: Core, orgId: string, actorRole: Role, userId: string, role: Role): MemberView {
-  return core.sqlite
+  const changed = core.sqlite
     .transaction(() => {
       const current = member(core, orgId, userId);
       if (!current) throw notFound("member");
@@ -166,6 +166,9 @@ export function changeMemberRole(core: Core, orgId: string, actorRole: Role, use
       return { ...current, role };
     })
     .immediate();
+  // The member's API tokens act with min(token role, member role): their holders re-check.
+  core.events.emit("access.changed", { userId, reason: "role_changed" });
+  return changed;
 }
 
 export function removeMember(core: Core, orgId: string, actorRole: Role, userId: string) {
@@ -178,6 +181,7 @@ export function removeMember(core: Core, orgId: string, actorRole: Role, userId:
       core.db.delete(memberships).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId))).run();
     })
     .immediate();
+  core.events.emit("access.changed", { userId, reason: "membership_removed" });
 }
 
 /** Gives a user a role in an org, adding the membership when missing (admin CLI). */

@@ -15,7 +15,7 @@ const responses = { 200: PairingView, 401: ErrorBody, 403: ErrorBody, 404: Error
 
 export default (core: Core) => {
   const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => GrantRow | null) =>
-    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx) }, ["not_found"], () => {
+    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], () => {
       const grant = find();
       if (!grant) throw notFound("pairing code");
       return pairingView(grant);
