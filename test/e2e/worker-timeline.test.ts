@@ -1,5 +1,6 @@
 // The timeline of an attempt run by a real `ao worker` (exec agent) reads in the order things
 // happened: the worker's checkout line, the agent's lines, the artifacts it left, the final status.
+// A new attempt starts without the last one's results on the record; the timeline keeps them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +16,8 @@ echo "first line"
 echo "second line"
 printf 'report' > "$AO_ARTIFACTS_DIR/report.txt"
 echo "::ao::summary $AO_TASK_KIND done"
+[ "$AO_TASK_TITLE" = again ] && echo "::ao::summary attempt $AO_TASK_ATTEMPT done"
+true
 `;
 
 let s: TestServer;
@@ -83,4 +86,35 @@ describe("the timeline of an attempt is in the order things happened", () => {
       ]);
     });
   }
+});
+
+describe("a new attempt does not wear the last one's results", () => {
+  test("restart: while the new attempt is queued and running the record has no summary; the timeline keeps attempt 1's", async () => {
+    const t = await createTaskApi(s, p, { title: "again" });
+    expect(await finished(t.id)).toMatchObject({ attempt: 1, summary: "attempt 1 done" });
+    // Every record the server publishes from the restart on, read off a live socket.
+    const ws = new WebSocket(s.url.replace("http", "ws") + "/api/v1/ws", { headers: { authorization: `Bearer ${p.token}` } } as any);
+    const records: any[] = [];
+    let subscribed!: () => void;
+    const ready = new Promise<void>((resolve) => (subscribed = resolve));
+    ws.onmessage = (m) => {
+      const msg = JSON.parse(String(m.data));
+      if (msg.type === "subscribed") subscribed();
+      if (msg.type === "task.updated" && msg.task.id === t.id) records.push(msg.task);
+    };
+    await new Promise((resolve) => (ws.onopen = resolve));
+    ws.send(JSON.stringify({ type: "subscribe", orgId: p.orgId, taskId: t.id }));
+    await ready;
+    const restarted = await s.api("POST", `/orgs/${p.orgId}/tasks/${t.id}/actions`, { token: p.token, body: { action: "restart" } });
+    expect(restarted.body).toMatchObject({ status: "queued", summary: null, needs: null, startedAt: null });
+    await until(() => records.some((r) => r.status === "completed"), 20_000, 50);
+    ws.close();
+    const unfinished = records.filter((r) => r.status !== "completed");
+    expect(unfinished.map((r) => r.status)).toEqual(expect.arrayContaining(["queued", "running"]));
+    for (const r of unfinished) expect(r).toMatchObject({ summary: null, needs: null });
+    expect(records.at(-1)).toMatchObject({ status: "completed", attempt: 2, summary: "attempt 2 done" });
+    const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}/events?limit=200`, { token: p.token })).body.items;
+    const completions = events.filter((e: any) => e.type === "status" && e.data.to === "completed").map((e: any) => e.data.summary);
+    expect(completions).toEqual(["attempt 1 done", "attempt 2 done"]);
+  }, 40_000);
 });

@@ -108,10 +108,14 @@ function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
       return { status: "cancelled", paused_from: null, needs: null, lease_token_hash: null, finished_at: now };
     case "retry":
     case "restart":
+      // What the last attempt reported belongs to it (its events keep it): the new one starts bare.
       return {
         status: "queued",
         paused_from: null,
         needs: null,
+        summary: null,
+        plan: null,
+        started_at: null,
         worker_id: null,
         lease_token_hash: null,
         run_mode: action === "retry" ? "continue" : "fresh",

@@ -127,11 +127,14 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
       if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
       if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
       // The same rules apply-plan uses, so a completed plan can always be applied (400 here otherwise).
-      patch.plan = JSON.stringify(parsePlan(req.plan));
+      const plan = parsePlan(req.plan);
+      patch.plan = JSON.stringify(plan);
+      status.plan = plan;
     } else if (row.kind === "plan" && req.to === "completed") {
       throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
     }
-    if (req.summary !== undefined) patch.summary = req.summary;
+    // Also in the event: a later attempt clears the record's, the timeline keeps each attempt's.
+    if (req.summary !== undefined) patch.summary = status.summary = req.summary;
     if (req.to === "completed" || req.to === "failed") {
       patch.finished_at = iso();
       patch.paused_from = null;
