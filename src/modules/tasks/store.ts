@@ -5,12 +5,16 @@ import type { Core } from "../../server/core";
 import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
-import { toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+import { resolveNames, taskRefs } from "./names";
+
+/** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
+export type EventActor = Actor | { type: "worker" | "integration"; id: string };
 
 export interface EventInput {
   type: string;
   data: unknown;
-  actor?: Actor | null;
+  actor?: EventActor | null;
   /** Worker events: the attempt and the worker's own seq, which dedupe resends. */
   attempt?: number;
   workerSeq?: number;
@@ -137,14 +141,16 @@ export function publishChanges(core: Core, changes: TaskChange[]) {
     const { after, before, events } = change;
     const recordChanged = before === null || after.updated_at !== before.updated_at;
     const topics = [`org:${after.org_id}`, `task:${after.id}`];
+    // One lookup for the record's and the events' names; none for a batch of worker logs (no actors).
+    const names = resolveNames(core, [...(recordChanged ? taskRefs(after) : []), ...events.map((e) => e.actor)]);
     if (recordChanged) {
       // A new task has no artifacts yet: skip the query on the create hot path.
       const artifacts = before === null ? [] : artifactsOf(core, after.id);
-      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts) });
+      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
       for (const t of topics) core.hub.publish(t, message);
     }
     for (const event of events) {
-      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event });
+      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event: namedEvent(event, names) });
       for (const t of topics) core.hub.publish(t, message);
     }
     if (recordChanged) core.events.emit("task.changed", change);
