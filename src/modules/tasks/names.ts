@@ -18,6 +18,7 @@ const key = (type: string, id: string) => `${type}:${id}`;
 export const nameOf = (names: Names, type: string, id: string): string | null => names.get(key(type, id)) ?? null;
 
 // Each query takes the ids as one JSON array: one prepared statement for any number of ids.
+// A single id (one task's record, the create path) uses `= ?`, about twice as fast as json_each.
 const IN = "IN (SELECT value FROM json_each(?))";
 const QUERIES: Record<string, string> = {
   // A person's name, or the email when they gave none.
@@ -33,11 +34,12 @@ const QUERIES: Record<string, string> = {
 
 const statements = new WeakMap<Core, Map<string, ReturnType<Core["sqlite"]["query"]>>>();
 
-function statement(core: Core, type: string) {
+function statement(core: Core, type: string, single: boolean) {
   let s = statements.get(core);
   if (!s) statements.set(core, (s = new Map()));
-  let q = s.get(type);
-  if (!q && QUERIES[type]) s.set(type, (q = core.sqlite.query(QUERIES[type])));
+  const k = single ? `${type}=` : type;
+  let q = s.get(k);
+  if (!q && QUERIES[type]) s.set(k, (q = core.sqlite.query(single ? QUERIES[type].replace(IN, "= ?") : QUERIES[type])));
   return q;
 }
 
@@ -52,9 +54,11 @@ export function resolveNames(core: Core, refs: Iterable<Ref | null | undefined>)
   }
   const names = new Map<string, string>();
   for (const [type, ids] of byType) {
-    const q = statement(core, type);
+    const single = ids.size === 1;
+    const q = statement(core, type, single);
     if (!q) continue;
-    for (const row of q.all(JSON.stringify([...ids])) as { id: string; name: string }[]) names.set(key(type, row.id), row.name);
+    const rows = (single ? q.all(ids.values().next().value!) : q.all(JSON.stringify([...ids]))) as { id: string; name: string }[];
+    for (const row of rows) names.set(key(type, row.id), row.name);
   }
   return names;
 }

@@ -137,13 +137,17 @@ export function changeTask(core: Core, orgId: string | null, taskId: string, dec
 
 /** Live updates and after-commit listeners for committed changes. */
 export function publishChanges(core: Core, changes: TaskChange[]) {
+  const recordChanged = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
+  // The names of every record and actor, one query per kind for the whole batch (a group commit
+  // of creates); none for worker log lines (no actor, no record change).
+  const names = resolveNames(
+    core,
+    changes.flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
+  );
   for (const change of changes) {
     const { after, before, events } = change;
-    const recordChanged = before === null || after.updated_at !== before.updated_at;
     const topics = [`org:${after.org_id}`, `task:${after.id}`];
-    // One lookup for the record's and the events' names; none for a batch of worker logs (no actors).
-    const names = resolveNames(core, [...(recordChanged ? taskRefs(after) : []), ...events.map((e) => e.actor)]);
-    if (recordChanged) {
+    if (recordChanged(change)) {
       // A new task has no artifacts yet: skip the query on the create hot path.
       const artifacts = before === null ? [] : artifactsOf(core, after.id);
       const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
@@ -153,6 +157,6 @@ export function publishChanges(core: Core, changes: TaskChange[]) {
       const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event: namedEvent(event, names) });
       for (const t of topics) core.hub.publish(t, message);
     }
-    if (recordChanged) core.events.emit("task.changed", change);
+    if (recordChanged(change)) core.events.emit("task.changed", change);
   }
 }
