@@ -210,7 +210,11 @@ export class Attempt {
   }
 
   private async uploadArtifacts(dir: string) {
-    for (const rel of listFiles(dir)) {
+    const files = listFiles(dir);
+    // The server numbers the timeline in the order writes reach it: lines the agent printed
+    // before leaving these files must be there before the artifact events.
+    if (files.length > 0) await this.sink.flush();
+    for (const rel of files) {
       const name = artifactNameOf(rel);
       try {
         const size = statSync(join(dir, rel)).size;

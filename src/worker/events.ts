@@ -1,5 +1,7 @@
 // The attempt's timeline on its way to the server: numbered per attempt (the server dedupes by
-// that seq, so a resend after a lost answer is harmless), batched, sent in order. Events are cut
+// that seq, so a resend after a lost answer is harmless), batched, sent in order. The task's own
+// seq is given by the server as writes arrive, so the attempt flushes this sink before any other
+// write of its own (artifact upload, transition): its timeline keeps the agent's order. Events are cut
 // to a size the server takes and batches kept under its body limit, so one huge line cannot
 // block the timeline.
 import type { WorkerEvent, WorkerEventType } from "../protocol/requests";

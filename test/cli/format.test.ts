@@ -3,7 +3,7 @@ import { expect, test } from "bun:test";
 import { attentionHint, eventText, printable, table, taskDetails, taskRows, timelineLine } from "../../src/cli/client/format";
 import type { Task } from "../../src/cli/client/types";
 
-const ev = (type: string, data: unknown, actor?: { type: string; id: string }) => ({ seq: 7, type, at: "2030-01-02T03:04:05.000Z", data, ...(actor ? { actor } : {}) });
+const ev = (type: string, data: unknown, actor?: { type: string; id: string; name?: string | null }) => ({ seq: 7, type, at: "2030-01-02T03:04:05.000Z", data, ...(actor ? { actor } : {}) });
 
 test("each event type reads as one short phrase", () => {
   const user = { type: "user", id: "usr_1" };
@@ -24,6 +24,17 @@ test("each event type reads as one short phrase", () => {
     [ev("custom", { weird: true }), '{"weird":true}'],
   ];
   for (const [e, text] of table) expect({ type: e.type, text: eventText(e) }).toEqual({ type: e.type, text });
+});
+
+test("who acted reads as a name: people and tokens by name, workers and integrations by kind and name, the id when unnamed", () => {
+  const named = (type: string, name: string | null) => ({ type, id: `${type.slice(0, 3)}_1`, name });
+  expect(eventText(ev("status", { from: "queued", to: "running" }, named("worker", "build-1")))).toBe("queued -> running by worker build-1");
+  expect(eventText(ev("status", { from: null, to: "queued" }, named("integration", "Nightly CI")))).toBe("queued by integration Nightly CI");
+  expect(eventText(ev("action", { action: "pause" }, named("user", "ada@example.com")))).toBe("pause by ada@example.com");
+  expect(eventText(ev("action", { action: "pause" }, named("token", "Ada (token ci)")))).toBe("pause by Ada (token ci)");
+  expect(eventText(ev("action", { action: "pause" }, named("token", null)))).toBe("pause by token tok_1");
+  // A worker's final status carries the attempt's summary.
+  expect(eventText(ev("status", { from: "running", to: "completed", summary: "all done" }, named("worker", "build-1")))).toBe("running -> completed by worker build-1: all done");
 });
 
 test("timeline line: #seq local time type text, continuation lines indented", () => {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, login, makeToken, newOrg, type Session } from "../helpers/identity";
 import { newConfigDir, runCli, seedSession, spawnCli } from "./helpers";
 import { changeTask, type EventInput, type TaskPatch } from "../../src/modules/tasks/store";
+import { makeWorker } from "../workers/helpers";
 import type { TaskRow } from "../../src/modules/tasks/record";
 
 let s: TestServer;
@@ -152,6 +153,22 @@ describe("ao task list, show, events", () => {
     expect(json).toMatchObject({ id: ids[0], status: "running", attempt: 1 });
   });
 
+  test("show and events name the worker and who acted, not their ids", async () => {
+    const id = await newTask("named");
+    const { workerId } = makeWorker(s, owner.orgId, { name: "build-1" });
+    changeTask(s.core, owner.orgId, id, (row) => ({
+      patch: { status: "running", attempt: 1, worker_id: workerId, started_at: new Date().toISOString() },
+      events: [{ type: "status", actor: { type: "worker", id: workerId }, data: { from: row.status, to: "running" } }],
+    }));
+    const shown = await ao("task", "show", id);
+    expect(shown.stdout).toMatch(new RegExp(`^worker +build-1 \\(${workerId}\\)$`, "m"));
+    expect(shown.stdout).toMatch(/^created +.* by Admin$/m);
+    expect((await ao("task", "events", id)).stdout.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by Admin$/),
+      expect.stringMatching(/^#2 \d\d:\d\d:\d\d status queued -> running by worker build-1$/),
+    ]);
+  });
+
   test("show: unknown task, another org's task exit 1 not_found; no ID exits 2", async () => {
     const other = await newOrg(s);
     const op = await s.api("POST", `/orgs/${other.orgId}/projects`, { body: { name: "theirs" }, token: other.accessToken });
@@ -171,7 +188,7 @@ describe("ao task list, show, events", () => {
     const r = await ao("task", "events", ids[0]!);
     expect(r.code).toBe(0);
     expect(r.stdout.trimEnd().split("\n")).toEqual([
-      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by user usr_\w+$/),
+      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by Admin$/),
       expect.stringMatching(/^#2 \d\d:\d\d:\d\d log cloning$/),
       expect.stringMatching(/^#3 \d\d:\d\d:\d\d status queued -> running$/),
     ]);
@@ -277,7 +294,7 @@ describe("--wait and --follow", () => {
     const lines = r.stdout.trimEnd().split("\n");
     expect(lines).toEqual([
       `Created task ${id}: will complete`,
-      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by user usr_\w+$/),
+      expect.stringMatching(/^#1 \d\d:\d\d:\d\d status queued by Admin$/),
       expect.stringMatching(/^#2 \d\d:\d\d:\d\d log step one$/),
       expect.stringMatching(/^#3 \d\d:\d\d:\d\d status queued -> running$/),
       expect.stringMatching(/^#4 \d\d:\d\d:\d\d log step two$/),
@@ -292,7 +309,7 @@ describe("--wait and --follow", () => {
     expect((await s.api("POST", `/orgs/${owner.orgId}/tasks/${id}/actions`, { body: { action: "cancel" }, token: owner.accessToken })).status).toBe(200);
     const r = await cli.done;
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/#2 [^\n]* action cancel by user usr_\w+\n#3 [^\n]* status queued -> cancelled by user usr_\w+\ntask tsk_\w+ cancelled\n$/);
+    expect(r.stdout).toMatch(/#2 [^\n]* action cancel by Admin\n#3 [^\n]* status queued -> cancelled by Admin\ntask tsk_\w+ cancelled\n$/);
   });
 
   test("failed: exit 1", async () => {
@@ -372,7 +389,7 @@ describe("AO_SERVER and AO_TOKEN", () => {
     for (const [title, to, code] of [["ci ok", "completed", 0], ["ci broken", "failed", 1], ["ci asks", "needs_approval", 3]] as const) {
       const cli = spawnCli(["task", "create", "--project", projectId, "--title", title, "--prompt", "go", "--wait"], tenv);
       const [, id] = await cli.waitFor(/^Created task (tsk_\w+): /m);
-      await cli.waitFor(/^#1 .* status queued by token tok_\w+$/m);
+      await cli.waitFor(/^#1 .* status queued by Admin \(token test-\d+\)$/m);
       move(id!, "running");
       move(id!, to, to === "needs_approval" ? { needs: JSON.stringify({ kind: "approval", message: "Ship it?" }) } : { finished_at: new Date().toISOString() });
       const r = await cli.done;

@@ -236,7 +236,7 @@ describe("updates", () => {
       type: "task.event",
       orgId: w.owner.orgId,
       taskId: t.id,
-      event: { seq: 1, type: "status", at: t.createdAt, actor: { type: "user", id: w.owner.userId }, data: { from: null, to: "queued" } },
+      event: { seq: 1, type: "status", at: t.createdAt, actor: { type: "user", id: w.owner.userId, name: "Admin" }, data: { from: null, to: "queued" } },
     });
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${t.id}/actions`, { token: w.member.accessToken, body: { action: "pause", reason: "wait" } });
     expect(r.status).toBe(200);

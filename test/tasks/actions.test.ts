@@ -112,6 +112,20 @@ describe("what actions leave behind", () => {
     expect(retried.body).toMatchObject({ status: "queued", workerId: null, finishedAt: null, needs: null });
   });
 
+  test("a new attempt does not wear the last one's results: restart and retry clear summary, needs, plan and startedAt", async () => {
+    const plan = (await makeTask(s, w.owner, w.project.id, { kind: "plan" })).id as string;
+    putInState(s, plan, "completed", { summary: "planned", plan: JSON.stringify({ tasks: [{ title: "a", prompt: "b" }] }), started_at: new Date().toISOString() });
+    const restarted = await act(plan, { action: "restart" });
+    expect(restarted.body).toMatchObject({ status: "queued", summary: null, needs: null, plan: null, startedAt: null, finishedAt: null });
+    const failed = await taskIn("failed");
+    putInState(s, failed, "failed", { summary: "half done", started_at: new Date().toISOString() });
+    const retried = await act(failed, { action: "retry" });
+    expect(retried.body).toMatchObject({ status: "queued", summary: null, startedAt: null });
+    // The timeline still has what the last attempt reported.
+    const events = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${failed}/events`, { token: w.owner.accessToken })).body.items;
+    expect(events.map((e: { type: string; data: any }) => `${e.type} ${e.data.to ?? e.data.action}`)).toEqual(["status queued", "status failed", "status failed", "action retry", "status queued"]);
+  });
+
   test("deny carries the reason, input carries the text, in the action event", async () => {
     const id = await taskIn("needs_approval");
     await act(id, { action: "deny", reason: "do not push to main" });

@@ -29,8 +29,9 @@ describe("create a task", () => {
       status: "queued",
       attempt: 0,
       workerId: null,
+      worker: null,
       parentId: null,
-      createdBy: { type: "user", id: w.owner.userId },
+      createdBy: { type: "user", id: w.owner.userId, name: "Admin" },
       summary: null,
       needs: null,
       plan: null,
@@ -45,7 +46,7 @@ describe("create a task", () => {
     expect(got.body).toEqual(r.body);
     const events = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${r.body.id}/events`, { token: w.viewer.accessToken });
     expect(events.body.items).toEqual([
-      { seq: 1, type: "status", at: r.body.createdAt, actor: { type: "user", id: w.owner.userId }, data: { from: null, to: "queued" } },
+      { seq: 1, type: "status", at: r.body.createdAt, actor: { type: "user", id: w.owner.userId, name: "Admin" }, data: { from: null, to: "queued" } },
     ]);
   });
 

@@ -74,14 +74,16 @@ describe("schemas", () => {
     "createdBy", "summary", "needs", "plan", "artifacts", "createdAt", "updatedAt", "startedAt", "finishedAt",
   ];
 
-  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from), all present in every answer", () => {
+  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from; worker, the named workerId), all present in every answer", () => {
     const task = doc.paths["/api/v1/orgs/{orgId}/tasks"].post.responses["201"].content["application/json"].schema;
-    expect(Object.keys(task.properties).sort()).toEqual([...SPEC_TASK_FIELDS, "source"].sort());
-    expect([...task.required].sort()).toEqual([...SPEC_TASK_FIELDS, "source"].sort());
+    expect(Object.keys(task.properties).sort()).toEqual([...SPEC_TASK_FIELDS, "source", "worker"].sort());
+    expect([...task.required].sort()).toEqual([...SPEC_TASK_FIELDS, "source", "worker"].sort());
     expect(task.properties.status.enum).toEqual(["queued", "running", "paused", "needs_input", "needs_approval", "completed", "failed", "cancelled"]);
     expect(task.properties.priority.enum).toEqual(["LOW", "MEDIUM", "HIGH", "URGENT"]);
     expect(task.properties.kind.enum).toEqual(["task", "review", "plan"]);
     expect(task.properties.createdBy.properties.type.enum).toEqual(["user", "token", "integration", "plan"]);
+    expect(Object.keys(task.properties.createdBy.properties).sort()).toEqual(["id", "name", "type"]);
+    expect(Object.keys(task.properties.worker.properties).sort()).toEqual(["id", "name"]);
     expect(Object.keys(task.properties.artifacts.items.properties).sort()).toEqual(["contentType", "createdAt", "name", "size"]);
     // A page holds the same records.
     const page = doc.paths["/api/v1/orgs/{orgId}/tasks"].get.responses["200"].content["application/json"].schema;
@@ -105,6 +107,7 @@ describe("schemas", () => {
     const event = page.properties.items.items;
     expect(Object.keys(event.properties).sort()).toEqual(["actor", "at", "data", "seq", "type"]);
     expect([...event.required].sort()).toEqual(["at", "data", "seq", "type"]);
+    expect(Object.keys(event.properties.actor.properties).sort()).toEqual(["id", "name", "type"]);
   });
 
   test("adding a repository: {url, name?, branch?} or {fromProjectId, repositoryId}", () => {

@@ -13,6 +13,7 @@ import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
 import { describeBrowser, launchBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
+import { makeWorker } from "../workers/helpers";
 
 const PASSWORD = "correct horse battery staple";
 // A 1x1 transparent PNG.
@@ -101,6 +102,24 @@ describeBrowser("web: task page", () => {
     });
   }, 45_000);
 
+  test("names, not ids: who created the task, its worker, and who acted in the timeline, also live", async () => {
+    const t = (await makeTask(s, w.member, w.project.id, { title: "Named" })) as { id: string };
+    const { workerId } = makeWorker(s, w.owner.orgId, { name: "build-1" });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.owner, "Named");
+      // The member has no name: the email stands for them.
+      await expect(page.locator("#task-facts").textContent()).resolves.toContain(`by ${w.member.email}`);
+      await expect(page.locator("#timeline li[data-seq='1']").textContent()).resolves.toEndWith(`status queued by ${w.member.email}`);
+      changeTask(s.core, null, t.id, (row) => ({
+        patch: { status: "running", attempt: 1, worker_id: workerId },
+        events: [{ type: "status", actor: { type: "worker", id: workerId }, data: { from: row.status, to: "running" } }],
+      }));
+      await page.locator("#timeline li", { hasText: /status queued → running by worker build-1$/ }).waitFor();
+      await page.locator("#task-facts", { hasText: "Workerbuild-1" }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
   test("after the socket drops, it reconnects and fetches what it missed, once each, in order", async () => {
     const t = await task({ title: "Flaky network" });
     await usePage(browser, async ({ page, problems }) => {
@@ -163,7 +182,7 @@ describeBrowser("web: task page", () => {
       await page.locator("#task-status", { hasText: /^cancelled$/ }).waitFor();
       await expect(page.locator("#action-error").isHidden()).resolves.toBe(true);
       expect(await statusOf(t.id)).toBe("cancelled");
-      await page.locator("#timeline li", { hasText: /^#\d+ \S+ action cancel by user usr_\S+: not needed any more$/ }).waitFor();
+      await page.locator("#timeline li", { hasText: /^#\d+ \S+ action cancel by Admin: not needed any more$/ }).waitFor();
 
       // Decided elsewhere, and the page did not hear of it (changed without a live update).
       s.core.sqlite.transaction(() => txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] }))).immediate();
@@ -227,7 +246,7 @@ describeBrowser("web: task page", () => {
       const links = await page.locator("#plan-children a").evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute("href")]));
       expect(links).toEqual(["Add the schema", "Write the API"].map((title) => [title, `/tasks/${children.find((c) => c.title === title)!.id}`]));
       await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
-      await page.locator("#timeline li", { hasText: `plan applied by user ${w.member.userId}: 2 tasks created (` }).waitFor();
+      await page.locator("#timeline li", { hasText: `plan applied by ${w.member.email}: 2 tasks created (` }).waitFor();
       await screenshot(page, "task-plan");
 
       // A child's page links back to the plan.

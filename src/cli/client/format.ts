@@ -43,7 +43,13 @@ export function truncate(text: string, max: number): string {
   return one.length > max ? one.slice(0, max - 1) + "…" : one;
 }
 
-const actorText = (e: TaskEvent) => (e.actor ? ` by ${e.actor.type} ${e.actor.id}` : "");
+/** Who, for people: a person (or their token) by name, a worker or integration by kind and name; the id when the server named none. */
+export function who(r: { type: string; id: string; name?: string | null }): string {
+  if (!r.name) return `${r.type} ${r.id}`;
+  return r.type === "user" || r.type === "token" ? r.name : `${r.type} ${r.name}`;
+}
+
+const actorText = (e: TaskEvent) => (e.actor ? ` by ${who(e.actor)}` : "");
 
 /** What an event says, in one line; unknown shapes fall back to their JSON. */
 export function eventText(e: TaskEvent): string {
@@ -51,7 +57,7 @@ export function eventText(e: TaskEvent): string {
   const s = (v: unknown) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
   switch (e.type) {
     case "status":
-      return `${d.from ? `${s(d.from)} -> ` : ""}${s(d.to)}${actorText(e)}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : ""}`;
+      return `${d.from ? `${s(d.from)} -> ` : ""}${s(d.to)}${actorText(e)}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : d.summary ? `: ${truncate(s(d.summary), 200)}` : ""}`;
     case "action":
       return `${s(d.action)}${actorText(e)}${d.reason ? `: ${s(d.reason)}` : ""}${d.input ? ` (input: ${truncate(s(d.input), 80)})` : ""}`;
     case "log":
@@ -100,9 +106,9 @@ export function taskDetails(t: Task): string {
     ["priority", t.priority],
     ["kind", t.kind + (t.review ? ` (${t.review.base}...${t.review.head})` : "")],
   ];
-  if (t.workerId) rows.push(["worker", t.workerId]);
+  if (t.workerId) rows.push(["worker", t.worker?.name ? `${t.worker.name} (${t.workerId})` : t.workerId]);
   if (t.parentId) rows.push(["parent", t.parentId]);
-  rows.push(["created", `${dateTime(t.createdAt)}${t.createdBy ? ` by ${t.createdBy.type} ${t.createdBy.id}` : ""}`]);
+  rows.push(["created", `${dateTime(t.createdAt)}${t.createdBy ? ` by ${who(t.createdBy)}` : ""}`]);
   rows.push(["updated", dateTime(t.updatedAt)]);
   if (t.startedAt) rows.push(["started", dateTime(t.startedAt)]);
   if (t.finishedAt) rows.push(["finished", dateTime(t.finishedAt)]);

@@ -20,8 +20,10 @@ export interface Task {
   status: string;
   attempt: number;
   workerId: string | null;
+  /** The worker named (servers before names had only workerId). */
+  worker?: { id: string; name: string | null } | null;
   parentId: string | null;
-  createdBy?: { type: string; id: string };
+  createdBy?: { type: string; id: string; name?: string | null };
   summary: string | null;
   needs: { kind: string; message: string } | null;
   plan: { tasks: unknown[] } | null;
@@ -36,7 +38,7 @@ export interface TaskEvent {
   seq: number;
   type: string;
   at: string;
-  actor?: { type: string; id: string };
+  actor?: { type: string; id: string; name?: string | null };
   data: unknown;
 }
 

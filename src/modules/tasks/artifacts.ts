@@ -9,7 +9,7 @@ import { ApiError, invalid, notFound, payloadTooLarge } from "../../server/error
 import { iso } from "../../lib/time";
 import { randomSecret } from "../../lib/tokens";
 import type { ArtifactInfo } from "./record";
-import { findTask, publishChanges, taskStatements, txChangeTask } from "./store";
+import { findTask, publishChanges, taskStatements, txChangeTask, type EventActor } from "./store";
 
 export const MAX_ARTIFACT_NAME = 128;
 // Letters, digits and . _ + - only, not starting with a dot or dash: no traversal, no dotfiles,
@@ -134,7 +134,15 @@ function stmts(core: Core) {
  * Replaces an artifact of the same name. 400 for a bad name, 404 for an unknown task, 413 past
  * core.config.artifactLimitBytes.
  */
-export async function storeArtifact(core: Core, orgId: string | null, taskId: string, name: string, body: ArtifactBody, attempt: number): Promise<StoredArtifact> {
+export async function storeArtifact(
+  core: Core,
+  orgId: string | null,
+  taskId: string,
+  name: string,
+  body: ArtifactBody,
+  attempt: number,
+  actor: EventActor | null = null,
+): Promise<StoredArtifact> {
   assertSafeName(name);
   const task = taskStatements(core).byId.get(taskId);
   if (!task || (orgId !== null && task.org_id !== orgId)) throw notFound("task");
@@ -157,7 +165,7 @@ export async function storeArtifact(core: Core, orgId: string | null, taskId: st
         txChangeTask(core, orgId, taskId, () => {
           renameSync(tmp, join(dir, name));
           stmts(core).upsert.run(taskId, name, contentType, written.size, written.sha256, attempt, createdAt);
-          return { events: [{ type: "artifact", data: { name, contentType, size: written.size }, attempt }], touch: true };
+          return { events: [{ type: "artifact", actor, data: { name, contentType, size: written.size }, attempt }], touch: true };
         }),
       )
       .immediate();

@@ -9,6 +9,7 @@ import { getTask, listEvents, listTasks } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact } from "./artifacts";
 import { toTaskRecord } from "./record";
+import { resolveNames, taskRefs } from "./names";
 import {
   ActionBody,
   AppliedPlan,
@@ -45,7 +46,7 @@ export default (core: Core) =>
       "/orgs/:orgId/tasks",
       async ({ body, orgId, actor, status }) => {
         const change = await createTaskBatched(core, orgId, { ...body, createdBy: actor });
-        return status(201, toTaskRecord(change.after, []));
+        return status(201, toTaskRecord(change.after, [], resolveNames(core, taskRefs(change.after))));
       },
       {
         permission: "task.create",

@@ -4,7 +4,8 @@ import type { Core } from "../../server/core";
 import { invalid, notFound } from "../../server/errors";
 import type { TaskKind, TaskStatus } from "../../db/schema";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
-import { toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
+import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
+import { resolveNames, taskRefs } from "./names";
 import { artifactsOf, findTask } from "./store";
 
 export interface TaskFilters {
@@ -105,14 +106,16 @@ export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: 
   }
   args.push(limit + 1);
   const probe = listStatement(core, mask).all(...args);
-  const artifacts = artifactsByTask(core, probe.slice(0, limit).map((r) => r.id));
-  return pageFrom(probe, limit, (r) => r.id, (r) => toTaskRecord(r, artifacts.get(r.id) ?? []));
+  const page = probe.slice(0, limit);
+  const artifacts = artifactsByTask(core, page.map((r) => r.id));
+  const names = resolveNames(core, page.flatMap(taskRefs));
+  return pageFrom(probe, limit, (r) => r.id, (r) => toTaskRecord(r, artifacts.get(r.id) ?? [], names));
 }
 
 export function getTask(core: Core, orgId: string, taskId: string): TaskRecord {
   const row = findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
-  return toTaskRecord(row, artifactsOf(core, taskId));
+  return toTaskRecord(row, artifactsOf(core, taskId), resolveNames(core, taskRefs(row)));
 }
 
 export function listEvents(core: Core, orgId: string, taskId: string, q: { after?: number; cursor?: string; limit?: number }) {
@@ -122,13 +125,15 @@ export function listEvents(core: Core, orgId: string, taskId: string, q: { after
   const after = q.after ?? cursorSeq(q.cursor);
   const probe = stmts(core).events.all(taskId, after, limit + 1);
   const rows = probe.length > limit ? probe.slice(0, limit) : probe;
-  const items: TaskEvent[] = rows.map((e) => ({
+  const events: TaskEvent[] = rows.map((e) => ({
     seq: e.seq,
     type: e.type,
     at: e.at,
     ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
     data: e.data === null ? null : JSON.parse(e.data),
   }));
+  const names = resolveNames(core, events.map((e) => e.actor));
+  const items = events.map((e) => namedEvent(e, names));
   return { items, nextCursor: probe.length > limit ? String(rows[rows.length - 1].seq) : null };
 }
 

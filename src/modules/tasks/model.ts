@@ -42,7 +42,17 @@ export const PlanItem = t.Object({
 
 export const ArtifactInfo = t.Object({ name: t.String(), contentType: t.String(), size: t.Integer(), createdAt: t.String() });
 
-const Actor = t.Object({ type: t.String(), id: t.String() });
+/** A name for people to read, looked up when the record is read; null when its row is gone. */
+const Name = t.Nullable(t.String({ description: "For people to read; null when it no longer exists" }));
+
+const Actor = t.Object(
+  {
+    type: t.String({ description: "user, token, worker or integration" }),
+    id: t.String(),
+    name: t.Optional(Name),
+  },
+  { description: "Who did it: name is a user's name (or email), a token's owner and token name, a worker's or integration's name" },
+);
 
 export const TaskRecord = t.Object(
   {
@@ -57,8 +67,9 @@ export const TaskRecord = t.Object(
     status: Status,
     attempt: t.Integer({ description: "How many runs on a worker this task has had" }),
     workerId: t.Nullable(t.String()),
+    worker: t.Nullable(t.Object({ id: t.String(), name: Name }, { description: "The worker of the current attempt (workerId, named)" })),
     parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
-    createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String() }),
+    createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String(), name: Name }, { description: "name: the user, token, integration, or the plan task's title" }),
     summary: t.Nullable(t.String()),
     needs: t.Nullable(t.Object({ kind: Enum(["input", "approval"]), message: t.String() })),
     plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),

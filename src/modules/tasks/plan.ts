@@ -6,6 +6,7 @@ import { ApiError, conflict, invalid, notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import type { Priority, TaskKind } from "../../db/schema";
 import { toTaskRecord, type TaskRecord, type TaskRow } from "./record";
+import { resolveNames, taskRefs } from "./names";
 import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
 import { txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
@@ -124,6 +125,7 @@ export function applyPlan(core: Core, orgId: string, planId: string, actor: Acto
   publishChanges(core, result.changes);
   const rows = stmts(core).children.all(planId);
   const artifacts = artifactsByTask(core, rows.map((r) => r.id));
-  const tasks = rows.map((row) => toTaskRecord(row, artifacts.get(row.id) ?? []));
+  const names = resolveNames(core, rows.flatMap(taskRefs));
+  const tasks = rows.map((row) => toTaskRecord(row, artifacts.get(row.id) ?? [], names));
   return { created: result.created, tasks };
 }

@@ -1,5 +1,6 @@
 // The task row as SQLite returns it, and the record the API shows.
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
+import { nameOf, type Names } from "./names";
 
 export interface TaskRow {
   id: string;
@@ -43,15 +44,22 @@ export interface TaskEvent {
   seq: number;
   type: string;
   at: string;
-  actor?: { type: string; id: string };
+  /** Stored as {type, id}; the name is added when the event is read or published. */
+  actor?: { type: string; id: string; name?: string | null };
   data: unknown;
+}
+
+/** The event as the API shows it: its actor named. */
+export function namedEvent(e: TaskEvent, names: Names): TaskEvent {
+  return e.actor ? { ...e, actor: { type: e.actor.type, id: e.actor.id, name: nameOf(names, e.actor.type, e.actor.id) } } : e;
 }
 
 export const PRIORITY_RANK: Record<Priority, number> = { LOW: 0, MEDIUM: 1, HIGH: 2, URGENT: 3 };
 
 const json = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[]) {
+/** `names` must hold the row's taskRefs (src/modules/tasks/names.ts). */
+export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Names) {
   return {
     id: row.id,
     orgId: row.org_id,
@@ -64,8 +72,9 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[]) {
     status: row.status,
     attempt: row.attempt,
     workerId: row.worker_id,
+    worker: row.worker_id ? { id: row.worker_id, name: nameOf(names, "worker", row.worker_id) } : null,
     parentId: row.parent_id,
-    createdBy: { type: row.created_by_type, id: row.created_by_id },
+    createdBy: { type: row.created_by_type, id: row.created_by_id, name: nameOf(names, row.created_by_type, row.created_by_id) },
     summary: row.summary,
     needs: json<{ kind: "input" | "approval"; message: string }>(row.needs),
     plan: json<{ tasks: unknown[] }>(row.plan),

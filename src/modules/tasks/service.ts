@@ -7,7 +7,7 @@ import { iso } from "../../lib/time";
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
 import { ACTION_TABLE, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
 import { PRIORITY_RANK, type TaskRow } from "./record";
-import { changeTask, publishChanges, txChangeTask, txInsertTask, type EventInput, type TaskChange, type TaskPatch } from "./store";
+import { changeTask, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
 
 export interface NewTask {
   projectId: string;
@@ -21,7 +21,7 @@ export interface NewTask {
   planIndex?: number | null;
   /** Where the task came from (integration, delivery, item link). */
   source?: Record<string, unknown> | null;
-  /** Who made it happen, for the first timeline event (default: createdBy when a user or token). */
+  /** Who made it happen, for the first timeline event (default: createdBy, unless a plan). */
   actor?: Actor | null;
 }
 
@@ -35,6 +35,11 @@ function stmts(core: Core) {
   let s = statements.get(core);
   if (!s) statements.set(core, (s = prepare(core)));
   return s;
+}
+
+/** The creator as the actor of the first event; a plan is no actor (apply-plan passes the person who applied it). */
+function creatorActor(c: NewTask["createdBy"]): EventActor | null {
+  return c.type === "plan" ? null : { type: c.type, id: c.id };
 }
 
 /** Creates a task inside the caller's transaction; publish the change after commit. */
@@ -76,7 +81,7 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
       started_at: null,
       finished_at: null,
     },
-    [{ type: "status", data: { from: null, to: "queued" }, actor: input.actor ?? (input.createdBy.type === "user" || input.createdBy.type === "token" ? (input.createdBy as Actor) : null) }],
+    [{ type: "status", data: { from: null, to: "queued" }, actor: input.actor ?? creatorActor(input.createdBy) }],
   );
 }
 
@@ -108,10 +113,14 @@ function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
       return { status: "cancelled", paused_from: null, needs: null, lease_token_hash: null, finished_at: now };
     case "retry":
     case "restart":
+      // What the last attempt reported belongs to it (its events keep it): the new one starts bare.
       return {
         status: "queued",
         paused_from: null,
         needs: null,
+        summary: null,
+        plan: null,
+        started_at: null,
         worker_id: null,
         lease_token_hash: null,
         run_mode: action === "retry" ? "continue" : "fresh",

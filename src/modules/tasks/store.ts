@@ -5,12 +5,16 @@ import type { Core } from "../../server/core";
 import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
-import { toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+import { resolveNames, taskRefs } from "./names";
+
+/** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
+export type EventActor = Actor | { type: "worker" | "integration"; id: string };
 
 export interface EventInput {
   type: string;
   data: unknown;
-  actor?: Actor | null;
+  actor?: EventActor | null;
   /** Worker events: the attempt and the worker's own seq, which dedupe resends. */
   attempt?: number;
   workerSeq?: number;
@@ -133,20 +137,26 @@ export function changeTask(core: Core, orgId: string | null, taskId: string, dec
 
 /** Live updates and after-commit listeners for committed changes. */
 export function publishChanges(core: Core, changes: TaskChange[]) {
+  const recordChanged = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
+  // The names of every record and actor, one query per kind for the whole batch (a group commit
+  // of creates); none for worker log lines (no actor, no record change).
+  const names = resolveNames(
+    core,
+    changes.flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
+  );
   for (const change of changes) {
     const { after, before, events } = change;
-    const recordChanged = before === null || after.updated_at !== before.updated_at;
     const topics = [`org:${after.org_id}`, `task:${after.id}`];
-    if (recordChanged) {
+    if (recordChanged(change)) {
       // A new task has no artifacts yet: skip the query on the create hot path.
       const artifacts = before === null ? [] : artifactsOf(core, after.id);
-      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts) });
+      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
       for (const t of topics) core.hub.publish(t, message);
     }
     for (const event of events) {
-      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event });
+      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event: namedEvent(event, names) });
       for (const t of topics) core.hub.publish(t, message);
     }
-    if (recordChanged) core.events.emit("task.changed", change);
+    if (recordChanged(change)) core.events.emit("task.changed", change);
   }
 }

@@ -40,6 +40,9 @@ function stmts(core: Core) {
   return s;
 }
 
+/** The worker as the actor of the events it causes (not of its log lines: the record names the attempt's worker). */
+export const workerActor = (worker: WorkerRow) => ({ type: "worker", id: worker.id }) as const;
+
 function checkLease(row: TaskRow, worker: WorkerRow, leaseToken: string) {
   if (row.worker_id !== worker.id || !row.lease_token_hash || !constantTimeEqual(row.lease_token_hash, sha256Hex(leaseToken))) throw staleLease();
 }
@@ -73,7 +76,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
         needs: null,
         paused_from: null,
       };
-      return { patch, events: [{ type: "status", data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
+      return { patch, events: [{ type: "status", actor: workerActor(worker), data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
     const t = change.after;
     return {
@@ -127,17 +130,20 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
       if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
       if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
       // The same rules apply-plan uses, so a completed plan can always be applied (400 here otherwise).
-      patch.plan = JSON.stringify(parsePlan(req.plan));
+      const plan = parsePlan(req.plan);
+      patch.plan = JSON.stringify(plan);
+      status.plan = plan;
     } else if (row.kind === "plan" && req.to === "completed") {
       throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
     }
-    if (req.summary !== undefined) patch.summary = req.summary;
+    // Also in the event: a later attempt clears the record's, the timeline keeps each attempt's.
+    if (req.summary !== undefined) patch.summary = status.summary = req.summary;
     if (req.to === "completed" || req.to === "failed") {
       patch.finished_at = iso();
       patch.paused_from = null;
     }
-    if (req.error !== undefined) events.push({ type: "error", attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
-    events.push({ type: "status", data: status });
+    if (req.error !== undefined) events.push({ type: "error", actor: workerActor(worker), attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
+    events.push({ type: "status", actor: workerActor(worker), data: status });
     return { patch, events };
   });
   return { status: change.after.status, attempt: change.after.attempt };

@@ -17,7 +17,7 @@ import {
   TransitionRequest,
 } from "../../protocol/requests";
 import { CloneReport, ReadinessReport, ReposReport } from "../../protocol/requests";
-import { appendEvents, claimTask, leaseForUpload, transitionTask } from "./leases";
+import { appendEvents, claimTask, leaseForUpload, transitionTask, workerActor } from "./leases";
 import { reportClone, reportRepos } from "./clones";
 import { reportReadiness } from "./readiness";
 import { ErrorBody, ReadinessRun, WorkerRecord, errors } from "./model";
@@ -90,7 +90,7 @@ export default (core: Core) =>
       async ({ worker, params, request, headers, status }) => {
         const row = leaseForUpload(core, worker, params.taskId, headers[LEASE_HEADER] ?? null);
         const body = request.body ?? new Uint8Array(0);
-        const stored = await storeArtifact(core, worker.org_id, params.taskId, params.name, body, row.attempt);
+        const stored = await storeArtifact(core, worker.org_id, params.taskId, params.name, body, row.attempt, workerActor(worker));
         return status(201, { name: stored.name, contentType: stored.contentType, size: stored.size, createdAt: stored.createdAt });
       },
       {

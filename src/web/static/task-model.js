@@ -8,12 +8,14 @@
 /** @typedef {{ name: string, contentType: string, size: number, createdAt: string }} Artifact */
 /**
  * @typedef {{ id: string, orgId: string, projectId: string, title: string, prompt: string, priority: string, kind: string,
- *   review: { base: string, head: string } | null, status: Status, attempt: number, workerId: string | null, parentId: string | null,
- *   createdBy: { type: string, id: string }, summary: string | null, needs: { kind: string, message: string } | null,
+ *   review: { base: string, head: string } | null, status: Status, attempt: number, workerId: string | null,
+ *   worker?: { id: string, name: string | null } | null, parentId: string | null,
+ *   createdBy: Who, summary: string | null, needs: { kind: string, message: string } | null,
  *   plan: { tasks: unknown[] } | null, artifacts: Artifact[], createdAt: string, updatedAt: string,
  *   startedAt: string | null, finishedAt: string | null }} Task
  */
-/** @typedef {{ seq: number, type: string, at: string, actor?: { type: string, id: string }, data: unknown }} TaskEvent */
+/** @typedef {{ type: string, id: string, name?: string | null }} Who */
+/** @typedef {{ seq: number, type: string, at: string, actor?: Who, data: unknown }} TaskEvent */
 /** @typedef {{ id: string, name: string, role: string }} Org */
 
 /** The actions in the server's order. */
@@ -54,6 +56,16 @@ export const truncate = (text, max) => {
 };
 
 /**
+ * Who, for people (as the command line's `who`): a person (or their token) by name, a worker or
+ * integration by kind and name; the id when the server named none.
+ * @param {Who} r
+ */
+export function who(r) {
+  if (!r.name) return `${r.type} ${r.id}`;
+  return r.type === "user" || r.type === "token" ? r.name : `${r.type} ${r.name}`;
+}
+
+/**
  * What an event says, in one line (the browser's version of the command line's eventText in
  * src/cli/client/format.ts); unknown shapes fall back to their JSON.
  * @param {TaskEvent} e
@@ -62,10 +74,10 @@ export function eventText(e) {
   const d = /** @type {Record<string, unknown>} */ (e.data && typeof e.data === "object" ? e.data : {});
   /** @param {unknown} v */
   const s = (v) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
-  const by = e.actor ? ` by ${e.actor.type} ${e.actor.id}` : "";
+  const by = e.actor ? ` by ${who(e.actor)}` : "";
   switch (e.type) {
     case "status":
-      return `${d.from ? `${s(d.from)} → ` : ""}${s(d.to)}${by}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : ""}`;
+      return `${d.from ? `${s(d.from)} → ` : ""}${s(d.to)}${by}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : d.summary ? `: ${truncate(s(d.summary), 200)}` : ""}`;
     case "action":
       return `${s(d.action)}${by}${d.reason ? `: ${s(d.reason)}` : ""}${d.input ? ` (input: ${truncate(s(d.input), 80)})` : ""}`;
     case "log":

@@ -4,7 +4,7 @@
 // as text (textContent), never as HTML.
 import { ApiError, api, errorText } from "./app.js";
 import { $, busy, el, showError, showOnly, when } from "./ui.js";
-import { BUTTON_CLASS, LABELS, allowedActions, clock, eventText, truncate } from "./task-model.js";
+import { BUTTON_CLASS, LABELS, allowedActions, clock, eventText, truncate, who } from "./task-model.js";
 import { ArtifactList } from "./task-artifacts.js";
 import { LiveTask } from "./task-live.js";
 
@@ -92,9 +92,9 @@ export class TaskPage {
       ["Project", this.projectName ?? t.projectId],
     ];
     if (t.review) rows.push(["Review", `${t.review.base} → ${t.review.head}`]);
-    rows.push(["Worker", t.workerId ?? "—"]);
+    rows.push(["Worker", t.worker?.name ?? t.workerId ?? "—"]);
     if (t.parentId) rows.push(["Proposed by", taskLink(t.parentId, "the plan")]);
-    const by = t.createdBy.type === "user" && t.createdBy.id === this.userId ? "you" : `${t.createdBy.type} ${t.createdBy.id}`;
+    const by = t.createdBy.type === "user" && t.createdBy.id === this.userId ? "you" : who(t.createdBy);
     rows.push(["Created", `${when(t.createdAt)} by ${by}`]);
     rows.push(["Started", t.startedAt ? when(t.startedAt) : "—"]);
     rows.push(["Finished", t.finishedAt ? when(t.finishedAt) : "—"]);
