@@ -9,7 +9,7 @@ import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
-import { createLogger } from "./log";
+import { createLogger, withoutRepeats } from "./log";
 import { Sockets, type SocketData } from "./sockets";
 
 export interface RunningServer {
@@ -45,7 +45,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;
-  const log = logger ?? createLogger();
+  const log = withoutRepeats(logger ?? createLogger());
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
