@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }>
   admin: { summary: "instance administration: admin create-user --email --password [--org --role] [--admin]", run: async () => (await import("./cli/admin")).admin },
   backup: { summary: "backup --output FILE [--data-dir DIR]: a consistent copy of a data directory, while the server runs", run: async () => (await import("./cli/backup")).backup },
   restore: { summary: "restore FILE --data-dir NEWDIR: a backup into an empty data directory", run: async () => (await import("./cli/backup")).restore },
+  doctor: { summary: "check a data directory and the running server, and say what to fix", run: async () => (await import("./cli/doctor")).doctor },
   version: { summary: "print the version", run: async () => async () => void console.log(VERSION) },
   login: { summary: "sign in to a server by device code", run: async () => (await import("./cli/client")).login },
   logout: { summary: "end the stored session", run: async () => (await import("./cli/client")).logout },
