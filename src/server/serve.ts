@@ -62,8 +62,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 
   // WAL checkpoints run on a thread of their own, outside every request (db/checkpointer.ts).
-  const checkpointer = startCheckpointer(db.$client, join(config.dataDir, "ao.db"), 200, (message) =>
-    core.log.warn("background checkpoints failed; the server checkpoints inline again", { message }),
+  const checkpointer = startCheckpointer(
+    db.$client,
+    join(config.dataDir, "ao.db"),
+    200,
+    (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
+    undefined,
+    () => core.log.info("background checkpoints work again"),
   );
 
   const app = createApp(core);
