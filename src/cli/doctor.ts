@@ -151,7 +151,7 @@ export async function checkServer(server: string, publicUrl: string): Promise<Fi
     // The header has whole seconds: the skew is how far it falls outside the request's round trip.
     const skewMs = date + 1000 < sentAt ? date + 1000 - sentAt : date > receivedAt ? date - receivedAt : 0;
     const sec = Math.round(skewMs / 1000);
-    const detail = `${Math.abs(sec)} s ${sec < 0 ? "behind" : "ahead of"} this machine`;
+    const detail = sec === 0 ? "in step with this machine (within a second)" : `${Math.abs(sec)} s ${sec < 0 ? "behind" : "ahead of"} this machine`;
     const fix = "synchronise both clocks (NTP: timedatectl set-ntp true); sign-in tokens and one-time codes depend on them";
     out.push(
       Math.abs(sec) > SKEW.failSec
