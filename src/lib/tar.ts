@@ -92,7 +92,15 @@ function readFully(fd: number, length: number): Uint8Array | null {
   const buf = new Uint8Array(length);
   let got = 0;
   while (got < length) {
-    const n = readSync(fd, buf, got, length - got, null);
+    let n: number;
+    try {
+      n = readSync(fd, buf, got, length - got, null);
+    } catch (err) {
+      // A non-blocking pipe (standard input) with nothing yet: wait for the writer.
+      if ((err as { code?: string }).code !== "EAGAIN") throw err;
+      Bun.sleepSync(5);
+      continue;
+    }
     if (n === 0) return got === 0 ? null : buf.subarray(0, got);
     got += n;
   }

@@ -149,8 +149,11 @@ export async function storeArtifact(core: Core, orgId: string | null, taskId: st
     written = await writeLimited(tmp, body, core.config.artifactLimitBytes);
   } catch (err) {
     rmSync(tmp, { force: true });
+    if (isStorageFull(err) || (err instanceof ApiError && err.status === 507)) {
+      core.log.error("a write failed: the disk is full", { cause: String((err as { code?: string }).code ?? "ENOSPC"), path: "artifact upload" });
+      throw err instanceof ApiError ? err : insufficientStorage();
+    }
     if (err instanceof ApiError) throw err;
-    if (isStorageFull(err)) throw insufficientStorage();
     throw new ApiError(400, "validation_failed", "the artifact body could not be read");
   }
   const contentType = contentTypeOf(name);
