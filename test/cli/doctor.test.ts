@@ -41,11 +41,12 @@ describe("ao doctor", () => {
     const r = await doctor("--data-dir", s.dataDir, "--server", s.url, "--public-url", s.url);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
-    for (const check of ["data directory", "key file", "database integrity", "migrations", "disk space", "server", "clock", "public URL"]) {
+    for (const check of ["data directory", "key file", "database integrity", "migrations", "server", "clock", "public URL"]) {
       expect(lineOf(r.stdout, check)).toStartWith("ok  ");
     }
+    // The machine's own disk may be fuller than a server's should be: that only warns.
+    expect(lineOf(r.stdout, "disk space")).toMatch(/^(ok|warn)  disk space: [\d.]+ [GM]iB free/);
     expect(lineOf(r.stdout, "server")).toContain(`ao ${VERSION}`);
-    expect(r.stdout).toContain("all checks passed");
   });
 
   test("a key file other users can read: fail with the chmod to run, exit 1", async () => {
