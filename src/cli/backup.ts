@@ -19,7 +19,7 @@ exist yet; then start ao serve --data-dir NEWDIR. FILE - reads the archive from 
 export async function backup(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { output: { type: "string", short: "o" }, "data-dir": { type: "string" }, help: { type: "boolean" } }, strict: true });
   if (values.help) return usage(BACKUP_USAGE);
-  if (!values.output) return fail("backup", `--output is required\n${BACKUP_USAGE}`);
+  if (!values.output) return fail("backup", `--output is required\n${BACKUP_USAGE}`, 2);
   const dataDir = resolve(values["data-dir"] ?? process.env.AO_DATA_DIR ?? "./ao-data");
   const toStdout = values.output === "-";
   const output = toStdout ? "" : resolve(values.output);
@@ -52,7 +52,7 @@ export async function backup(args: string[]): Promise<number> {
 export async function restore(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, options: { "data-dir": { type: "string" }, help: { type: "boolean" } }, allowPositionals: true, strict: true });
   if (values.help) return usage(RESTORE_USAGE);
-  if (positionals.length !== 1 || !values["data-dir"]) return fail("restore", `give the archive and --data-dir\n${RESTORE_USAGE}`);
+  if (positionals.length !== 1 || !values["data-dir"]) return fail("restore", `give the archive and --data-dir\n${RESTORE_USAGE}`, 2);
   const file = positionals[0];
   let fd = -1;
   try {
@@ -79,7 +79,8 @@ function usage(text: string): number {
   return 0;
 }
 
-function fail(command: string, text: string): number {
+/** Exit status 2 for a usage error, 1 when the backup or restore itself failed. */
+function fail(command: string, text: string, status = 1): number {
   console.error(`ao ${command}: ${text}`);
-  return 1;
+  return status;
 }
