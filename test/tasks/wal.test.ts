@@ -2,7 +2,7 @@
 // WAL over even while writes keep coming; the server's connection stops checkpointing inside
 // commits while the thread runs, and gets it back when it stops or fails (a full disk), until the
 // thread's checkpoints succeed again.
-import { afterEach, expect, test } from "bun:test";
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -72,6 +72,7 @@ test("the thread takes checkpoints over and gives them back; the log starts over
 });
 
 const disk = mountSmallDisk(8 * 1024 * 1024);
+afterAll(() => void (typeof disk !== "string" && disk.unmount()));
 test.skipIf(typeof disk === "string")("on a full disk the server checkpoints inline, and the thread takes over again once space is freed", async () => {
   const d = disk as Exclude<typeof disk, string>;
   try {
