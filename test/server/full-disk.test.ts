@@ -14,6 +14,8 @@ import { LEASE_HEADER } from "../../src/protocol/requests";
 const disk = mountSmallDisk(8 * 1024 * 1024);
 if (typeof disk === "string") console.warn(`skipping full-disk tests: ${disk}`);
 const MiB = 1024 * 1024;
+// Also when every test here is filtered out (the describe's own afterAll then does not run).
+afterAll(() => void (typeof disk !== "string" && disk.unmount()));
 
 describe.skipIf(typeof disk === "string")("on a full disk", () => {
   const d = disk as SmallDisk;
