@@ -4,7 +4,8 @@
 // off on its connection and this worker, with its own connection, runs PASSIVE checkpoints
 // (they never block writers) every `intervalMs`, and a RESTART one (a pause of a few ms for
 // writers) when the WAL has grown past RESTART_FRAMES. If the worker fails, the main connection goes
-// back to checkpointing itself, so the WAL can never grow without bound.
+// back to checkpointing itself, so the WAL can never grow without bound, until the worker's
+// checkpoints succeed again (a full disk was freed).
 import type { Database } from "bun:sqlite";
 
 /**
@@ -31,8 +32,16 @@ self.onmessage = (e) => {
     try {
       db = new Database(m.path);
       db.exec("PRAGMA busy_timeout = 5000");
+      let failing = false;
       timer = setInterval(() => {
-        try { checkpointOnce(db, m.restartFrames); } catch (err) { postMessage({ type: "error", message: String(err) }); }
+        try {
+          checkpointOnce(db, m.restartFrames);
+          if (failing) postMessage({ type: "recovered" });
+          failing = false;
+        } catch (err) {
+          failing = true;
+          postMessage({ type: "error", message: String(err) });
+        }
       }, m.intervalMs);
       postMessage({ type: "started" });
     } catch (err) {
@@ -60,6 +69,7 @@ export function startCheckpointer(
   intervalMs = 200,
   onError: (message: string) => void = () => {},
   restartFrames = RESTART_FRAMES,
+  onRecovered: () => void = () => {},
 ): Checkpointer & { ready: Promise<void> } {
   const worker = new Worker(URL.createObjectURL(new Blob([CODE], { type: "application/javascript" })));
   // Until the worker runs, and again if it fails, the main connection checkpoints as usual.
@@ -80,6 +90,12 @@ export function startCheckpointer(
       delegated = true;
       started();
     } else if (e.data.type === "error") takeBack(e.data.message ?? "checkpointer failed");
+    else if (e.data.type === "recovered" && !delegated) {
+      // The failure passed (a full disk was freed): the thread takes the checkpoints back.
+      main.exec("PRAGMA wal_autocheckpoint = 0");
+      delegated = true;
+      onRecovered();
+    }
     else if (e.data.type === "stopped") stopped?.();
   };
   worker.onerror = (e) => takeBack(String(e.message));

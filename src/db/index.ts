@@ -26,15 +26,12 @@ export function openDatabase(path: string): Db {
 function migrate(sqlite: Database) {
   sqlite.exec(`CREATE TABLE IF NOT EXISTS __drizzle_migrations (
     id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
-  const applied = sqlite.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get();
-  const lastApplied = applied ? Number(applied.created_at) : 0;
-  const newestKnown = MIGRATIONS.at(-1)?.folderMillis ?? 0;
-  if (lastApplied > newestKnown) {
+  const { newer, pending } = migrationState(sqlite);
+  if (newer) {
     throw new NewerDatabaseError(
       "this database was written by a newer version of ao; run that version, or restore a backup made before the upgrade",
     );
   }
-  const pending = MIGRATIONS.filter((m) => m.folderMillis > lastApplied);
   if (pending.length === 0) return;
   sqlite.transaction(() => {
     for (const m of pending) {
@@ -42,6 +39,17 @@ function migrate(sqlite: Database) {
       sqlite.query("INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)").run(m.hash, m.folderMillis);
     }
   }).immediate();
+}
+
+/** Where a database stands against this build's migrations (read only; `ao doctor` reports it too). */
+export function migrationState(sqlite: Database): { newer: boolean; pending: typeof MIGRATIONS } {
+  const table = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get()!;
+  const applied = table.n
+    ? sqlite.query<{ created_at: number }, []>("SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1").get()
+    : null;
+  const lastApplied = applied ? Number(applied.created_at) : 0;
+  const newestKnown = MIGRATIONS.at(-1)?.folderMillis ?? 0;
+  return { newer: lastApplied > newestKnown, pending: MIGRATIONS.filter((m) => m.folderMillis > lastApplied) };
 }
 
 export { schema };

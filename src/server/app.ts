@@ -2,7 +2,7 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldError, insufficientStorage, invalid, isStorageFull, payloadTooLarge } from "./errors";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -27,6 +27,11 @@ export function createApp(core: Core) {
       if (code === "PARSE") return errorResponse(invalid("the body is not valid JSON"));
       if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
+      // A full disk is the operator's to fix, not a bug: a clear 507, one log line per cause and interval (log.ts).
+      if (isStorageFull(error)) {
+        core.log.error("a write failed: the disk is full", { cause: String((error as { code?: string }).code ?? "ENOSPC"), path: new URL(request.url).pathname });
+        return errorResponse(insufficientStorage());
+      }
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
@@ -56,7 +61,7 @@ export function createApp(core: Core) {
         // one resolves under /api/v1/docs/ and the page then shows "could not be loaded").
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
-          info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}." },
+          info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. Any write may answer 507 insufficient_storage while the server's disk is full." },
           components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
           security: [{ bearer: [] }],
         },

@@ -39,6 +39,20 @@ export const rateLimited = (retryAfterSec: number) =>
 export const payloadTooLarge = (limit: number) =>
   new ApiError(413, "payload_too_large", `body is larger than the limit of ${limit} bytes`, { limit });
 
+export const insufficientStorage = (what = "the server's disk is full") =>
+  new ApiError(507, "insufficient_storage", `${what}; try again once space is freed`);
+
+/**
+ * True for a write that failed because the disk (or the database file's quota) is full: ENOSPC or
+ * EDQUOT from the file system, SQLITE_FULL from SQLite (which maps the same errnos to it).
+ */
+export function isStorageFull(err: unknown): boolean {
+  const e = err as { code?: unknown; errno?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  if (e.code === "ENOSPC" || e.code === "EDQUOT" || e.code === "SQLITE_FULL") return true;
+  return typeof e.message === "string" && /database or disk is full|no space left on device/i.test(e.message);
+}
+
 export function errorResponse(err: ApiError): Response {
   return new Response(JSON.stringify(err.toBody()), {
     status: err.status,

@@ -9,7 +9,7 @@ import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
-import { createLogger } from "./log";
+import { createLogger, withoutRepeats } from "./log";
 import { Sockets, type SocketData } from "./sockets";
 
 export interface RunningServer {
@@ -45,7 +45,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;
-  const log = logger ?? createLogger();
+  const log = withoutRepeats(logger ?? createLogger());
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
@@ -62,8 +62,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 
   // WAL checkpoints run on a thread of their own, outside every request (db/checkpointer.ts).
-  const checkpointer = startCheckpointer(db.$client, join(config.dataDir, "ao.db"), 200, (message) =>
-    core.log.warn("background checkpoints failed; the server checkpoints inline again", { message }),
+  const checkpointer = startCheckpointer(
+    db.$client,
+    join(config.dataDir, "ao.db"),
+    200,
+    (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
+    undefined,
+    () => core.log.info("background checkpoints work again"),
   );
 
   const app = createApp(core);

@@ -290,6 +290,34 @@ describe("the compiled executable", () => {
     expect(await s.proc.exited).toBe(0);
   });
 
+  test("ao backup of a running server, ao restore into a new directory, ao doctor on both (the README's Back up and Operations)", async () => {
+    const cwd = workdir("backup");
+    const s = await startServe(cwd, ["--data-dir", "data"], { AO_ADMIN_EMAIL: "admin@example.com", AO_ADMIN_PASSWORD: "change-me-now" });
+    const url = `http://127.0.0.1:${s.port}`;
+    const made = await run(cwd, ["backup", "--data-dir", "data", "--output", "ao-backup.tar"]);
+    expect(made.stderr).toBe("");
+    expect(made.code).toBe(0);
+    const restored = await run(cwd, ["restore", "ao-backup.tar", "--data-dir", "restored"]);
+    expect(restored.code).toBe(0);
+    const checked = await run(cwd, ["doctor", "--data-dir", "data", "--server", url, "--public-url", url]);
+    expect(checked.stdout).not.toMatch(/^fail/m);
+    expect(checked.code).toBe(0);
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+
+    // The restored directory serves the administrator made in the original.
+    const r = await startServe(cwd, ["--data-dir", "restored"]);
+    const login = await fetch(`http://127.0.0.1:${r.port}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email: "admin@example.com", password: "change-me-now" }),
+    });
+    expect(login.status).toBe(200);
+    expect((await run(cwd, ["doctor", "--data-dir", "restored", "--offline"])).code).toBe(0);
+    r.proc.kill("SIGTERM");
+    expect(await r.proc.exited).toBe(0);
+  });
+
   test("rejects a bad flag with a message", async () => {
     const cwd = workdir("badflag");
     const port = await run(cwd, ["serve", "--port", "70000", "--data-dir", "data"]);

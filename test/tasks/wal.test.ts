@@ -1,12 +1,14 @@
 // The background checkpointer (src/db/checkpointer.ts): past the limit a checkpoint starts the
 // WAL over even while writes keep coming; the server's connection stops checkpointing inside
-// commits while the thread runs, and gets it back when it stops.
-import { afterEach, expect, test } from "bun:test";
+// commits while the thread runs, and gets it back when it stops or fails (a full disk), until the
+// thread's checkpoints succeed again.
+import { afterAll, afterEach, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { checkpointOnce, startCheckpointer } from "../../src/db/checkpointer";
+import { mountSmallDisk } from "../helpers/disk";
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -67,4 +69,42 @@ test("the thread takes checkpoints over and gives them back; the log starts over
   await cp.stop();
   expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
   db.close();
+});
+
+const disk = mountSmallDisk(8 * 1024 * 1024);
+afterAll(() => void (typeof disk !== "string" && disk.unmount()));
+test.skipIf(typeof disk === "string")("on a full disk the server checkpoints inline, and the thread takes over again once space is freed", async () => {
+  const d = disk as Exclude<typeof disk, string>;
+  try {
+    const path = join(d.dir, "t.db");
+    const db = new Database(path, { create: true });
+    db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA wal_autocheckpoint = 0");
+    db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)");
+    const insert = db.query("INSERT INTO t (body) VALUES (?)");
+    db.transaction(() => {
+      for (let i = 0; i < 600; i++) insert.run("x".repeat(3000));
+    })();
+    // The log holds ~2 MB the database file has not got yet: copying it needs space there is not.
+    const filler = d.fill();
+    const failed: string[] = [];
+    let recovered = () => {};
+    const back = new Promise<void>((resolve) => (recovered = resolve));
+    let firstFailure = () => {};
+    const failure = new Promise<void>((resolve) => (firstFailure = resolve));
+    const cp = startCheckpointer(db, path, 10, (m) => {
+      failed.push(m);
+      firstFailure();
+    }, 50, () => recovered());
+    await failure;
+    expect(failed[0]).toMatch(/full/);
+    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+    rmSync(filler);
+    await back;
+    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
+    await cp.stop();
+    db.close();
+  } finally {
+    d.unmount();
+  }
 });

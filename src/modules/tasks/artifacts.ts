@@ -2,10 +2,11 @@
 // artifacts table and an `artifact` timeline event. The file is written first (async, to a temp
 // file), then renamed and recorded in one synchronous transaction, so the row, the file and the
 // ETag always agree, even when the same name is uploaded twice at once.
-import { mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { Core } from "../../server/core";
-import { ApiError, invalid, notFound, payloadTooLarge } from "../../server/errors";
+import { ApiError, insufficientStorage, invalid, isStorageFull, notFound, payloadTooLarge } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { randomSecret } from "../../lib/tokens";
 import type { ArtifactInfo } from "./record";
@@ -76,32 +77,34 @@ export const artifactPath = (core: Core, taskId: string, name: string) => join(a
 
 export type ArtifactBody = ReadableStream<Uint8Array> | ArrayBuffer | Uint8Array | Blob;
 
-/** Streams the body to `path`, hashing and counting; throws 413 (and leaves nothing) past `limit`. */
+/**
+ * Streams the body to `path`, hashing and counting; throws 413 (and leaves nothing) past `limit`.
+ * Every write is awaited through a file handle (a FileSink buffers and reports a full disk later,
+ * as an unhandled rejection that ended the process), then the file is fsynced and its size on disk
+ * checked against the bytes received before anyone may record it.
+ */
 async function writeLimited(path: string, body: ArtifactBody, limit: number): Promise<{ size: number; sha256: string }> {
   const hasher = new Bun.CryptoHasher("sha256");
-  if (!(body instanceof ReadableStream)) {
-    const size = body instanceof Blob ? body.size : body.byteLength;
-    if (size > limit) throw payloadTooLarge(limit);
-    const bytes = body instanceof Blob ? new Uint8Array(await body.arrayBuffer()) : body instanceof Uint8Array ? body : new Uint8Array(body);
-    hasher.update(bytes);
-    await Bun.write(path, bytes);
-    return { size, sha256: hasher.digest("hex") };
-  }
-  const sink = Bun.file(path).writer();
+  const file = await open(path, "wx", 0o644);
   let size = 0;
   try {
-    for await (const chunk of body) {
-      size += chunk.byteLength;
+    const put = async (bytes: Uint8Array) => {
+      size += bytes.byteLength;
       if (size > limit) throw payloadTooLarge(limit);
-      hasher.update(chunk);
-      sink.write(chunk);
+      hasher.update(bytes);
+      for (let done = 0; done < bytes.byteLength; ) done += (await file.write(bytes, done)).bytesWritten;
+    };
+    if (body instanceof ReadableStream) {
+      for await (const chunk of body) await put(chunk);
+    } else {
+      const declared = body instanceof Blob ? body.size : body.byteLength;
+      if (declared > limit) throw payloadTooLarge(limit);
+      await put(body instanceof Blob ? new Uint8Array(await body.arrayBuffer()) : body instanceof Uint8Array ? body : new Uint8Array(body));
     }
-    await sink.end();
-  } catch (err) {
-    try {
-      await sink.end();
-    } catch {}
-    throw err;
+    await file.sync();
+    if ((await file.stat()).size !== size) throw insufficientStorage("the artifact could not be stored whole");
+  } finally {
+    await file.close();
   }
   return { size, sha256: hasher.digest("hex") };
 }
@@ -147,31 +150,49 @@ export async function storeArtifact(
   const task = taskStatements(core).byId.get(taskId);
   if (!task || (orgId !== null && task.org_id !== orgId)) throw notFound("task");
   const dir = artifactDir(core, taskId);
-  mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.upload-${randomSecret(16)}`);
   let written: { size: number; sha256: string };
   try {
+    mkdirSync(dir, { recursive: true });
     written = await writeLimited(tmp, body, core.config.artifactLimitBytes);
   } catch (err) {
     rmSync(tmp, { force: true });
+    if (isStorageFull(err) || (err instanceof ApiError && err.status === 507)) {
+      core.log.error("a write failed: the disk is full", { cause: String((err as { code?: string }).code ?? "ENOSPC"), path: "artifact upload" });
+      throw err instanceof ApiError ? err : insufficientStorage();
+    }
     if (err instanceof ApiError) throw err;
     throw new ApiError(400, "validation_failed", "the artifact body could not be read");
   }
   const contentType = contentTypeOf(name);
   const createdAt = iso();
+  const final = join(dir, name);
+  // The file of the same name that this upload replaces, kept until the row commits: when the
+  // commit fails (a full disk again), it goes back, so the row and the file still agree.
+  const previous = join(dir, `.previous-${randomSecret(16)}`);
+  let replaced = false;
   try {
     const change = core.sqlite
       .transaction(() =>
         txChangeTask(core, orgId, taskId, () => {
-          renameSync(tmp, join(dir, name));
           stmts(core).upsert.run(taskId, name, contentType, written.size, written.sha256, attempt, createdAt);
+          if (existsSync(final)) {
+            renameSync(final, previous);
+            replaced = true;
+          }
+          renameSync(tmp, final);
           return { events: [{ type: "artifact", actor, data: { name, contentType, size: written.size }, attempt }], touch: true };
         }),
       )
       .immediate();
     publishChanges(core, [change]);
+  } catch (err) {
+    if (existsSync(final) && !existsSync(tmp)) rmSync(final, { force: true });
+    if (replaced) renameSync(previous, final);
+    throw err;
   } finally {
     rmSync(tmp, { force: true });
+    rmSync(previous, { force: true });
   }
   return { name, contentType, size: written.size, createdAt, etag: written.sha256 };
 }

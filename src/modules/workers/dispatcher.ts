@@ -54,6 +54,9 @@ export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker
 /** How long a worker that declined an offer is left out of offers. */
 const DECLINE_PAUSE_MS = 1000;
 
+/** Pauses of offers after a claim failed on a full disk: doubling from the first to the last. */
+const STORAGE_PAUSE_MS = { first: 1000, last: 30_000 };
+
 /** How many queued rows one pass looks at for one worker (the rest wait for the next pass). */
 const SCAN_LIMIT = 500;
 
@@ -64,6 +67,8 @@ export class Dispatcher {
   private readonly offerByTask = new Map<string, OfferState>();
   readonly mailbox: Mailbox;
   private readonly q;
+  /** No offers before `until` (ms): a claim could not be written (full disk). */
+  private storagePause = { until: 0, ms: 0 };
 
   constructor(private readonly core: Core) {
     this.mailbox = new Mailbox(
@@ -112,6 +117,7 @@ export class Dispatcher {
   }
 
   free(conn: Conn): number {
+    if (this.storagePause.until > 0 && this.storagePause.until > Date.now()) return 0;
     if (conn.restUntil > 0 && conn.restUntil > Date.now()) return 0;
     return conn.capacity - conn.held.size - conn.offers.size;
   }
@@ -134,6 +140,24 @@ export class Dispatcher {
     this.offers.delete(offer.offerId);
     if (this.offerByTask.get(offer.taskId) === offer) this.offerByTask.delete(offer.taskId);
     this.conns.get(offer.workerId)?.offers.delete(offer.offerId);
+  }
+
+  /**
+   * A claim failed because the disk is full. Re-offering at once made worker and server spin
+   * (thousands of failed claims a second); offers pause instead, longer each time, and the
+   * presence monitor's fillAll resumes them when the pause ends.
+   */
+  pauseForStorage() {
+    const ms = Math.min(STORAGE_PAUSE_MS.last, Math.max(STORAGE_PAUSE_MS.first, this.storagePause.ms * 2));
+    this.storagePause = { until: Date.now() + ms, ms };
+    this.core.log.warn("offers paused: the disk is full", { cause: "storage_full", pauseMs: ms });
+  }
+
+  /** A claim was written: the disk takes writes again. */
+  storageWorks() {
+    if (this.storagePause.ms === 0) return;
+    this.storagePause = { until: 0, ms: 0 };
+    this.core.log.info("offers resumed: the disk takes writes again");
   }
 
   /** Takes the offer out for a claim: the caller then owns the outcome. */

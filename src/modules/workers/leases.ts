@@ -2,7 +2,7 @@
 // lease of that attempt, report transitions and append events. A write carrying another
 // attempt's lease is refused with 409 and changes nothing.
 import type { Core } from "../../server/core";
-import { ApiError, conflict, forbidden, invalid, notFound } from "../../server/errors";
+import { ApiError, conflict, forbidden, invalid, isStorageFull, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
 import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
@@ -78,6 +78,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
       };
       return { patch, events: [{ type: "status", actor: workerActor(worker), data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
+    dispatcher.storageWorks();
     const t = change.after;
     return {
       attempt: t.attempt,
@@ -95,6 +96,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
       project: projectForWorker(core, t.project_id),
     };
   } catch (err) {
+    if (isStorageFull(err)) dispatcher.pauseForStorage();
     // The slot the offer held is free again.
     const conn = dispatcher.conns.get(worker.id);
     if (conn) dispatcher.fill(conn);

@@ -102,10 +102,11 @@ export default (core: Core) =>
           ...errors,
           409: ErrorBody,
           413: ErrorBody,
+          507: ErrorBody,
         },
         detail: {
           summary: "Upload an artifact (raw body)",
-          description: `The lease goes in the ${LEASE_HEADER} header. Names: letters, digits and . _ + - (no paths). 413 past the artifact limit.`,
+          description: `The lease goes in the ${LEASE_HEADER} header. Names: letters, digits and . _ + - (no paths). 413 past the artifact limit; 507 insufficient_storage when the server's disk cannot hold it (nothing is stored).`,
           tags,
         },
       },
