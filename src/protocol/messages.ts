@@ -25,6 +25,18 @@ export const CLOSE = {
 export const ToolInfo = T.Object({ name: T.String({ minLength: 1, maxLength: 100 }), version: T.Union([T.String({ maxLength: 200 }), T.Null()]) });
 export type ToolInfo = Static<typeof ToolInfo>;
 
+/**
+ * An agent the worker can run: a coding agent found on PATH with its version, or `exec` with the
+ * program its --exec command line starts (the program's name only: the arguments may hold secrets).
+ * `version` stays present (null for exec) so the shape is a ToolInfo with one more field.
+ */
+export const AgentInfo = T.Object({
+  name: T.String({ minLength: 1, maxLength: 100 }),
+  version: T.Union([T.String({ maxLength: 200 }), T.Null()]),
+  command: T.Optional(T.String({ minLength: 1, maxLength: 200 })),
+});
+export type AgentInfo = Static<typeof AgentInfo>;
+
 export const RunningAttempt = T.Object({ taskId: T.String({ maxLength: 100 }), attempt: T.Integer({ minimum: 1 }) });
 export type RunningAttempt = Static<typeof RunningAttempt>;
 
@@ -36,7 +48,7 @@ export const Hello = T.Object({
   /** The ao version of the worker. */
   version: T.String({ maxLength: 100 }),
   tools: T.Array(ToolInfo, { maxItems: 100 }),
-  agents: T.Array(ToolInfo, { maxItems: 100 }),
+  agents: T.Array(AgentInfo, { maxItems: 100 }),
   /** Names of the API-key environment variables present, never their values. */
   providers: T.Array(T.String({ maxLength: 100 }), { maxItems: 100 }),
   capacity: T.Integer({ minimum: 1, maximum: 64 }),

@@ -188,7 +188,7 @@ export class Attempt {
       }
     } catch (err) {
       if (this.stopped) return void (outcome = "stopped");
-      this.sink.push("error", { message: (err as Error).message });
+      // No error event of our own: the server writes the transition's error as one.
       await this.transition({ to: "failed", error: clipText((err as Error).message, MAX_SUMMARY), summary: this.summary });
     } finally {
       await this.sink.flush().catch(() => {});

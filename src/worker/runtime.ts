@@ -52,6 +52,9 @@ export class WorkerRuntime {
 
   async start() {
     this.inventory = await inventory();
+    // The agent it runs first: exec is no program on PATH, so no probe finds it.
+    const own = this.agent.info;
+    if (own) this.inventory.agents = [own, ...this.inventory.agents.filter((a) => a.name !== own.name)];
     this.say(`ao worker: agent ${this.agent.name}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
     this.connect();
     this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);

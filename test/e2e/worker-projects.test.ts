@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
-import { addRepositoryRow, orgWithProject, until, workerApi } from "../workers/helpers";
+import { addRepositoryRow, createTaskApi, orgWithProject, until, workerApi } from "../workers/helpers";
 import { bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
 
 let s: TestServer;
@@ -171,5 +171,21 @@ describe("clone", () => {
     expect(failed.error).toContain("git clone failed");
     expect(failed.path).toBeNull();
     expect(existsSync(join(workspace, "missing"))).toBe(false);
+  }, 30_000);
+
+  test("a task whose repository cannot be cloned fails with git's reason, written once", async () => {
+    const p = await orgWithProject(s, org);
+    addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "nowhere.git")}`, { name: "nowhere" });
+    const t = await createTaskApi(s, p, { title: "uncloneable" });
+    const failed = await until(async () => {
+      const r = (await api("GET", `/tasks/${t.id}`)).body;
+      return r.status === "failed" && r;
+    }, 15_000);
+    expect(failed.attempt).toBe(1);
+    const events = (await api("GET", `/tasks/${t.id}/events?limit=200`)).body.items as any[];
+    const errors = events.filter((e) => e.type === "error");
+    expect(errors).toHaveLength(1);
+    expect(errors[0].data.message).toContain("git clone failed");
+    expect(events.filter((e) => e.type === "status" && e.data.to === "failed")).toHaveLength(1);
   }, 30_000);
 });

@@ -29,6 +29,7 @@ const ROUTES: [string, string, string, boolean, string[], string, string[]][] = 
   ["delete", "/orgs/{orgId}/projects/{projectId}", "projects", false, [], "200", ["401", "403", "404"]],
   ["post", "/orgs/{orgId}/projects/{projectId}/repositories", "projects", true, [], "201", ["400", "401", "403", "404", "409"]],
   ["patch", "/orgs/{orgId}/projects/{projectId}/repositories/{repositoryId}", "projects", true, [], "200", ["400", "401", "403", "404", "409"]],
+  ["delete", "/orgs/{orgId}/projects/{projectId}/repositories/{repositoryId}", "projects", false, [], "200", ["401", "403", "404", "409"]],
   ["post", "/orgs/{orgId}/projects/{projectId}/repositories/{repositoryId}/split", "projects", true, [], "201", ["400", "401", "403", "404", "409"]],
 ];
 

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mapClaudeEvent } from "../../src/worker/agents/claude";
 import { mapCodexEvent } from "../../src/worker/agents/codex";
-import { handleExecLine } from "../../src/worker/agents/exec";
+import { handleExecLine, programOf } from "../../src/worker/agents/exec";
 import { feedJsonLine } from "../../src/worker/agents/jsonl";
 import { artifactNameOf } from "../../src/worker/attempt";
 import { normalizeRepoUrl, repoNameOf } from "../../src/protocol/repo-url";
@@ -116,4 +116,13 @@ describe("small helpers", () => {
     expect(versionOf("Python 3.12.1")).toBe("3.12.1");
     expect(versionOf("1.4.5")).toBe("1.4.5");
   });
+
+  test.each([
+    ["sh /path/to/agent.sh", "sh"],
+    ["./scripts/run-agent --fast", "run-agent"],
+    ["API_KEY=secret OTHER='a b' /opt/bin/my-agent --token x", "my-agent"],
+    [`"/opt/My Tools/agent" --x`, "agent"],
+    ["  python3\t-m agent", "python3"],
+    [`FOO="x \\"y\\" z" node main.js`, "node"],
+  ])("the program of exec's command line %s is %s", (command, program) => expect(programOf(command)).toBe(program));
 });

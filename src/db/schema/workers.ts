@@ -7,6 +7,11 @@ export interface ToolInfo {
   version: string | null;
 }
 
+export interface AgentInfo extends ToolInfo {
+  /** exec only: the program its command line starts. */
+  command?: string;
+}
+
 /**
  * A paired machine. Online/offline is not stored: it follows from the live socket and
  * lastSeenAt; what is stored is whether it was approved and whether it was revoked.
@@ -29,7 +34,7 @@ export const workers = sqliteTable(
     pairedBy: text("paired_by"),
     pairedFromIp: text("paired_from_ip"),
     tools: text("tools", { mode: "json" }).$type<ToolInfo[]>().notNull().default([]),
-    agents: text("agents", { mode: "json" }).$type<ToolInfo[]>().notNull().default([]),
+    agents: text("agents", { mode: "json" }).$type<AgentInfo[]>().notNull().default([]),
     providers: text("providers", { mode: "json" }).$type<string[]>().notNull().default([]),
     version: text("version"),
     capacity: integer("capacity").notNull().default(1),

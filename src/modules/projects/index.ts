@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
-import { addRepository, moveRepository, splitRepository, updateRepository } from "./repositories";
+import { addRepository, moveRepository, removeRepository, splitRepository, updateRepository } from "./repositories";
 import { documented, errorResponses } from "../tasks/model";
 import {
   AddRepositoryBody,
@@ -91,6 +91,21 @@ export default (core: Core) =>
         transform: refuseUnknownFields(UpdateRepositoryBody),
         response: { 200: RepositoryChange, ...errors, 409: ErrorBody },
         detail: { summary: "Rename a repository, change its branch, or make it primary", tags },
+      },
+    )
+    .delete(
+      "/orgs/:orgId/projects/:projectId/repositories/:repositoryId",
+      ({ orgId, params }) => removeRepository(core, orgId, params.projectId, params.repositoryId),
+      {
+        permission: "project.update",
+        params: RepositoryParams,
+        response: { 200: RepositoryChange, ...errors, 409: ErrorBody },
+        detail: {
+          summary: "Remove a repository from the project",
+          description:
+            "Answers {project (without it), repository (the one removed)}. Removing the primary makes the next one added primary. Tasks keep their record; workers' clones of it are no longer tracked. 409 conflict when the project is archived.",
+          tags,
+        },
       },
     )
     .post(

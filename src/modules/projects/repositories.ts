@@ -1,4 +1,4 @@
-// Repositories of a project (SPEC §8): add, move in, rename / change branch / make primary, split.
+// Repositories of a project (SPEC §8): add, move in, rename / change branch / make primary, split, remove.
 // Invariant: a project that has repositories has exactly one primary (the first one added, until
 // another is made primary); moving or splitting one out fixes the primaries on both sides. The
 // partial unique index repositories_one_primary guards it in the database.
@@ -156,6 +156,26 @@ export function updateRepository(
     touch(core, p.id, now);
   });
   return answer(core, orgId, projectId, repositoryId);
+}
+
+/**
+ * Removes a repository from the project; the next oldest becomes primary when it was the
+ * primary. Tasks never point at a repository (they run in whatever the primary is when they
+ * start), so they keep their record; the workers' clone records of it go with it.
+ */
+export function removeRepository(core: Core, orgId: string, projectId: string, repositoryId: string): Change {
+  const removed = run(core, () => {
+    const p = projectRow(core, orgId, projectId);
+    assertLive(p);
+    const repo = repositoryRow(core, p.id, repositoryId);
+    core.db.delete(repositories).where(eq(repositories.id, repo.id)).run();
+    // Found on a worker and accepted into this project: listed as discovered again while a worker has it.
+    core.sqlite.query("UPDATE discovered_repositories SET status = 'new', repository_id = NULL WHERE repository_id = ? AND status = 'accepted'").run(repo.id);
+    ensurePrimary(core, p.id);
+    touch(core, p.id, iso());
+    return repo;
+  });
+  return { project: getProject(core, orgId, projectId), repository: repositoryRecord({ ...removed, primary: false }) };
 }
 
 /** A free project name: `base`, else `base-2`, `base-3`... */

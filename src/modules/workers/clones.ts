@@ -55,7 +55,8 @@ function prepare(core: Core) {
     discovered: q.query<{ id: string; status: string; sightings: string; repository_id: string | null }, [string, string]>(
       "SELECT id, status, sightings, repository_id FROM discovered_repositories WHERE org_id = ? AND normalized_url = ?",
     ),
-    discoveredOfOrg: q.query<{ id: string; sightings: string }, [string]>("SELECT id, sightings FROM discovered_repositories WHERE org_id = ?"),
+    discoveredOfOrg: q.query<{ id: string; status: string; sightings: string }, [string]>("SELECT id, status, sightings FROM discovered_repositories WHERE org_id = ?"),
+    deleteDiscovered: q.query("DELETE FROM discovered_repositories WHERE id = ?"),
     insertDiscovered: q.query(
       `INSERT INTO discovered_repositories (id, org_id, url, normalized_url, name, branch, status, sightings, first_seen_at, last_seen_at)
        VALUES (?, ?, ?, ?, ?, ?, 'new', ?, ?, ?)`,
@@ -171,13 +172,25 @@ export function reportRepos(core: Core, worker: WorkerRow, report: ReposReport) 
       }
       // What this worker no longer has: its clones that vanished, its sightings elsewhere.
       for (const c of s.clonedOf.all(worker.id)) if (!seenRepos.has(c.repository_id)) s.dropClone.run(worker.id, c.repository_id);
-      for (const d of s.discoveredOfOrg.all(worker.org_id)) {
-        if (seenDiscovered.has(d.id)) continue;
-        const sightings = JSON.parse(d.sightings) as Sighting[];
-        const rest = sightings.filter((x) => x.workerId !== worker.id);
-        if (rest.length !== sightings.length) s.setSightings.run(JSON.stringify(rest), d.id);
-      }
+      txForgetSightings(core, worker.org_id, worker.id, seenDiscovered);
     })
     .immediate();
   return { known, discovered };
+}
+
+/**
+ * Inside the caller's transaction: the worker no longer has these discovered repositories (all
+ * but `keep`). One that no worker has any more is dropped while it is undecided (a later report
+ * lists it anew); a dismissed one stays, so that it stays dismissed.
+ */
+export function txForgetSightings(core: Core, orgId: string, workerId: string, keep: ReadonlySet<string> = new Set()) {
+  const s = cloneStatements(core);
+  for (const d of s.discoveredOfOrg.all(orgId)) {
+    if (keep.has(d.id)) continue;
+    const sightings = JSON.parse(d.sightings) as Sighting[];
+    const rest = sightings.filter((x) => x.workerId !== workerId);
+    if (rest.length === sightings.length) continue;
+    if (rest.length === 0 && d.status === "new") s.deleteDiscovered.run(d.id);
+    else s.setSightings.run(JSON.stringify(rest), d.id);
+  }
 }

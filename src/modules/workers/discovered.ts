@@ -27,9 +27,12 @@ const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
 function prepare(core: Core) {
   const q = core.sqlite;
   return {
-    first: q.query<DiscoveredRow, [string, number]>("SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' ORDER BY id DESC LIMIT ?"),
+    // No sightings: no worker has it any more (rows written before such rows were dropped).
+    first: q.query<DiscoveredRow, [string, number]>(
+      "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' ORDER BY id DESC LIMIT ?",
+    ),
     after: q.query<DiscoveredRow, [string, string, number]>(
-      "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND id < ? ORDER BY id DESC LIMIT ?",
+      "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' AND id < ? ORDER BY id DESC LIMIT ?",
     ),
     one: q.query<DiscoveredRow, [string, string]>("SELECT * FROM discovered_repositories WHERE id = ? AND org_id = ?"),
     orgUrls: q.query<{ url: string }, [string]>("SELECT url FROM repositories WHERE org_id = ?"),

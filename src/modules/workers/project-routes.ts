@@ -80,7 +80,11 @@ export default (core: Core) =>
       permission: "member",
       query: PageQuery,
       response: { 200: DiscoveredPage, ...errors },
-      detail: { summary: "Repositories found on workers that are in no project", tags },
+      detail: {
+        summary: "Repositories found on workers that are in no project",
+        description: "Each is listed while at least one worker (not revoked) reports it, with those workers; one that no worker has any more is left out.",
+        tags,
+      },
     })
     .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscoveredSafely(core, orgId, body.ids, body.projectId), {
       permission: "member",

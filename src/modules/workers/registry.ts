@@ -4,7 +4,7 @@ import { unauthorized } from "../../server/errors";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { isWellFormedToken, newChecksummedToken, sha256Hex } from "../../lib/tokens";
-import type { ToolInfo } from "../../db/schema";
+import type { AgentInfo, ToolInfo } from "../../db/schema";
 
 export interface WorkerRow {
   id: string;
@@ -128,7 +128,7 @@ export function toWorkerRecord(core: Core, row: WorkerRow, live: { connected: bo
     policy: parsePolicy(row),
     status: statusOf(row, live.connected),
     tools: JSON.parse(row.tools) as ToolInfo[],
-    agents: JSON.parse(row.agents) as ToolInfo[],
+    agents: JSON.parse(row.agents) as AgentInfo[],
     providers: JSON.parse(row.providers) as string[],
     version: row.version,
     capacity: row.capacity,

@@ -4,6 +4,7 @@ import { conflict, invalid, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 import { presenceOf } from "./presence";
+import { txForgetSightings } from "./clones";
 import { getWorkerRow, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
 
 export interface WorkerUpdate {
@@ -102,7 +103,11 @@ export function approveWorker(core: Core, orgId: string, workerId: string, appro
 export function revokeWorker(core: Core, orgId: string, workerId: string): WorkerRecord {
   const row = mustFind(core, orgId, workerId);
   if (!row.revoked_at) {
-    stmts(core).revoke.run(iso(), iso(), workerId);
+    core.sqlite.transaction(() => {
+      stmts(core).revoke.run(iso(), iso(), workerId);
+      // What it reported of its workspace can no longer be reached through it.
+      txForgetSightings(core, orgId, workerId);
+    })();
     const presence = presenceOf(core);
     presence.revoke(workerId);
     presence.publish(orgId, workerId);

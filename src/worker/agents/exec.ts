@@ -14,9 +14,45 @@ export function handleExecLine(ctx: Pick<AgentContext, "emit" | "summary" | "ask
   else ctx.ask(m[1] === "needs-input" ? "input" : "approval", text || (m[1] === "needs-input" ? "input needed" : "approval needed"));
 }
 
+/** The shell words of a command line (quotes and backslashes as sh reads them; no expansion). */
+function shellWords(command: string): string[] {
+  const words: string[] = [];
+  let word: string | null = null;
+  let quote: '"' | "'" | null = null;
+  for (let i = 0; i < command.length; i++) {
+    const c = command[i];
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === "\\" && quote === '"' && i + 1 < command.length) word += command[++i];
+      else word += c;
+    } else if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else if (c === '"' || c === "'") {
+      quote = c;
+      word ??= "";
+    } else {
+      word = (word ?? "") + (c === "\\" && i + 1 < command.length ? command[++i] : c);
+    }
+  }
+  if (word !== null) words.push(word);
+  return words;
+}
+
+/**
+ * The name of the program a command line starts, past leading VAR=value assignments, without its
+ * directory: what a worker advertises of its exec agent (arguments and paths may hold secrets).
+ */
+export function programOf(command: string): string {
+  const words = shellWords(command);
+  const program = words.find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) ?? words[0] ?? "sh";
+  return (program.split("/").filter(Boolean).pop() ?? program).slice(0, 200) || "sh";
+}
+
 export function execAgent(command: string): Agent {
   return {
     name: "exec",
+    info: { name: "exec", version: null, command: programOf(command) },
     start(ctx: AgentContext): AgentRun {
       const proc = spawnGroup("/bin/sh", ["-c", command], {
         cwd: ctx.workdir,

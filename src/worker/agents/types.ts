@@ -1,5 +1,6 @@
 // What an agent adapter is: something that starts a coding agent on one attempt and reports what
 // it does through the context. The runtime owns the task's state; adapters only translate.
+import type { AgentInfo } from "../../protocol/messages";
 import type { ClaimResult, WorkerEventType } from "../../protocol/requests";
 
 export interface AgentContext {
@@ -33,5 +34,7 @@ export interface AgentRun {
 
 export interface Agent {
   name: string;
+  /** How the worker advertises it when no PATH probe finds it (exec: the program it starts). */
+  info?: AgentInfo;
   start(ctx: AgentContext): AgentRun;
 }
