@@ -3,6 +3,7 @@ import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
 import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from "./errors";
+import { credentialRefusal } from "./credentials-first";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -18,8 +19,13 @@ const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
 
 export function createApp(core: Core) {
   const limit = core.config.jsonLimitBytes;
+  const refusedCredential = credentialRefusal(() => app.routes);
   let app = new Elysia({ normalize: true })
-    .onError(({ code, error, request }) => {
+    .onError(async (ctx) => {
+      const { code, error, request } = ctx;
+      // Credentials before bodies: a route's 401/403/404 wins over its body's or query's 400.
+      const refusal = await refusedCredential(ctx);
+      if (refusal) return errorResponse(refusal);
       if (error instanceof ApiError) return errorResponse(error);
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
@@ -57,7 +63,12 @@ export function createApp(core: Core) {
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
           info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}." },
-          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+          components: {
+            securitySchemes: {
+              bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },
+              worker: { type: "http", scheme: "bearer", description: "A worker credential (aow_...), from pairing" },
+            },
+          },
           security: [{ bearer: [] }],
         },
       }),
