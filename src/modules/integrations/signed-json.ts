@@ -2,6 +2,7 @@
 // review?, ref?}. Only the delivery id dedupes: the same body sent twice is two tasks.
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { fieldError, invalid } from "../../server/errors";
+import { checkKindAndReview } from "../tasks/service";
 import { SignedJsonBody } from "./model";
 import type { Interpretation } from "./interpret";
 
@@ -13,9 +14,7 @@ export function interpretSignedJson(payload: unknown): Interpretation {
     throw invalid("the delivery body is invalid", details);
   }
   const body = payload as SignedJsonBody;
-  if (body.kind === "review" && !body.review) {
-    throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
-  }
+  checkKindAndReview(body.kind, body.review);
   return {
     kind: "task",
     task: {
