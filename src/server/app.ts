@@ -2,7 +2,7 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldErrors, invalid, payloadTooLarge } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
@@ -83,9 +83,11 @@ function validationError(error: ValidationError, request: Request): ApiError {
   // Elysia checks coerced query numbers one property at a time ("property") and keeps only the
   // value: name the query parameter that carried it, when exactly one did.
   const propertyField = error.type === "property" ? queryFieldWithValue(request, error.value) : null;
-  const details = error.all.map((e) => fieldError(e as Parameters<typeof fieldError>[0], propertyField ?? "(root)"));
+  const details = fieldErrors(error.all as Parameters<typeof fieldErrors>[0], propertyField ?? "(root)");
   const where = error.type === "property" ? "query" : error.type;
-  return invalid(`the request ${where} is invalid`, details);
+  // The message alone (what the web app shows) says what to fix when there is little to say.
+  const said = details.length <= 3 ? `: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}` : ` (${details.map((d) => d.field).join(", ")})`;
+  return invalid(`the request ${where} is invalid${said}`, details);
 }
 
 function queryFieldWithValue(request: Request, value: unknown): string | null {

@@ -1,7 +1,7 @@
 // Signed JSON deliveries (SPEC §9): the body is the task itself, {title, prompt, priority?, kind?,
 // review?, ref?}. Only the delivery id dedupes: the same body sent twice is two tasks.
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { fieldError, invalid } from "../../server/errors";
+import { fieldErrors, invalid } from "../../server/errors";
 import { checkKindAndReview } from "../tasks/service";
 import { SignedJsonBody } from "./model";
 import type { Interpretation } from "./interpret";
@@ -10,7 +10,7 @@ const check = TypeCompiler.Compile(SignedJsonBody);
 
 export function interpretSignedJson(payload: unknown): Interpretation {
   if (!check.Check(payload)) {
-    const details = [...check.Errors(payload)].map((e) => fieldError(e));
+    const details = fieldErrors(check.Errors(payload));
     throw invalid("the delivery body is invalid", details);
   }
   const body = payload as SignedJsonBody;
