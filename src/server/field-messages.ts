@@ -25,7 +25,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
       return `must match ${schema.pattern}${length(schema) ? ` and be ${length(schema)} long` : ""}`;
     case ValueErrorType.ArrayMinItems:
     case ValueErrorType.ArrayMaxItems:
-      return `must have ${range(schema.minItems, schema.maxItems, "items")}`;
+      return `must have ${range(schema.minItems, schema.maxItems, "items")?.replace(/^from /, "") ?? "another number of items"}`;
     case undefined:
       return e.message ?? "invalid value";
     default:
@@ -34,7 +34,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
 }
 
 /** What a schema accepts, as a phrase that follows "must be". */
-export function accepts(schema: Schema): string {
+function accepts(schema: Schema): string {
   const values = enumValues(schema);
   if (values) return values.length === 1 ? values[0] : `one of ${values.join(", ")}`;
   if (Array.isArray(schema.anyOf)) {
