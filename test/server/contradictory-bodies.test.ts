@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
+import { makeIntegration, svcSignature } from "../integrations/fixtures";
 
 let s: TestServer;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
@@ -117,6 +118,22 @@ describe("integrations", () => {
   });
 });
 
+describe("signed JSON deliveries", () => {
+  test("review with kind task is refused; no task is made", async () => {
+    const hook = await makeIntegration(s, p.session, { kind: "signed_json", name: "json", projectId: p.projectId });
+    const before = snapshot();
+    const raw = JSON.stringify({ title: "t", prompt: "p", kind: "task", review: { base: "main", head: "fix" } });
+    const res = await fetch(`${s.url}/api/v1/hooks/${hook.id}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-svc-signature": svcSignature(hook.secret, raw), "x-svc-delivery": crypto.randomUUID() },
+      body: raw,
+    });
+    const body = (await res.json()) as any;
+    expect([res.status, body.error.details.map((d: { field: string }) => d.field)]).toEqual([400, ["review"]]);
+    expect(snapshot().tasks).toEqual(before.tasks);
+  });
+});
+
 describe("sign-in", () => {
   test("a web client's refresh with a refreshToken in the body is refused (the cookie is the token)", async () => {
     await refused("POST", "/auth/refresh", { refreshToken: p.session.refreshToken }, ["refreshToken"], { token: "", headers: { "x-client": "web" } });
@@ -138,6 +155,22 @@ describe("worker protocol", () => {
     expect([r.status, r.body.error.details.map((d: { field: string }) => d.field)]).toEqual([400, ["needs"]]);
     expect(snapshot()).toEqual(before);
     expect((await api("POST", `/worker/tasks/${t.id}/transition`, { leaseToken: claim.body.leaseToken, to: "completed" })).status).toBe(200);
+    c.close();
+  });
+
+  test("a plan item with review but kind task is refused naming it; the plan task stays running", async () => {
+    const q = await orgWithProject(s, await newOrg(s));
+    const w = makeWorker(s, q.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const t = await createTaskApi(s, q, { kind: "plan" });
+    const offer = await c.next("offer", (m) => m.taskId === t.id);
+    const api = workerApi(s, w.credential);
+    const claim = await api("POST", `/worker/tasks/${t.id}/claim`, { offerId: offer.offerId });
+    const before = snapshot();
+    const plan = { tasks: [{ title: "a", prompt: "p" }, { title: "b", prompt: "p", kind: "task", review: { base: "main", head: "fix" } }] };
+    const r = await api("POST", `/worker/tasks/${t.id}/transition`, { leaseToken: claim.body.leaseToken, to: "completed", plan });
+    expect([r.status, r.body.error.details]).toEqual([400, [{ field: "plan.tasks.1.review", message: "only with kind review" }]]);
+    expect(snapshot()).toEqual(before);
     c.close();
   });
 });
