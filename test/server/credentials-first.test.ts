@@ -10,7 +10,7 @@ import { newChecksummedToken } from "../../src/lib/tokens";
 
 let s: TestServer;
 let owner: Session;
-let operations: { method: string; path: string; security: string[]; query: string[]; responses: string[] }[];
+let operations: { method: string; path: string; security: string[]; query: string[]; responses: string[]; body: boolean }[];
 
 beforeAll(async () => {
   s = await startTestServer();
@@ -23,7 +23,7 @@ beforeAll(async () => {
       const security = (op.security ?? globalSecurity) as Record<string, string[]>[];
       const query = (op.parameters ?? []).filter((p: any) => p.in === "query").map((p: any) => p.name as string);
       const responses = Object.keys(op.responses ?? {});
-      operations.push({ method: method.toUpperCase(), path, security: security.flatMap((x) => Object.keys(x)), query, responses });
+      operations.push({ method: method.toUpperCase(), path, security: security.flatMap((x) => Object.keys(x)), query, responses, body: !!op.requestBody });
     }
   }
 });
@@ -82,6 +82,11 @@ describe("the OpenAPI document", () => {
 
   test("every route that takes a credential documents its 401", () => {
     const missing = secured().filter((o) => !o.responses.includes("401")).map(key);
+    expect(missing).toEqual([]);
+  });
+
+  test("every route that takes a body or a query documents its 400", () => {
+    const missing = operations.filter((o) => (o.body || o.query.length > 0) && !o.responses.includes("400")).map(key);
     expect(missing).toEqual([]);
   });
 
