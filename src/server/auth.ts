@@ -3,7 +3,8 @@
 //   { auth: "session" }   a person's signed-in session only (tokens refused with 403)
 //   { auth: "admin" }     an instance administrator's session
 //   { permission: P }     org-scoped (needs :orgId); P is "member" (any role) or a permission name
-// Credentials are checked before bodies (SPEC §1): see credentialCheck and refusedCredential below.
+// Credentials are checked before bodies (SPEC §1): each macro's resolve is a credentialCheck, which
+// the app's error handler runs first when the body or query fails (credentials-first.ts).
 import { Elysia } from "elysia";
 import { jwt } from "@elysiajs/jwt";
 import type { Core } from "./core";

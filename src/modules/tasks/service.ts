@@ -37,7 +37,6 @@ function stmts(core: Core) {
   return s;
 }
 
-/** Creates a task inside the caller's transaction; publish the change after commit. */
 /**
  * review {base, head} goes with kind review and only with it: a review without its range cannot
  * run, and a range on another kind would be silently dropped.
@@ -53,6 +52,7 @@ export function checkKindAndReview(kind: string | undefined, review: unknown, fi
   }
 }
 
+/** Creates a task inside the caller's transaction; publish the change after commit. */
 export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskChange {
   checkKindAndReview(input.kind, input.review);
   const project = stmts(core).project.get(input.projectId, orgId);
