@@ -2,7 +2,8 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldError, insufficientStorage, invalid, isStorageFull, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, isStorageFull, payloadTooLarge } from "./errors";
+import { credentialRefusal } from "./credentials-first";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -18,8 +19,13 @@ const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
 
 export function createApp(core: Core) {
   const limit = core.config.jsonLimitBytes;
+  const refusedCredential = credentialRefusal(() => app.routes);
   let app = new Elysia({ normalize: true })
-    .onError(({ code, error, request }) => {
+    .onError(async (ctx) => {
+      const { code, error, request } = ctx;
+      // Credentials before bodies: a route's 401/403/404 wins over its body's or query's 400.
+      const refusal = await refusedCredential(ctx);
+      if (refusal) return errorResponse(refusal);
       if (error instanceof ApiError) return errorResponse(error);
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
@@ -62,7 +68,12 @@ export function createApp(core: Core) {
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
           info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. Any write may answer 507 insufficient_storage while the server's disk is full." },
-          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+          components: {
+            securitySchemes: {
+              bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },
+              worker: { type: "http", scheme: "bearer", description: "A worker credential (aow_...), from pairing" },
+            },
+          },
           security: [{ bearer: [] }],
         },
       }),
@@ -77,9 +88,11 @@ function validationError(error: ValidationError, request: Request): ApiError {
   // Elysia checks coerced query numbers one property at a time ("property") and keeps only the
   // value: name the query parameter that carried it, when exactly one did.
   const propertyField = error.type === "property" ? queryFieldWithValue(request, error.value) : null;
-  const details = error.all.map((e) => fieldError(e as Parameters<typeof fieldError>[0], propertyField ?? "(root)"));
+  const details = fieldErrors(error.all as Parameters<typeof fieldErrors>[0], propertyField ?? "(root)");
   const where = error.type === "property" ? "query" : error.type;
-  return invalid(`the request ${where} is invalid`, details);
+  // The message alone (what the web app shows) says what to fix when there is little to say.
+  const said = details.length <= 3 ? `: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}` : ` (${details.map((d) => d.field).join(", ")})`;
+  return invalid(`the request ${where} is invalid${said}`, details);
 }
 
 function queryFieldWithValue(request: Request, value: unknown): string | null {

@@ -3,10 +3,13 @@
 //   { auth: "session" }   a person's signed-in session only (tokens refused with 403)
 //   { auth: "admin" }     an instance administrator's session
 //   { permission: P }     org-scoped (needs :orgId); P is "member" (any role) or a permission name
+// Credentials are checked before bodies (SPEC §1): each macro's resolve is a credentialCheck, which
+// the app's error handler runs first when the body or query fails (credentials-first.ts).
 import { Elysia } from "elysia";
 import { jwt } from "@elysiajs/jwt";
 import type { Core } from "./core";
 import { ApiError, forbidden, notFound, unauthorized } from "./errors";
+import { credentialCheck, type CheckContext } from "./credentials-first";
 import { actorOf, principalFromApiToken, principalFromClaims, roleIn, type AccessClaims, type Principal } from "../modules/auth/principal";
 import { can, type Permission, type Role } from "../modules/orgs/roles";
 
@@ -61,15 +64,15 @@ function build(core: Core) {
     .use(accessJwt)
     .macro({
       auth: (level: "any" | "session" | "admin") => ({
-        async resolve({ headers }) {
+        resolve: credentialCheck(async ({ headers }: CheckContext) => {
           const principal = await authenticate(headers);
           if (level !== "any" && principal.kind !== "user") throw forbidden("personal API tokens cannot be used here");
           if (level === "admin" && !(principal.kind === "user" && principal.isAdmin)) throw forbidden("instance administrators only");
           return { principal, actor: actorOf(principal) };
-        },
+        }),
       }),
       permission: (permission: Permission | "member") => ({
-        async resolve({ headers, params }) {
+        resolve: credentialCheck(async ({ headers, params }: CheckContext) => {
           const principal = await authenticate(headers);
           const orgId = (params as Record<string, string | undefined>).orgId;
           if (!orgId) throw new ApiError(500, "internal", "route declares a permission but has no :orgId");
@@ -81,7 +84,7 @@ function build(core: Core) {
           }
           if (!can(role, permission)) throw forbidden(`your role (${role}) lacks the permission ${permission}`);
           return { principal, actor: actorOf(principal), orgId, role };
-        },
+        }),
       }),
     })
     .as("global");

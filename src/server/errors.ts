@@ -1,6 +1,6 @@
 // The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
 import { t } from "elysia";
-import { LINE_MESSAGE } from "../lib/text";
+import { fieldMessage } from "./field-messages";
 export class ApiError extends Error {
   constructor(
     public readonly status: number,
@@ -19,14 +19,26 @@ export class ApiError extends Error {
 
 /**
  * A detail of validation_failed from a schema error (TypeBox's, also inside Elysia's): the field
- * as a dotted path, the reason in words.
+ * as a dotted path, and what it accepts in words (field-messages.ts).
  */
-export function fieldError(e: { path?: string; message?: string; schema?: unknown }, fallbackField = "(root)") {
-  const format = (e.schema as { format?: unknown } | undefined)?.format;
+export function fieldError(e: { path?: string; message?: string; schema?: unknown; type?: number; value?: unknown }, fallbackField = "(root)") {
   return {
     field: e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : fallbackField,
-    message: format === "line" ? LINE_MESSAGE : (e.message ?? "invalid value"),
+    message: fieldMessage(e),
   };
+}
+
+/** The details of schema errors, one per field: TypeBox reports each failed keyword ("" fails minLength and format alike). */
+export function fieldErrors(errors: Iterable<Parameters<typeof fieldError>[0]>, fallbackField = "(root)") {
+  const seen = new Set<string>();
+  const out: ReturnType<typeof fieldError>[] = [];
+  for (const e of errors) {
+    const d = fieldError(e, fallbackField);
+    if (seen.has(d.field)) continue;
+    seen.add(d.field);
+    out.push(d);
+  }
+  return out;
 }
 
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);

@@ -113,7 +113,8 @@ describe("schemas", () => {
 
   test("adding a repository: {url, name?, branch?} or {fromProjectId, repositoryId}", () => {
     const body = doc.paths["/api/v1/orgs/{orgId}/projects/{projectId}/repositories"].post.requestBody.content["application/json"].schema;
-    expect(body.anyOf.map((v: { required: string[] }) => v.required)).toEqual([["url"], ["fromProjectId", "repositoryId"]]);
+    expect(body.oneOf.map((v: { required: string[] }) => v.required)).toEqual([["url"], ["fromProjectId", "repositoryId"]]);
+    expect(Object.keys(body.properties).sort()).toEqual(["branch", "fromProjectId", "name", "repositoryId", "url"]);
   });
 
   test("the project record: SPEC §8's fields", () => {

@@ -3,7 +3,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
-import { errorAnswers, noContentDoc, unauthorized } from "../../server/errors";
+import { errorAnswers, invalid, noContentDoc, unauthorized } from "../../server/errors";
 import { bootstrap, completeSetup, setupTokenOf } from "../../server/bootstrap";
 import { countUsers, userView } from "./users";
 import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
@@ -44,6 +44,12 @@ export default (core: Core) => {
       "/auth/refresh",
       async (ctx) => {
         const web = isWebClient(ctx.headers);
+        // The web client's refresh token is the cookie: one in the body as well would be ignored.
+        if (web && ctx.body?.refreshToken !== undefined) {
+          throw invalid("with x-client: web the refresh token is the ao_refresh cookie, not refreshToken", [
+            { field: "refreshToken", message: "not with x-client: web (the cookie is used)" },
+          ]);
+        }
         const presented = web ? ctx.cookie[REFRESH_COOKIE].value : ctx.body?.refreshToken;
         if (typeof presented !== "string" || presented === "") {
           throw unauthorized(web ? "no ao_refresh cookie" : "refreshToken is required");

@@ -79,7 +79,15 @@ export function listIntegrations(core: Core, orgId: string, q: PageQuery) {
   );
 }
 
-function cleanConfig(config: IntegrationCreate["config"]): { label?: string; command?: string } {
+/** label and command say which issues and comments become tasks: signed JSON has neither. */
+function cleanConfig(kind: IntegrationKind, config: IntegrationCreate["config"]): { label?: string; command?: string } {
+  const given = (["label", "command"] as const).filter((k) => config?.[k] !== undefined);
+  if (kind === "signed_json" && given.length) {
+    throw invalid(
+      "only github and gitlab integrations have a label or command",
+      given.map((k) => ({ field: `config.${k}`, message: "only for kind github or gitlab" })),
+    );
+  }
   const out: { label?: string; command?: string } = {};
   const label = config?.label?.trim();
   const command = config?.command?.trim();
@@ -110,7 +118,7 @@ export async function createIntegration(core: Core, orgId: string, body: Integra
     enabled: body.enabled ?? true,
     callbackUrl,
     callbackDisabledAt: null,
-    config: cleanConfig(body.config),
+    config: cleanConfig(body.kind, body.config),
     secretSealed: core.sealer.seal(secret),
     secretLast4: secret.slice(-4),
     createdAt: now,
@@ -127,7 +135,7 @@ export async function updateIntegration(core: Core, orgId: string, id: string, p
   if (patch.name !== undefined) changes.name = patch.name.trim();
   if (patch.projectId !== undefined) changes.projectId = patch.projectId;
   if (patch.enabled !== undefined) changes.enabled = patch.enabled;
-  if (patch.config !== undefined) changes.config = cleanConfig(patch.config);
+  if (patch.config !== undefined) changes.config = cleanConfig(row.kind, patch.config);
   if (patch.callbackUrl !== undefined) {
     changes.callbackUrl = await callbackFor(core, row.kind, patch.callbackUrl);
     // Setting the URL again is how a person re-enables callbacks after a 410.

@@ -2,7 +2,8 @@
 // review?, ref?}. The delivery id and the signed request itself dedupe (inbound.ts): the same
 // body signed anew (another t) is another task.
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { fieldError, invalid } from "../../server/errors";
+import { fieldErrors, invalid } from "../../server/errors";
+import { checkKindAndReview } from "../tasks/service";
 import { SignedJsonBody } from "./model";
 import type { Interpretation } from "./interpret";
 
@@ -10,13 +11,11 @@ const check = TypeCompiler.Compile(SignedJsonBody);
 
 export function interpretSignedJson(payload: unknown): Interpretation {
   if (!check.Check(payload)) {
-    const details = [...check.Errors(payload)].map((e) => fieldError(e));
+    const details = fieldErrors(check.Errors(payload));
     throw invalid("the delivery body is invalid", details);
   }
   const body = payload as SignedJsonBody;
-  if (body.kind === "review" && !body.review) {
-    throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
-  }
+  checkKindAndReview(body.kind, body.review);
   return {
     kind: "task",
     task: {

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
-import { addRepository, moveRepository, removeRepository, splitRepository, updateRepository } from "./repositories";
+import { addRepository, moveRepository, removeRepository, repositoryRequest, splitRepository, updateRepository } from "./repositories";
 import { documented, errorResponses } from "../tasks/model";
 import {
   AddRepositoryBody,
@@ -67,12 +67,15 @@ export default (core: Core) =>
     })
     .post(
       "/orgs/:orgId/projects/:projectId/repositories",
-      ({ orgId, params, body, status }) =>
-        status(201, "url" in body ? addRepository(core, orgId, params.projectId, body) : moveRepository(core, orgId, params.projectId, body)),
+      ({ orgId, params, body, status }) => {
+        const request = repositoryRequest(body);
+        return status(201, "add" in request ? addRepository(core, orgId, params.projectId, request.add) : moveRepository(core, orgId, params.projectId, request.move));
+      },
       {
         permission: "project.update",
         params: ProjectParams,
         body: AddRepositoryBody,
+        transform: refuseUnknownFields(AddRepositoryBody),
         response: { 201: RepositoryChange, ...errors, 409: ErrorBody },
         detail: {
           summary: "Add a repository ({url}) or move one in ({fromProjectId, repositoryId})",

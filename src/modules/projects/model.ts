@@ -68,12 +68,24 @@ export const UpdateProjectBody = t.Object(
   { additionalProperties: false },
 );
 
-export const AddRepositoryBody = t.Union(
-  [
-    NewRepository,
-    t.Object({ fromProjectId: t.String({ minLength: 1 }), repositoryId: t.String({ minLength: 1 }) }, { additionalProperties: false }),
-  ],
-  { description: "{url, name?, branch?} adds a repository; {fromProjectId, repositoryId} moves one in, keeping its id" },
+// One object rather than a union of the two forms: a union answers "Expected union value" for any
+// mistake, and normalising it keeps the first form that fits, dropping the other form's fields
+// (a body with both url and fromProjectId added the URL and ignored the move). The service checks
+// that exactly one form is given (repositoryRequest).
+export const AddRepositoryBody = t.Object(
+  {
+    url: t.Optional(Url),
+    name: t.Optional(RepoName),
+    branch: t.Optional(Branch),
+    fromProjectId: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "With repositoryId: the project to move the repository from" })),
+    repositoryId: t.Optional(t.String({ minLength: 1, maxLength: 64, description: "With fromProjectId: the repository to move in" })),
+  },
+  {
+    additionalProperties: false,
+    description: "Either {url, name?, branch?} to add a repository, or {fromProjectId, repositoryId} to move one in (keeping its id); not both",
+    // For the OpenAPI document only (TypeBox validates by kind and ignores it): the two forms.
+    oneOf: [{ required: ["url"] }, { required: ["fromProjectId", "repositoryId"] }],
+  },
 );
 
 export const UpdateRepositoryBody = t.Object(

@@ -93,6 +93,30 @@ function answer(core: Core, orgId: string, projectId: string, repositoryId: stri
   return { project, repository: project.repositories.find((r) => r.id === repositoryId)! };
 }
 
+const ADD_FIELDS = ["url", "name", "branch"] as const;
+const MOVE_FIELDS = ["fromProjectId", "repositoryId"] as const;
+const EITHER = "give either url (with name and branch if wanted), or fromProjectId and repositoryId";
+
+type RepositoryRequest = Partial<NewRepositoryInput & { fromProjectId: string; repositoryId: string }>;
+
+/** Which of the two forms of POST .../repositories a body is; a body with both, or neither, is refused. */
+export function repositoryRequest(body: RepositoryRequest): { add: NewRepositoryInput } | { move: { fromProjectId: string; repositoryId: string } } {
+  const given = (fields: readonly (keyof RepositoryRequest)[]) => fields.filter((f) => body[f] !== undefined);
+  const adding = given(ADD_FIELDS);
+  const moving = given(MOVE_FIELDS);
+  if (adding.length && moving.length) {
+    const fields = body.url !== undefined ? moving : adding;
+    throw invalid(
+      `a repository is either added (url) or moved in (fromProjectId, repositoryId), not both: ${[...adding, ...moving].join(", ")} given`,
+      fields.map((field) => ({ field, message: body.url !== undefined ? "not with url: " + EITHER : "only with url: " + EITHER })),
+    );
+  }
+  if (body.url !== undefined) return { add: { url: body.url, name: body.name, branch: body.branch } };
+  if (body.fromProjectId !== undefined && body.repositoryId !== undefined) return { move: { fromProjectId: body.fromProjectId, repositoryId: body.repositoryId } };
+  const missing = moving.length ? MOVE_FIELDS.filter((f) => body[f] === undefined) : (["url"] as const);
+  throw invalid(EITHER, missing.map((field) => ({ field, message: moving.length ? `required with ${moving.join(", ")}` : `required unless moving a repository in: ${EITHER}` })));
+}
+
 export function addRepository(core: Core, orgId: string, projectId: string, input: NewRepositoryInput): Change {
   const id = run(core, () => {
     const p = projectRow(core, orgId, projectId);

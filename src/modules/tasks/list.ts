@@ -122,6 +122,10 @@ export function listEvents(core: Core, orgId: string, taskId: string, q: { after
   const row = findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
   const limit = q.limit ?? DEFAULT_LIMIT;
+  // after and cursor are two names for one position: both at once would leave one ignored.
+  if (q.after !== undefined && q.cursor !== undefined) {
+    throw invalid("give after or cursor, not both", [{ field: "cursor", message: "not with after (they name the same position)" }]);
+  }
   const after = q.after ?? cursorSeq(q.cursor);
   const probe = stmts(core).events.all(taskId, after, limit + 1);
   const rows = probe.length > limit ? probe.slice(0, limit) : probe;

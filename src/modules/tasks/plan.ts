@@ -46,6 +46,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
     const review = item.review as { base?: unknown; head?: unknown } | undefined;
     const reviewOk = review !== undefined && isText(review?.base, 255) && isText(review?.head, 255);
     if (item.kind === "review" && !reviewOk) problems.push({ field: `${at}.review`, message: "{base, head} required with kind review" });
+    if (item.kind !== "review" && review !== undefined && review !== null) problems.push({ field: `${at}.review`, message: "only with kind review" });
     return {
       title,
       prompt: String(item.prompt ?? ""),

@@ -42,14 +42,29 @@ function creatorActor(c: NewTask["createdBy"]): EventActor | null {
   return c.type === "plan" ? null : { type: c.type, id: c.id };
 }
 
+/**
+ * review {base, head} goes with kind review and only with it: a review without its range cannot
+ * run, and a range on another kind would be silently dropped.
+ */
+export function checkKindAndReview(kind: string | undefined, review: unknown, field = "review") {
+  const given = review !== undefined && review !== null;
+  if ((kind ?? "task") === "review") {
+    if (!given) throw invalid("a review task needs review {base, head}", [{ field, message: "required with kind review" }]);
+  } else if (given) {
+    throw invalid(`review {base, head} is only for kind review, not ${kind ?? "task"}`, [
+      { field, message: `only with kind review; kind is ${kind === undefined ? "task (the default)" : kind}` },
+    ]);
+  }
+}
+
 /** Creates a task inside the caller's transaction; publish the change after commit. */
 export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskChange {
+  checkKindAndReview(input.kind, input.review);
   const project = stmts(core).project.get(input.projectId, orgId);
   if (!project) throw invalid("projectId does not name a project of this organization", [{ field: "projectId", message: "unknown project" }]);
   if (project.archived) throw new ApiError(409, "conflict", "the project is archived and takes no new tasks");
   if (input.title.trim() === "") throw invalid("title must not be blank", [{ field: "title", message: "1..200 characters, not only spaces" }]);
   const kind = input.kind ?? "task";
-  if (kind === "review" && !input.review) throw invalid("a review task needs review {base, head}", [{ field: "review", message: "required with kind review" }]);
   const priority = input.priority ?? "MEDIUM";
   const id = newId("tsk");
   return txInsertTask(
@@ -139,6 +154,10 @@ export function applyAction(core: Core, orgId: string, taskId: string, req: Acti
   // Characters, not UTF-16 units: 2,000 emoji are 2,000 characters.
   if (req.reason !== undefined && req.reason.length > MAX_REASON_CHARS && [...req.reason].length > MAX_REASON_CHARS) {
     throw invalid(`reason is longer than ${MAX_REASON_CHARS} characters`, [{ field: "reason", message: `at most ${MAX_REASON_CHARS} characters` }]);
+  }
+  // The agent is handed input only by the input action: on any other it would be dropped.
+  if (req.action !== "input" && req.input !== undefined) {
+    throw invalid(`input goes with the action input, not ${req.action}`, [{ field: "input", message: `only with action input; action is ${req.action}` }]);
   }
   const change = changeTask(core, orgId, taskId, (row) => {
     if (!isAllowed(req.action, row.status)) {

@@ -126,6 +126,7 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
       patch.needs = JSON.stringify(needs);
       status.needs = needs;
     } else {
+      if (req.needs) throw invalid(`needs goes with needs_input or needs_approval, not ${req.to}`, [{ field: "needs", message: `only with to = needs_input or needs_approval; to is ${req.to}` }]);
       patch.needs = null;
     }
     if (req.plan) {

@@ -32,7 +32,7 @@ export default (core: Core) => {
     .post("/pairing/approve", (ctx) => decide(ctx, () => approvePairing(core, ctx.principal.userId, ctx.body.userCode, ctx.body.orgId)), {
       auth: "session",
       body: ApprovePairingBody,
-      response: responses,
+      response: { ...responses, 400: ErrorBody },
       detail: {
         summary: "Approve a pairing into an organization",
         description:
@@ -43,7 +43,7 @@ export default (core: Core) => {
     .post("/pairing/deny", (ctx) => decide(ctx, () => denyPairing(core, ctx.principal.userId, ctx.body.userCode)), {
       auth: "session",
       body: UserCodeBody,
-      response: responses,
+      response: { ...responses, 400: ErrorBody },
       detail: { summary: "Deny a pairing", tags },
     });
 };

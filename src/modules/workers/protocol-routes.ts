@@ -36,6 +36,7 @@ export default (core: Core) =>
       response: { 200: PairStarted, 400: ErrorBody, 429: ErrorBody },
       detail: {
         summary: "Start pairing a worker (worker side)",
+        security: [],
         description:
           "A person approves userCode at verificationUriComplete; the worker polls /worker/pair/poll every intervalSec. Codes live 600 s. 429 (Retry-After) past 20 undecided pairings from one address or 1,000 in all.",
         tags,
@@ -46,6 +47,7 @@ export default (core: Core) =>
       response: { 200: PairResult, 400: ErrorBody },
       detail: {
         summary: "Poll a pairing (worker side)",
+        security: [],
         description:
           "400 authorization_pending | slow_down | access_denied | expired_token, as device sign-in; 200 {credential: aow_..., workerId, orgId} once.",
         tags,

@@ -2,6 +2,7 @@
 // worker whose aow_ credential is in the Authorization header (401 when missing or revoked).
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
+import { credentialCheck, type CheckContext } from "../../server/credentials-first";
 import { bearerOf, workerByCredential } from "./registry";
 
 const plugins = new WeakMap<Core, ReturnType<typeof build>>();
@@ -16,9 +17,8 @@ function build(core: Core) {
   return new Elysia({ name: "ao-worker-auth", seed: core.instanceId })
     .macro({
       worker: (_enabled: true) => ({
-        resolve({ headers }) {
-          return { worker: workerByCredential(core, bearerOf(headers.authorization)) };
-        },
+        detail: { security: [{ worker: [] }] },
+        resolve: credentialCheck(({ headers }: CheckContext) => ({ worker: workerByCredential(core, bearerOf(headers.authorization)) })),
       }),
     })
     .as("global");
