@@ -2,7 +2,8 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldError, invalid } from "./errors";
+import { bodyRefusal } from "./limits";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -13,11 +14,7 @@ const SCALAR_VERSION = "1.72.1";
 const SCALAR_SCRIPT_PATH = `/api/v1/docs/scalar.js?v=${SCALAR_VERSION}`;
 const SCALAR_HEADERS = { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" };
 
-/** Routes that take large raw bodies; they enforce their own limit. */
-const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
-
 export function createApp(core: Core) {
-  const limit = core.config.jsonLimitBytes;
   let app = new Elysia({ normalize: true })
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error);
@@ -39,14 +36,11 @@ export function createApp(core: Core) {
       }
     })
     .onRequest(({ request }) => {
-      // Body size is checked from the declared length before anything is read. Elysia's own JSON
-      // parser then runs (a custom global parser would hide every request body from the OpenAPI document).
-      const length = request.headers.get("content-length");
-      if (length !== null) {
-        if (Number(length) > limit && !RAW_UPLOAD.test(request.url)) throw payloadTooLarge(limit);
-      } else if (request.headers.get("transfer-encoding") && request.headers.get("content-type")?.startsWith("application/json")) {
-        throw new ApiError(411, "length_required", "JSON bodies must declare their Content-Length");
-      }
+      // Bodies are refused from their method, path and headers before anything is read (limits.ts).
+      // Elysia's own JSON parser then runs (a custom global parser would hide every request body from
+      // the OpenAPI document).
+      const refusal = bodyRefusal(request, core.config);
+      if (refusal) throw refusal;
     })
     .use(
       openapi({

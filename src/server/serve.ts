@@ -11,6 +11,7 @@ import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
 import { createLogger } from "./log";
 import { Sockets, type SocketData } from "./sockets";
+import { pathOf } from "./limits";
 
 export interface RunningServer {
   core: Core;
@@ -72,13 +73,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   server = Bun.serve<SocketData>({
     port: config.port,
     hostname: config.host,
-    maxRequestBodySize: config.artifactLimitBytes + 1024 * 1024,
+    // Bodies are limited per route before they are read (limits.ts) and while streamed; Bun's own
+    // refusal past this size would answer 413 with an empty body, so it never comes first.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
     idleTimeout: 60,
     development: false,
     fetch(request, srv) {
       const path = pathOf(request.url);
       if (sockets.handlerFor(path)) return sockets.upgrade(request, srv, path);
-      return app.fetch(request);
+      return app.fetch(routable(request));
     },
     websocket: sockets.websocket,
   });
@@ -105,8 +108,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 }
 
-function pathOf(url: string): string {
+/**
+ * Elysia finds the path at the first "/" from index 11 of the URL, assuming an authority of at least
+ * 4 characters: a Host of "a" or "ao:80" (Bun drops the port; nginx sends it for `proxy_pass http://ao;`)
+ * would route "/api/v1/health" as "/v1/health", and "/zzz/api/v1/health" as health. Such a URL gets
+ * a canonical authority. The same Request object is kept (Bun's requestIP knows only the original),
+ * so its url is shadowed in place.
+ */
+function routable(request: Request): Request {
+  const url = request.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
-  const q = url.indexOf("?", start);
-  return q === -1 ? url.slice(start) : url.slice(start, q);
+  if (start >= 11) return request;
+  Object.defineProperty(request, "url", { value: `http://localhost${start === -1 ? "/" : url.slice(start)}` });
+  return request;
 }
