@@ -1,6 +1,7 @@
 // The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
 import { t } from "elysia";
 import { LINE_MESSAGE } from "../lib/text";
+import { REF_MESSAGE } from "../lib/refname";
 export class ApiError extends Error {
   constructor(
     public readonly status: number,
@@ -25,7 +26,7 @@ export function fieldError(e: { path?: string; message?: string; schema?: unknow
   const format = (e.schema as { format?: unknown } | undefined)?.format;
   return {
     field: e.path ? e.path.replace(/^\//, "").replaceAll("/", ".") || "(root)" : fallbackField,
-    message: format === "line" ? LINE_MESSAGE : (e.message ?? "invalid value"),
+    message: format === "line" ? LINE_MESSAGE : format === "git-ref" ? REF_MESSAGE : (e.message ?? "invalid value"),
   };
 }
 
