@@ -3,7 +3,7 @@ import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
 import { ApiError, errorResponse, fieldError, invalid } from "./errors";
-import { bodyRefusal } from "./limits";
+import { bodyRefusal, mediaTypeRefusal } from "./limits";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -21,13 +21,16 @@ export function createApp(core: Core) {
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
       if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError, request));
-      if (code === "PARSE") return errorResponse(invalid("the body is not valid JSON"));
+      // A body of another type can fail Elysia's parser for that type before the transform sees it.
+      if (code === "PARSE") return errorResponse(mediaTypeRefusal(request, core.config) ?? invalid("the body is not valid JSON"));
       if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
     .onTransform({ as: "global" }, ({ body, request }) => {
+      const refusal = mediaTypeRefusal(request, core.config);
+      if (refusal) throw refusal;
       // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
       if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;

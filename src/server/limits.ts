@@ -18,23 +18,33 @@ const INBOUND_HOOK = /^\/api\/v1\/hooks\/[^/]+$/;
 // route as nothing.
 const JSON_TYPE = /^application\/json\s*(;|$)/;
 
-/** Why this request's body is refused unread, or null when it may be read. */
+/** The route that reads this request's raw body itself, with that route's limit, or null. */
+function rawRoute(request: Request, config: Config): number | null {
+  const path = pathOf(request.url);
+  if (request.method === "PUT" && ARTIFACT_UPLOAD.test(path)) return config.artifactLimitBytes;
+  if (request.method === "POST" && INBOUND_HOOK.test(path)) return config.jsonLimitBytes;
+  return null;
+}
+
+/** Why this request's body is refused unread (from its declared length and framing), or null. */
 export function bodyRefusal(request: Request, config: Config): ApiError | null {
   const length = request.headers.get("content-length");
-  const chunked = length === null && request.headers.get("transfer-encoding") !== null;
-  const path = pathOf(request.url);
-  const raw =
-    request.method === "PUT" && ARTIFACT_UPLOAD.test(path)
-      ? config.artifactLimitBytes
-      : request.method === "POST" && INBOUND_HOOK.test(path)
-        ? config.jsonLimitBytes
-        : null;
+  const raw = rawRoute(request, config);
   if (raw !== null) return length !== null && Number(length) > raw ? payloadTooLarge(raw) : null;
-  if (chunked) return new ApiError(411, "length_required", "request bodies must declare their Content-Length");
-  if (length === null || Number(length) === 0) return null;
-  if (Number(length) > config.jsonLimitBytes) return payloadTooLarge(config.jsonLimitBytes);
-  if (!JSON_TYPE.test(request.headers.get("content-type") ?? "")) {
-    return new ApiError(415, "unsupported_media_type", "request bodies must be JSON (Content-Type: application/json)");
+  if (length === null && request.headers.get("transfer-encoding") !== null) {
+    return new ApiError(411, "length_required", "request bodies must declare their Content-Length");
   }
+  if (length !== null && Number(length) > config.jsonLimitBytes) return payloadTooLarge(config.jsonLimitBytes);
   return null;
+}
+
+/**
+ * Why a routed request's body is refused for its type, or null. Checked once the route is known (an
+ * unknown path stays 404); the body, if read, was within the JSON limit.
+ */
+export function mediaTypeRefusal(request: Request, config: Config): ApiError | null {
+  const length = request.headers.get("content-length");
+  if (length === null || Number(length) === 0 || rawRoute(request, config) !== null) return null;
+  if (JSON_TYPE.test(request.headers.get("content-type") ?? "")) return null;
+  return new ApiError(415, "unsupported_media_type", "request bodies must be JSON (Content-Type: application/json)");
 }
