@@ -18,6 +18,7 @@ import {
   PluginWithSecret,
 } from "./model";
 import { refuseUnknownFields } from "../../server/strict";
+import { errorAnswers, noContentDoc } from "../../server/errors";
 
 const OrgParams = t.Object({ orgId: t.String() });
 const IntegrationParams = t.Object({ orgId: t.String(), id: t.String() });
@@ -33,7 +34,7 @@ export const manageRoutes = (core: Core) =>
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
-      response: { 200: pageOf(IntegrationRecord) },
+      response: { 200: pageOf(IntegrationRecord), ...errorAnswers(400, 401, 403) },
       detail: { summary: "List integrations, newest first (secrets are never listed, only their last 4 characters)", tags },
     })
     .post("/orgs/:orgId/integrations", async ({ orgId, body, status }) => status(201, await createIntegration(core, orgId, body)), {
@@ -41,7 +42,7 @@ export const manageRoutes = (core: Core) =>
       params: OrgParams,
       body: IntegrationCreate,
       transform: refuseUnknownFields(IntegrationCreate),
-      response: { 201: IntegrationWithSecret },
+      response: { 201: IntegrationWithSecret, ...errorAnswers(400, 401, 403, 409) },
       detail: {
         summary: "Create an integration; the secret is in this answer only",
         description: "callbackUrl is for signed_json only. Callback URLs on loopback, link-local or private addresses are refused unless AO_ALLOW_PRIVATE_CALLBACKS=1.",
@@ -51,7 +52,7 @@ export const manageRoutes = (core: Core) =>
     .get("/orgs/:orgId/integrations/:id", ({ orgId, params }) => getIntegration(core, orgId, params.id), {
       permission: "settings.manage",
       params: IntegrationParams,
-      response: { 200: IntegrationRecord },
+      response: { 200: IntegrationRecord, ...errorAnswers(401, 403, 404) },
       detail: { summary: "Get an integration", tags },
     })
     .patch("/orgs/:orgId/integrations/:id", ({ orgId, params, body }) => updateIntegration(core, orgId, params.id, body), {
@@ -59,13 +60,13 @@ export const manageRoutes = (core: Core) =>
       params: IntegrationParams,
       body: IntegrationPatch,
       transform: refuseUnknownFields(IntegrationPatch),
-      response: { 200: IntegrationRecord },
+      response: { 200: IntegrationRecord, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: { summary: "Change name, project, enabled, callback URL or config {label, command}; setting callbackUrl re-enables callbacks after a 410", tags },
     })
     .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => rotateIntegrationSecret(core, orgId, params.id), {
       permission: "settings.manage",
       params: IntegrationParams,
-      response: { 200: IntegrationWithSecret },
+      response: { 200: IntegrationWithSecret, ...errorAnswers(401, 403, 404) },
       detail: { summary: "New secret, in this answer only; the old one stops at once", tags },
     })
     .delete(
@@ -74,7 +75,7 @@ export const manageRoutes = (core: Core) =>
         deleteIntegration(core, orgId, params.id);
         return status(204, undefined);
       },
-      { permission: "settings.manage", params: IntegrationParams, detail: { summary: "Delete an integration (its tasks stay)", tags } },
+      { permission: "settings.manage", params: IntegrationParams, detail: { summary: "Delete an integration (its tasks stay)", tags, responses: noContentDoc("Deleted", 401, 403, 404) } },
     )
     .get(
       "/orgs/:orgId/integrations/:id/deliveries",
@@ -86,7 +87,7 @@ export const manageRoutes = (core: Core) =>
         permission: "settings.manage",
         params: IntegrationParams,
         query: PageQuery,
-        response: { 200: pageOf(DeliveryRecord) },
+        response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
         detail: { summary: "Callback delivery log of the integration, newest first", tags },
       },
     )
@@ -101,14 +102,14 @@ export const manageRoutes = (core: Core) =>
       {
         permission: "settings.manage",
         params: DeliveryParams,
-        response: { 202: DeliveryRecord },
+        response: { 202: DeliveryRecord, ...errorAnswers(401, 403, 404, 409) },
         detail: { summary: "Send a callback again now, with the same X-Svc-Delivery id and body", tags },
       },
     )
     .get("/orgs/:orgId/plugins/completion-webhook", ({ orgId }) => getPlugin(core, orgId), {
       permission: "settings.manage",
       params: OrgParams,
-      response: { 200: PluginRecord },
+      response: { 200: PluginRecord, ...errorAnswers(401, 403, 404) },
       detail: { summary: "The completion webhook (404 when not set up)", tags },
     })
     .put(
@@ -122,7 +123,7 @@ export const manageRoutes = (core: Core) =>
         params: OrgParams,
         body: PluginPut,
         transform: refuseUnknownFields(PluginPut),
-        response: { 200: PluginRecord, 201: PluginWithSecret },
+        response: { 200: PluginRecord, 201: PluginWithSecret, ...errorAnswers(400, 401, 403, 409) },
         detail: {
           summary: "Set up (201, with its secret shown once) or change (200) the completion webhook {url, projectId?, enabled}",
           description: "POSTs the callback payload for every task of the org (or of projectId) that completes, fails or needs attention.",
@@ -136,19 +137,19 @@ export const manageRoutes = (core: Core) =>
         deletePlugin(core, orgId);
         return status(204, undefined);
       },
-      { permission: "settings.manage", params: OrgParams, detail: { summary: "Remove the completion webhook", tags } },
+      { permission: "settings.manage", params: OrgParams, detail: { summary: "Remove the completion webhook", tags, responses: noContentDoc("Removed", 401, 403, 404) } },
     )
     .post("/orgs/:orgId/plugins/completion-webhook/rotate-secret", ({ orgId }) => rotatePluginSecret(core, orgId), {
       permission: "settings.manage",
       params: OrgParams,
-      response: { 200: PluginWithSecret },
+      response: { 200: PluginWithSecret, ...errorAnswers(401, 403, 404) },
       detail: { summary: "New secret for the completion webhook, in this answer only", tags },
     })
     .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => listDeliveries(core, orgId, pluginId(core, orgId), query), {
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
-      response: { 200: pageOf(DeliveryRecord) },
+      response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Delivery log of the completion webhook, newest first", tags },
     })
     .post(
@@ -161,7 +162,7 @@ export const manageRoutes = (core: Core) =>
       {
         permission: "settings.manage",
         params: PluginDeliveryParams,
-        response: { 202: DeliveryRecord },
+        response: { 202: DeliveryRecord, ...errorAnswers(401, 403, 404, 409) },
         detail: { summary: "Send a completion webhook callback again now, with the same delivery id", tags },
       },
     );
