@@ -28,9 +28,12 @@ export function createApp(core: Core) {
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
-    .onTransform({ as: "global" }, ({ body, request }) => {
+    .onTransform({ as: "global" }, ({ body, request, server }) => {
       const refusal = mediaTypeRefusal(request, core.config);
       if (refusal) throw refusal;
+      // Routed, its JSON body read: the handler (or a streamed upload, idle at most this long
+      // between chunks) gets longer than the server's idle timeout (serve.ts).
+      server?.timeout(request, core.config.connections.requestSec);
       // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
       if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;

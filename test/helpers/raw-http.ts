@@ -10,8 +10,11 @@ export interface RawResponse {
   closed: boolean;
 }
 
-/** Resolves with the first complete response (by Content-Length), or on close, whichever is first. */
-export function rawHttp(port: number, head: string, opts: { body?: string | Uint8Array; localAddress?: string } = {}): Promise<RawResponse> {
+/**
+ * Resolves with the first complete response (by Content-Length), or on close, whichever is first;
+ * with untilClose, only once the server has closed the connection.
+ */
+export function rawHttp(port: number, head: string, opts: { body?: string | Uint8Array; localAddress?: string; untilClose?: boolean } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: "127.0.0.1", localAddress: opts.localAddress }, () => {
       socket.write(head.replaceAll("\n", "\r\n") + (head.endsWith("\n\n") ? "" : "\r\n\r\n"));
@@ -28,7 +31,7 @@ export function rawHttp(port: number, head: string, opts: { body?: string | Uint
     };
     socket.on("data", (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
-      if (!done) finish(false);
+      if (!done && !opts.untilClose) finish(false);
     });
     socket.on("error", () => {});
     socket.on("close", () => {
