@@ -38,7 +38,7 @@ describe("any Host header", () => {
   });
 });
 
-// Debian's nginx, started here on loopback with the configuration the README shows.
+// Debian's nginx, started here on loopback, proxying as the README's example does (proxy_pass http://ao;).
 const NGINX = "/usr/sbin/nginx";
 describe.skipIf(!existsSync(NGINX))("behind nginx with proxy_pass http://ao;", () => {
   let dir: string;
