@@ -56,7 +56,15 @@ export function createApp(core: Core) {
         // one resolves under /api/v1/docs/ and the page then shows "could not be loaded").
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
-          info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}." },
+          info: {
+            title: "ao API",
+            version: VERSION,
+            description:
+              "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
+              "Request bodies are JSON with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
+              "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
+              "Past the connections one client address may hold: 429 rate_limited.",
+          },
           components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
           security: [{ bearer: [] }],
         },
