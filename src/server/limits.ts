@@ -30,13 +30,16 @@ function rawRoute(request: Request, config: Config): number | null {
 export function bodyRefusal(request: Request, config: Config): ApiError | null {
   const length = request.headers.get("content-length");
   const raw = rawRoute(request, config);
-  if (raw !== null) return length !== null && Number(length) > raw ? payloadTooLarge(raw) : null;
-  if (length === null && request.headers.get("transfer-encoding") !== null) {
-    return new ApiError(411, "length_required", "request bodies must declare their Content-Length");
+  const limit = raw ?? config.jsonLimitBytes;
+  if (length !== null && Number(length) > limit) return unread(payloadTooLarge(limit));
+  if (raw === null && length === null && request.headers.get("transfer-encoding") !== null) {
+    return unread(new ApiError(411, "length_required", "request bodies must declare their Content-Length"));
   }
-  if (length !== null && Number(length) > config.jsonLimitBytes) return payloadTooLarge(config.jsonLimitBytes);
   return null;
 }
+
+// The body was not read: closing the connection spares reading (and discarding) the rest of it.
+const unread = (e: ApiError) => new ApiError(e.status, e.code, e.message, e.details, { ...e.headers, connection: "close" });
 
 /**
  * Why a routed request's body is refused for its type, or null. Checked once the route is known (an

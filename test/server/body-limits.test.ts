@@ -29,8 +29,9 @@ describe("bodies refused unread, with or without credentials", () => {
     ["an artifact just over its limit", `PUT /api/v1/worker/tasks/a/artifacts/b HTTP/1.1\nContent-Length: ${2 * MiB + 1}`, 413, "payload_too_large"],
     ["an inbound hook over 1 MiB", `POST /api/v1/hooks/int_x HTTP/1.1\nContent-Type: application/json\nContent-Length: ${MiB + 1}`, 413, "payload_too_large"],
   ];
-  test.each(rows)("%s", async (_name, head, status, code) => {
-    const r = await send(head);
+  test.each(rows)("%s; the connection is closed, the body never read", async (_name, head, status, code) => {
+    const r = await rawHttp(s.server.port!, `${head}\nHost: 127.0.0.1`, { untilClose: true });
+    expect(r.closed).toBe(true);
     expect(r.status).toBe(status);
     expect(r.headers["content-type"]).toStartWith("application/json");
     expect(JSON.parse(r.body).error.code).toBe(code);
