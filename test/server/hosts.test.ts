@@ -65,7 +65,6 @@ http {
     listen 127.0.0.1:${port};
     location / {
       proxy_pass http://ao;
-      proxy_http_version 1.1;
     }
   }
 }
