@@ -40,6 +40,7 @@ describe("any Host header", () => {
 
 // Debian's nginx, started here on loopback, proxying as the README's example does (proxy_pass http://ao;).
 const NGINX = "/usr/sbin/nginx";
+if (!existsSync(NGINX)) console.warn(`SKIPPED: the reverse-proxy tests need Debian's nginx at ${NGINX} (apt-get install nginx-light; .ci/run installs it)`);
 describe.skipIf(!existsSync(NGINX))("behind nginx with proxy_pass http://ao;", () => {
   let dir: string;
   let proxy: ReturnType<typeof Bun.spawn>;
