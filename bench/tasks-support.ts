@@ -44,7 +44,8 @@ export async function startAo(binary?: string, existingDataDir?: string): Promis
   const cmd = binary ? [binary, "serve"] : [BUN, join(ROOT, "src/main.ts"), "serve"];
   const proc = Bun.spawn([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
     cwd: dataDir,
-    env: { ...process.env, AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD, AO_ORG_NAME: "bench" },
+    // Every simulated client comes from loopback: the per-address connection cap would measure itself.
+    env: { ...process.env, AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD, AO_ORG_NAME: "bench", AO_MAX_CONNECTIONS_PER_ADDRESS: "0" },
     stdin: "ignore",
     stdout: "ignore",
     stderr: "inherit",

@@ -2,6 +2,7 @@
 // over HTTP so they get a status code and can be retried; the socket only carries signals.
 import { Type as T, type Static } from "@sinclair/typebox";
 import { Line } from "../lib/text";
+import { RefName } from "../lib/refname";
 
 export const LABEL_PATTERN = "^[a-z0-9][a-z0-9._:-]{0,49}$";
 export const Label = T.String({ pattern: LABEL_PATTERN, description: "lower-case letters, digits and . _ : -, up to 50" });
@@ -68,7 +69,7 @@ export const PlanItem = T.Object({
   prompt: T.String({ minLength: 1, maxLength: 100_000 }),
   priority: T.Optional(T.Union([T.Literal("LOW"), T.Literal("MEDIUM"), T.Literal("HIGH"), T.Literal("URGENT")])),
   kind: T.Optional(T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")])),
-  review: T.Optional(T.Object({ base: T.String({ minLength: 1, maxLength: 255 }), head: T.String({ minLength: 1, maxLength: 255 }) })),
+  review: T.Optional(T.Object({ base: RefName(), head: RefName() })),
 });
 export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
 export type Plan = Static<typeof Plan>;

@@ -2,8 +2,9 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, isStorageFull, payloadTooLarge } from "./errors";
+import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, isStorageFull } from "./errors";
 import { credentialRefusal } from "./credentials-first";
+import { bodyRefusal, mediaTypeRefusal } from "./limits";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -14,11 +15,7 @@ const SCALAR_VERSION = "1.72.1";
 const SCALAR_SCRIPT_PATH = `/api/v1/docs/scalar.js?v=${SCALAR_VERSION}`;
 const SCALAR_HEADERS = { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" };
 
-/** Routes that take large raw bodies; they enforce their own limit. */
-const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
-
 export function createApp(core: Core) {
-  const limit = core.config.jsonLimitBytes;
   const refusedCredential = credentialRefusal(() => app.routes);
   let app = new Elysia({ normalize: true })
     .onError(async (ctx) => {
@@ -30,7 +27,8 @@ export function createApp(core: Core) {
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
       if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError, request));
-      if (code === "PARSE") return errorResponse(invalid("the body is not valid JSON"));
+      // A body of another type can fail Elysia's parser for that type before the transform sees it.
+      if (code === "PARSE") return errorResponse(mediaTypeRefusal(request, core.config) ?? invalid("the body is not valid JSON"));
       if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
       // A full disk is the operator's to fix, not a bug: a clear 507, one log line per cause and interval (log.ts).
@@ -41,7 +39,12 @@ export function createApp(core: Core) {
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
-    .onTransform({ as: "global" }, ({ body, request }) => {
+    .onTransform({ as: "global" }, ({ body, request, server }) => {
+      const refusal = mediaTypeRefusal(request, core.config);
+      if (refusal) throw refusal;
+      // Routed, its JSON body read: the handler (or a streamed upload, idle at most this long
+      // between chunks) gets longer than the server's idle timeout (serve.ts).
+      server?.timeout(request, core.config.connections.requestSec);
       // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
       if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;
@@ -50,14 +53,11 @@ export function createApp(core: Core) {
       }
     })
     .onRequest(({ request }) => {
-      // Body size is checked from the declared length before anything is read. Elysia's own JSON
-      // parser then runs (a custom global parser would hide every request body from the OpenAPI document).
-      const length = request.headers.get("content-length");
-      if (length !== null) {
-        if (Number(length) > limit && !RAW_UPLOAD.test(request.url)) throw payloadTooLarge(limit);
-      } else if (request.headers.get("transfer-encoding") && request.headers.get("content-type")?.startsWith("application/json")) {
-        throw new ApiError(411, "length_required", "JSON bodies must declare their Content-Length");
-      }
+      // Bodies are refused from their method, path and headers before anything is read (limits.ts).
+      // Elysia's own JSON parser then runs (a custom global parser would hide every request body from
+      // the OpenAPI document).
+      const refusal = bodyRefusal(request, core.config);
+      if (refusal) throw refusal;
     })
     .use(
       openapi({
@@ -67,7 +67,16 @@ export function createApp(core: Core) {
         // one resolves under /api/v1/docs/ and the page then shows "could not be loaded").
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
-          info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. Any write may answer 507 insufficient_storage while the server's disk is full." },
+          info: {
+            title: "ao API",
+            version: VERSION,
+            description:
+              "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
+              "Any write may answer 507 insufficient_storage while the server's disk is full. " +
+              "Request bodies are JSON with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
+              "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
+              "Past the connections one client address may hold: 429 rate_limited.",
+          },
           components: {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },

@@ -20,6 +20,9 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     liveTimeouts: overrides.liveTimeouts ?? { authMs: 10_000, recheckMs: 30_000 },
     // 15 minutes (SPEC §4); a web page or the CLI renews it through the refresh token.
     accessTokenTtlSec: overrides.accessTokenTtlSec ?? 900,
+    // Well below the usual 20,000 open files a process gets; behind a reverse proxy every client
+    // shares the proxy's address (README "Limits").
+    connections: overrides.connections ?? { perAddress: countEnv("AO_MAX_CONNECTIONS_PER_ADDRESS", 256), idleSec: 10, requestSec: 60 },
     // 8 tries over about a day: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 15 h after the first (jittered).
     callbacks: overrides.callbacks ?? { retryDelaysMs: [10_000, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 54_000_000], timeoutMs: 10_000 },
   };
@@ -30,6 +33,14 @@ function numberEnv(name: string, fallback: number): number {
   if (v === undefined || v === "") return fallback;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number, got ${v}`);
+  return n;
+}
+
+function countEnv(name: string, fallback: number): number {
+  const v = process.env[name];
+  if (v === undefined || v === "") return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number (0 for no limit), got ${v}`);
   return n;
 }
 

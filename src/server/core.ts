@@ -26,6 +26,11 @@ export interface Config {
   liveTimeouts: { authMs: number; recheckMs: number };
   /** How long an access token lasts (900 s; tests shorten it). */
   accessTokenTtlSec: number;
+  /**
+   * Connections: requests in flight plus open WebSockets per client address (0: no cap); seconds a
+   * connection may sit idle or spend receiving a JSON body; seconds a routed request may take.
+   */
+  connections: { perAddress: number; idleSec: number; requestSec: number };
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */

@@ -3,6 +3,7 @@
 // TypeBox's "Expected kind 'UnionEnum'" or "Expected union value".
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { LINE_MESSAGE } from "../lib/text";
+import { REF_MESSAGE } from "../lib/refname";
 
 type Schema = Record<string, any>;
 
@@ -17,7 +18,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
     case ValueErrorType.ObjectAdditionalProperties:
       return `unknown field; expected only ${Object.keys(schema.properties ?? {}).join(", ")}`;
     case ValueErrorType.StringFormat:
-      return schema.format === "line" ? LINE_MESSAGE : `must be ${accepts(schema)}`;
+      return schema.format === "line" ? LINE_MESSAGE : schema.format === "git-ref" ? REF_MESSAGE : `must be ${accepts(schema)}`;
     case ValueErrorType.StringMinLength:
     case ValueErrorType.StringMaxLength:
       return `must be ${length(schema) ?? "of another length"} long${schema.format === "line" ? ", on one line" : ""}`;

@@ -11,6 +11,8 @@ import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
 import { createLogger, withoutRepeats } from "./log";
 import { Sockets, type SocketData } from "./sockets";
+import { pathOf } from "./limits";
+import { AddressGate } from "./connections";
 
 export interface RunningServer {
   core: Core;
@@ -74,18 +76,47 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const app = createApp(core);
   app.compile();
   const sockets = core.sockets;
+  const gate = new AddressGate(config.connections.perAddress);
   server = Bun.serve<SocketData>({
     port: config.port,
     hostname: config.host,
-    maxRequestBodySize: config.artifactLimitBytes + 1024 * 1024,
-    idleTimeout: 60,
+    // Bodies are limited per route before they are read (limits.ts) and while streamed; Bun's own
+    // refusal past this size would answer 413 with an empty body, so it never comes first.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    // Measured with Bun 1.4.5: a connection idle this long is closed, and so is one whose request
+    // body has not arrived whole this long after its headers (unless the request's own timeout is
+    // set, as app.ts does once a request is routed). Headers must arrive within about 10 s (uWS).
+    idleTimeout: config.connections.idleSec,
     development: false,
-    fetch(request, srv) {
-      const path = pathOf(request.url);
-      if (sockets.handlerFor(path)) return sockets.upgrade(request, srv, path);
-      return app.fetch(request);
+    async fetch(request, srv) {
+      const address = srv.requestIP(request)?.address ?? "";
+      if (!gate.enter(address)) return gate.refusal();
+      let upgraded = false;
+      try {
+        const path = pathOf(request.url);
+        if (sockets.handlerFor(path)) {
+          const refused = await sockets.upgrade(request, srv, path);
+          upgraded = refused === undefined;
+          return refused;
+        }
+        return await app.fetch(routable(request));
+      } finally {
+        // An open WebSocket stays counted until it closes.
+        if (!upgraded) gate.leave(address);
+      }
     },
-    websocket: sockets.websocket,
+    websocket: {
+      ...sockets.websocket,
+      // The address is read at open: Bun no longer knows it once the socket has closed.
+      open(ws) {
+        ws.data.clientAddress = ws.remoteAddress;
+        sockets.websocket.open(ws);
+      },
+      close(ws, code, reason) {
+        gate.leave(ws.data.clientAddress as string);
+        sockets.websocket.close(ws, code, reason);
+      },
+    },
   });
   // Elysia reads the client address through app.server.
   (app as unknown as { server: Server<SocketData> }).server = server;
@@ -110,8 +141,17 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 }
 
-function pathOf(url: string): string {
+/**
+ * Elysia finds the path at the first "/" from index 11 of the URL, assuming an authority of at least
+ * 4 characters: a Host of "a" or "ao:80" (Bun drops the port; nginx sends it for `proxy_pass http://ao;`)
+ * would route "/api/v1/health" as "/v1/health", and "/zzz/api/v1/health" as health. Such a URL gets
+ * a canonical authority. The same Request object is kept (Bun's requestIP knows only the original),
+ * so its url is shadowed in place.
+ */
+function routable(request: Request): Request {
+  const url = request.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
-  const q = url.indexOf("?", start);
-  return q === -1 ? url.slice(start) : url.slice(start, q);
+  if (start >= 11) return request;
+  Object.defineProperty(request, "url", { value: `http://localhost${start === -1 ? "/" : url.slice(start)}` });
+  return request;
 }

@@ -3,6 +3,8 @@
 import type { Server, ServerWebSocket } from "bun";
 import { guarded, type Logger } from "./core";
 
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
 export type SocketData = { path: string; [key: string]: unknown };
 export type Socket = ServerWebSocket<SocketData>;
 
@@ -39,6 +41,11 @@ export class Sockets {
   }
 
   readonly websocket = {
+    // Bun's frame limit is one per server and applies before a socket has authenticated (Bun's
+    // default, 16 MiB, would be buffered for anyone who connects). 1 MiB, like a JSON body: above
+    // the largest message a handler takes (the worker protocol's 256 KiB), so a handler still
+    // answers an oversized message in its own terms; a larger frame closes the socket (1009).
+    maxPayloadLength: MAX_FRAME_BYTES,
     // Slow consumers are dropped rather than buffered without bound.
     backpressureLimit: 1024 * 1024,
     closeOnBackpressureLimit: true,

@@ -15,13 +15,17 @@ export interface Checkout {
 /** Where a task's last unfinished checkout is kept for a retry that continues it. */
 export const keptDir = (runsDir: string, taskId: string) => join(runsDir, "kept", taskId);
 
-/** The commit a ref names in the clone: a remote branch, a tag or sha, or fetched from origin. */
+/**
+ * The commit a ref names in the clone: a remote branch, a tag or sha, or fetched from origin. Refs
+ * come from task input: each goes after "--" (rev-parse: --end-of-options, its "--" means paths),
+ * so one spelled like an option (--upload-pack=...) is never read as one.
+ */
 async function resolveRef(dir: string, ref: string): Promise<string> {
   for (const candidate of [`refs/remotes/origin/${ref}`, `${ref}^{commit}`]) {
-    const r = await git(["rev-parse", "--verify", "--quiet", candidate], dir);
+    const r = await git(["rev-parse", "--verify", "--quiet", "--end-of-options", candidate], dir);
     if (r.code === 0 && r.stdout) return r.stdout;
   }
-  await gitOk(["fetch", "--quiet", "origin", ref], dir);
+  await gitOk(["fetch", "--quiet", "--", "origin", ref], dir);
   return gitOk(["rev-parse", "FETCH_HEAD"], dir);
 }
 
@@ -52,9 +56,9 @@ export async function prepareCheckout(claim: ClaimResult, runDir: string, runsDi
   await gitOk(["clone", "--quiet", "--", repo.url, workdir], runDir);
   const head = await resolveRef(workdir, review.head);
   const base = await resolveRef(workdir, review.base);
-  await gitOk(["checkout", "--quiet", "--detach", head], workdir);
-  await gitOk(["update-ref", "refs/ao/base", base], workdir);
-  await gitOk(["update-ref", "refs/ao/head", head], workdir);
+  await gitOk(["checkout", "--quiet", "--detach", head, "--"], workdir);
+  await gitOk(["update-ref", "--", "refs/ao/base", base], workdir);
+  await gitOk(["update-ref", "--", "refs/ao/head", head], workdir);
   return {
     workdir,
     env: { AO_REVIEW_BASE: review.base, AO_REVIEW_HEAD: review.head, AO_REVIEW_BASE_SHA: base, AO_REVIEW_HEAD_SHA: head },

@@ -52,7 +52,7 @@ export async function cloneIntoWorkspace(workspace: string, req: Pick<CloneReque
   mkdirSync(workspace, { recursive: true });
   const existing = await findClone(workspace, req.url);
   if (existing) {
-    await gitOk(["fetch", "--quiet", "origin"], existing);
+    await gitOk(["fetch", "--quiet", "--", "origin"], existing);
     return existing;
   }
   const base = req.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "") || "repository";

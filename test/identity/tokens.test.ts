@@ -112,14 +112,14 @@ describe("a token at work", () => {
     expect(r.status).toBe(403);
     expect(r.body.error.code).toBe("forbidden");
     expect((await s.api("GET", `/orgs/${other.orgId}/members`, { token: tok })).status).toBe(403);
-    // GET /orgs shows a token its own org only, and nothing once its owner left.
+    // GET /orgs shows a token its own org only; once its owner left, the token is revoked.
     const m = await addMember(s, other, "viewer");
     await s.api("POST", `/orgs/${owner.orgId}/members`, { token: owner.accessToken, body: { email: m.email, role: "member" } });
     const mtok = await makeToken(s, m, owner.orgId);
     expect((await s.api("GET", "/orgs", { token: m.accessToken })).body.items.length).toBe(2);
     expect((await s.api("GET", "/orgs", { token: mtok })).body).toEqual({ items: [expect.objectContaining({ id: owner.orgId, role: "member" })], nextCursor: null });
     await s.api("DELETE", `/orgs/${owner.orgId}/members/${m.userId}`, { token: owner.accessToken });
-    expect((await s.api("GET", "/orgs", { token: mtok })).body).toEqual({ items: [], nextCursor: null });
+    expect((await s.api("GET", "/orgs", { token: mtok })).status).toBe(401);
   });
 
   test("capped at the owner's current role: demotion narrows it at once, promotion never lifts it above its own role", async () => {
@@ -138,15 +138,15 @@ describe("a token at work", () => {
     expect((await s.api("GET", "/me", { token: tok })).body.via).toMatchObject({ type: "token", orgId: org.orgId, role: "admin" });
   });
 
-  test("owner removed from the org: 403 in that org", async () => {
+  test("owner removed from the org: the token is revoked (401)", async () => {
     const org = await newOrg(s);
     const m = await addMember(s, org, "member");
     const tok = await makeToken(s, m);
     expect((await s.api("GET", `/orgs/${org.orgId}`, { token: tok })).status).toBe(200);
     expect((await s.api("DELETE", `/orgs/${org.orgId}/members/${m.userId}`, { token: org.accessToken })).status).toBe(204);
     const r = await s.api("GET", `/orgs/${org.orgId}`, { token: tok });
-    expect(r.status).toBe(403);
-    expect(r.body.error.code).toBe("forbidden");
+    expect(r.status).toBe(401);
+    expect(r.body.error.code).toBe("unauthorized");
   });
 
   test("expired: 401", async () => {
@@ -175,5 +175,26 @@ describe("a token at work", () => {
       expect([bad, r.status, r.body.error?.code]).toEqual([bad, 401, "unauthorized"]);
     }
     expect((await s.api("GET", `/orgs/${owner.orgId}`, { token: good })).status).toBe(200);
+  });
+});
+
+describe("a removed member's tokens", () => {
+  test("stop at removal and stay dead when the person is re-added; their tokens for other orgs live on", async () => {
+    const boss = owner;
+    const member = await addMember(s, boss, "member");
+    const elsewhere = await newOrg(s, "elsewhere");
+    await s.api("POST", `/orgs/${elsewhere.orgId}/members`, { token: elsewhere.accessToken, body: { email: member.email, role: "member" } });
+    const token = await makeToken(s, member);
+    const otherToken = await makeToken(s, member, elsewhere.orgId);
+    expect((await s.api("GET", `/orgs/${boss.orgId}/tasks`, { token })).status).toBe(200);
+
+    expect((await s.api("DELETE", `/orgs/${boss.orgId}/members/${member.userId}`, { token: boss.accessToken })).status).toBe(204);
+    expect((await s.api("GET", `/orgs/${boss.orgId}/tasks`, { token })).status).toBe(401);
+    expect((await s.api("POST", `/orgs/${boss.orgId}/members`, { token: boss.accessToken, body: { email: member.email, role: "member" } })).status).toBe(201);
+    expect((await s.api("GET", `/orgs/${boss.orgId}/tasks`, { token })).status).toBe(401);
+
+    expect((await s.api("GET", `/orgs/${elsewhere.orgId}/tasks`, { token: otherToken })).status).toBe(200);
+    const listed = await s.api("GET", "/me/tokens", { token: member.accessToken });
+    expect(listed.body.items.map((t: { orgId: string }) => t.orgId)).toEqual([elsewhere.orgId]);
   });
 });

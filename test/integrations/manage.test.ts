@@ -333,3 +333,19 @@ test("the OpenAPI document describes the integration routes", async () => {
     expect(r.body.paths[p]).toBeDefined();
   }
 });
+
+describe("the OpenAPI document", () => {
+  test("every integration and completion-webhook management route documents its error answers in the error format", async () => {
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    const ops = Object.entries<Record<string, any>>(doc.paths)
+      .filter(([path]) => /^\/api\/v1\/orgs\/\{orgId\}\/(integrations|plugins)/.test(path))
+      .flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => ({ path, m, op })));
+    expect(ops.length).toBe(14);
+    for (const { path, m, op } of ops) {
+      const errors = Object.keys(op.responses ?? {}).filter((c) => !c.startsWith("2"));
+      expect([m, path, errors.includes("401"), errors.includes("403")]).toEqual([m, path, true, true]);
+      if (path.includes("{id}") || (path.includes("plugins") && m !== "put")) expect([m, path, errors.includes("404")]).toEqual([m, path, true]);
+      for (const c of errors) expect([m, path, c, op.responses[c].content["application/json"].schema.properties.error.required]).toEqual([m, path, c, ["code", "message"]]);
+    }
+  });
+});

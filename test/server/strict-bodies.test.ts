@@ -64,3 +64,46 @@ describe("unknown fields that would silently change the outcome", () => {
     expect(w.status).toBe(200);
   });
 });
+
+describe("a field that holds an object must be one", () => {
+  test.each([["true", true], ["0", 0], ['"x"', "x"], ["[1]", [1]], ["null", null], ["a 300 KB string", "y".repeat(300_000)]] as const)(
+    "integration config %s: 400 naming config, the config stays",
+    async (_name, config) => {
+      const path = `/orgs/${owner.orgId}/integrations/${ids.integrationId}`;
+      const set = await s.api("PATCH", `/orgs/${owner.orgId}/integrations/${ids.integrationId}`, { token: owner.accessToken, body: { config: { label: "keep" } } });
+      expect(set.body.config).toEqual({ label: "keep" });
+      const before = snapshot();
+      const r = await s.api("PATCH", path, { token: owner.accessToken, body: { config } });
+      expect(r.status).toBe(400);
+      expect(r.body.error.details).toEqual([{ field: "config", message: "Expected object" }]);
+      expect(snapshot()).toBe(before);
+    },
+  );
+
+  test("an unknown field inside config is named with its path", async () => {
+    const r = await s.api("PATCH", `/orgs/${owner.orgId}/integrations/${ids.integrationId}`, { token: owner.accessToken, body: { config: { lable: "x" } } });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.map((d: { field: string }) => d.field)).toEqual(["config.lable"]);
+  });
+});
+
+describe("an optional body that is not valid JSON is refused, not taken for no body", () => {
+  test.each([
+    ["device sign-in start", "/auth/device/start"],
+    ["refresh", "/auth/refresh"],
+    ["readiness", "/orgs/ORG/projects/PRJ/readiness"],
+  ])("%s", async (_name, path) => {
+    const before = JSON.stringify(s.core.sqlite.query("SELECT count(*) AS n FROM device_grants").get());
+    const r = await s.api("POST", path.replace("ORG", owner.orgId).replace("PRJ", ids.projectId), { token: owner.accessToken, body: "{bad" });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({ code: "validation_failed", message: "the body is not valid JSON" });
+    expect(JSON.stringify(s.core.sqlite.query("SELECT count(*) AS n FROM device_grants").get())).toBe(before);
+  });
+
+  test("without a body, or with a valid one, device sign-in starts; the body stays in the OpenAPI document", async () => {
+    expect((await s.api("POST", "/auth/device/start")).status).toBe(200);
+    expect((await s.api("POST", "/auth/device/start", { body: { clientName: "cli" } })).status).toBe(200);
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    expect(doc.paths["/api/v1/auth/device/start"].post.requestBody.content["application/json"].schema.properties.clientName).toBeDefined();
+  });
+});

@@ -1,6 +1,7 @@
 // Device sign-in (SPEC §4, RFC 8628): the device starts and polls; the person looks the user
 // code up, then approves or denies it from a signed-in session.
 import { Elysia, t } from "elysia";
+import { parseOptionalJson } from "../../server/strict";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { errorAnswers, notFound } from "../../server/errors";
@@ -49,6 +50,7 @@ export default (core: Core) => {
       },
       {
         body: t.Optional(DeviceStartBody),
+        parse: [parseOptionalJson, "json"],
         response: { 200: DeviceStart, ...errorAnswers(400, 429) },
         detail: {
           summary: "Start device sign-in",

@@ -14,7 +14,7 @@ import { OrgView } from "../orgs/model";
 import deviceRoutes from "./device-routes";
 import accountRoutes from "./account-routes";
 import adminRoutes from "./admin-routes";
-import { refuseUnknownFields } from "../../server/strict";
+import { refuseUnknownFields, parseOptionalJson } from "../../server/strict";
 
 export default (core: Core) => {
   bootstrap(core);
@@ -59,6 +59,7 @@ export default (core: Core) => {
       },
       {
         body: t.Optional(RefreshBody),
+        parse: [parseOptionalJson, "json"],
         headers: ClientHeaders,
         response: { 200: TokenPair, ...errorAnswers(400, 401) },
         detail: {

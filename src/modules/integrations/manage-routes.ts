@@ -43,7 +43,7 @@ export const manageRoutes = (core: Core) =>
       params: OrgParams,
       body: IntegrationCreate,
       transform: refuseUnknownFields(IntegrationCreate),
-      response: { 201: IntegrationWithSecret, ...errorAnswers(400, 401, 403, 404) },
+      response: { 201: IntegrationWithSecret, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {
         summary: "Create an integration; the secret is in this answer only",
         description: "callbackUrl is for signed_json only. Callback URLs on loopback, link-local or private addresses are refused unless AO_ALLOW_PRIVATE_CALLBACKS=1.",
@@ -61,7 +61,7 @@ export const manageRoutes = (core: Core) =>
       params: IntegrationParams,
       body: IntegrationPatch,
       transform: refuseUnknownFields(IntegrationPatch),
-      response: { 200: IntegrationRecord, ...errorAnswers(400, 401, 403, 404) },
+      response: { 200: IntegrationRecord, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: { summary: "Change name, project, enabled, callback URL or config {label, command}; setting callbackUrl re-enables callbacks after a 410", tags },
     })
     .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => rotateIntegrationSecret(core, orgId, params.id), {
@@ -141,7 +141,7 @@ export const manageRoutes = (core: Core) =>
         params: OrgParams,
         body: PluginPut,
         transform: refuseUnknownFields(PluginPut),
-        response: { 200: PluginRecord, 201: PluginWithSecret, ...errorAnswers(400, 401, 403, 404) },
+        response: { 200: PluginRecord, 201: PluginWithSecret, ...errorAnswers(400, 401, 403, 404, 409) },
         detail: {
           summary: "Set up (201, with its secret shown once) or change (200) the completion webhook {url, projectId?, enabled}",
           description: "POSTs the callback payload for every task of the org (or of projectId) that completes, fails or needs attention.",

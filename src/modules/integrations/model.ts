@@ -1,6 +1,7 @@
 // Request and response schemas of integrations, the completion webhook plugin, deliveries and hooks.
 import { t, type Static } from "elysia";
 import { Line } from "../../lib/text";
+import { RefName } from "../../lib/refname";
 
 export const IntegrationKind = t.Union([t.Literal("github"), t.Literal("gitlab"), t.Literal("signed_json")]);
 
@@ -129,7 +130,7 @@ export const SignedJsonBody = t.Object({
   prompt: t.String({ minLength: 1, maxLength: 100_000 }),
   priority: t.Optional(t.Union([t.Literal("LOW"), t.Literal("MEDIUM"), t.Literal("HIGH"), t.Literal("URGENT")])),
   kind: t.Optional(t.Union([t.Literal("task"), t.Literal("review"), t.Literal("plan")])),
-  review: t.Optional(t.Object({ base: t.String({ minLength: 1, maxLength: 255 }), head: t.String({ minLength: 1, maxLength: 255 }) })),
+  review: t.Optional(t.Object({ base: RefName(), head: RefName() })),
   ref: t.Optional(t.String({ maxLength: 1000, description: "The sender's reference, echoed in callbacks" })),
 });
 export type SignedJsonBody = Static<typeof SignedJsonBody>;

@@ -3,7 +3,7 @@
 // - the last owner can be neither demoted nor removed (409 conflict), so an org is never orphaned.
 import { and, desc, eq, lt, or, sql } from "drizzle-orm";
 import type { Core } from "../../server/core";
-import { memberships, orgs, users } from "../../db/schema";
+import { apiTokens, memberships, orgs, users } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { conflict, forbidden, notFound } from "../../server/errors";
@@ -179,6 +179,8 @@ export function removeMember(core: Core, orgId: string, actorRole: Role, userId:
       if (current.role === "owner" && actorRole !== "owner") throw forbidden("only an owner can remove an owner");
       if (current.role === "owner" && ownerCount(core, orgId) === 1) throw conflict("the last owner cannot be removed");
       core.db.delete(memberships).where(and(eq(memberships.orgId, orgId), eq(memberships.userId, userId))).run();
+      // Their tokens for this org go too: otherwise re-adding the person would bring them back to life.
+      core.db.delete(apiTokens).where(and(eq(apiTokens.orgId, orgId), eq(apiTokens.userId, userId))).run();
     })
     .immediate();
   core.events.emit("access.changed", { userId, reason: "membership_removed" });

@@ -2,6 +2,7 @@
 import { t } from "elysia";
 import { Limit } from "../tasks/model";
 import { Line } from "../../lib/text";
+import { RefName } from "../../lib/refname";
 
 export { ErrorBody } from "../tasks/model";
 
@@ -12,7 +13,7 @@ const Policy = t.Record(t.String(), t.Unknown(), { description: "Free-form JSON 
 // The service checks that it is a JSON object.
 const PolicyInput = t.Unknown({ description: "Free-form JSON object of project rules" });
 const RepoName = t.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_][A-Za-z0-9._-]*$" });
-const Branch = t.String({ minLength: 1, maxLength: 255 });
+const Branch = RefName();
 const Url = t.String({ minLength: 1, maxLength: 2048, description: "https://host/path, ssh://[user@]host/path or user@host:path" });
 
 export const Repository = t.Object({

@@ -6,6 +6,7 @@ import { MAX_LIMIT } from "./cursor";
 export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
 import { Line } from "../../lib/text";
+import { RefName } from "../../lib/refname";
 
 /** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
 export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
@@ -17,7 +18,9 @@ export function Enum<const T extends readonly [string, ...string[]]>(values: T, 
 export const Priority = Enum(["LOW", "MEDIUM", "HIGH", "URGENT"], { description: "Default MEDIUM" });
 export const Kind = Enum(["task", "review", "plan"], { description: "Default task" });
 export const Status = Enum(TASK_STATUSES);
-const Review = t.Object({ base: t.String({ minLength: 1, maxLength: 255 }), head: t.String({ minLength: 1, maxLength: 255 }) });
+const Review = t.Object({ base: RefName(), head: RefName() });
+// Answers carry what was stored, including refs taken before they were checked.
+const ReviewRecord = t.Object({ base: t.String(), head: t.String() });
 const Id = t.String({ minLength: 1, maxLength: 64 });
 
 export const CreateTaskBody = t.Object(
@@ -63,7 +66,7 @@ export const TaskRecord = t.Object(
     prompt: t.String(),
     priority: Priority,
     kind: Kind,
-    review: t.Nullable(Review),
+    review: t.Nullable(ReviewRecord),
     status: Status,
     attempt: t.Integer({ description: "How many runs on a worker this task has had" }),
     workerId: t.Nullable(t.String()),

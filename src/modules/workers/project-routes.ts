@@ -1,6 +1,7 @@
 // The project features that need workers (SPEC §8): clone a repository to workers, AI readiness,
 // repositories discovered on workers.
 import { Elysia, t } from "elysia";
+import { parseOptionalJson } from "../../server/strict";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { Project } from "../projects/model";
@@ -61,6 +62,7 @@ export default (core: Core) =>
         permission: "member",
         params: ProjectParams,
         body: t.Optional(ReadinessBody),
+        parse: [parseOptionalJson, "json"],
         response: { 202: ReadinessAccepted, ...errors, 409: ErrorBody },
         detail: {
           summary: "Run the AI readiness analysis on a worker that has the project",
