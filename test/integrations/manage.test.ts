@@ -340,7 +340,7 @@ describe("the OpenAPI document", () => {
     const ops = Object.entries<Record<string, any>>(doc.paths)
       .filter(([path]) => /^\/api\/v1\/orgs\/\{orgId\}\/(integrations|plugins)/.test(path))
       .flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => ({ path, m, op })));
-    expect(ops.length).toBe(14);
+    expect(ops.length).toBe(16);
     for (const { path, m, op } of ops) {
       const errors = Object.keys(op.responses ?? {}).filter((c) => !c.startsWith("2"));
       expect([m, path, errors.includes("401"), errors.includes("403")]).toEqual([m, path, true, true]);
