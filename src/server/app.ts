@@ -6,6 +6,7 @@ import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from ".
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
+import { requestNotes } from "./observe";
 import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
 /** The API reference page's script, embedded in the executable (see docs/README.md). */
@@ -19,6 +20,7 @@ const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
 export function createApp(core: Core) {
   const limit = core.config.jsonLimitBytes;
   let app = new Elysia({ normalize: true })
+    .use(requestNotes())
     .onError(({ code, error, request }) => {
       if (error instanceof ApiError) return errorResponse(error);
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.

@@ -10,6 +10,8 @@ import { createApp, type App } from "./app";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
 import { createLogger } from "./log";
+import { createMetrics } from "./metrics";
+import { observeRequests } from "./observe";
 import { Sockets, type SocketData } from "./sockets";
 
 export interface RunningServer {
@@ -45,7 +47,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;
-  const log = logger ?? createLogger();
+  const log = logger ?? createLogger(config.log);
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
@@ -56,6 +58,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     hub: { publish: (topic, message) => void server?.publish(topic, message) },
     sockets: new Sockets(log),
     log,
+    metrics: createMetrics(),
     events: new CoreEvents((name, error) => log.error(`listener of ${name} failed`, { error: String((error as Error)?.stack ?? error) })),
     taskHooks: [],
     onClose: [],
@@ -69,6 +72,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const app = createApp(core);
   app.compile();
   const sockets = core.sockets;
+  const handle = observeRequests(core, (request) => app.fetch(request));
   server = Bun.serve<SocketData>({
     port: config.port,
     hostname: config.host,
@@ -78,7 +82,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     fetch(request, srv) {
       const path = pathOf(request.url);
       if (sockets.handlerFor(path)) return sockets.upgrade(request, srv, path);
-      return app.fetch(request);
+      return handle(request);
     },
     websocket: sockets.websocket,
   });
