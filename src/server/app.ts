@@ -59,7 +59,7 @@ export function createApp(core: Core) {
         scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
         documentation: {
           info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}." },
-          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+          components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" }, metricsToken: { type: "http", scheme: "bearer", description: "AO_METRICS_TOKEN" } } },
           security: [{ bearer: [] }],
         },
       }),

@@ -9,5 +9,6 @@ import live from "../modules/live";
 import workers from "../modules/workers";
 import integrations from "../modules/integrations";
 import web from "../modules/web";
+import metrics from "../modules/metrics";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, web];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, metrics, web];

@@ -300,6 +300,7 @@ export class Relay {
         return;
       case "succeeded":
         s.record.run("succeeded", 1, 1, outcome.code, null, outcome.latencyMs, now, now, nowMs, now, row.id);
+        this.core.metrics.callbacks.inc({ outcome: "delivered" });
         return;
       case "failed":
         this.core.sqlite
@@ -312,17 +313,20 @@ export class Relay {
             }
           })
           .immediate();
+        this.core.metrics.callbacks.inc({ outcome: "failed" });
         return;
       case "retry": {
         const delays = this.core.config.callbacks.retryDelaysMs;
         const tried = row.round_attempts + 1;
         if (tried > delays.length) {
           s.record.run("failed", 1, 1, outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, now, null, nowMs, now, row.id);
+          this.core.metrics.callbacks.inc({ outcome: "failed" });
           return;
         }
         // ±20% jitter spreads retries of many callbacks that failed together.
         const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
         s.record.run("pending", 1, 1, outcome.code, outcome.error, outcome.latencyMs, now, null, Math.round(nowMs + delay), now, row.id);
+        this.core.metrics.callbacks.inc({ outcome: "retrying" });
         return;
       }
     }

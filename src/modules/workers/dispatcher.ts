@@ -184,6 +184,7 @@ export class Dispatcher {
       this.dropOffer(offer);
       return false;
     }
+    this.core.metrics.offers.inc();
     return true;
   }
 

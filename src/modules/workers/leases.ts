@@ -75,6 +75,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
       };
       return { patch, events: [{ type: "status", data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
+    core.metrics.claims.inc();
     const t = change.after;
     return {
       attempt: t.attempt,
