@@ -74,7 +74,7 @@ function expected(need: Need, caller: Caller): Expect {
   if (caller === "anonymous") return 401;
   if (need.kind === "worker") return caller === "worker" ? "pass" : "refused";
   if (caller === "worker") return 403; // an aow_ credential is refused on every person's route
-  const role: Role | null = caller === "token" ? "member" : caller === "outsider" ? null : caller === "anonymous" ? null : caller;
+  const role: Role | null = caller === "token" ? "member" : caller === "outsider" ? null : caller;
   switch (need.kind) {
     case "any":
       return "pass";
