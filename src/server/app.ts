@@ -8,6 +8,7 @@ import { bodyRefusal, mediaTypeRefusal } from "./limits";
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
+import { requestNotes } from "./observe";
 import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
 /** The API reference page's script, embedded in the executable (see docs/README.md). */
@@ -18,6 +19,7 @@ const SCALAR_HEADERS = { "content-type": "text/javascript; charset=utf-8", "cach
 export function createApp(core: Core) {
   const refusedCredential = credentialRefusal(() => app.routes);
   let app = new Elysia({ normalize: true })
+    .use(requestNotes())
     .onError(async (ctx) => {
       const { code, error, request } = ctx;
       // Credentials before bodies: a route's 401/403/404 wins over its body's or query's 400.
@@ -81,6 +83,7 @@ export function createApp(core: Core) {
             securitySchemes: {
               bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },
               worker: { type: "http", scheme: "bearer", description: "A worker credential (aow_...), from pairing" },
+              metricsToken: { type: "http", scheme: "bearer", description: "AO_METRICS_TOKEN" },
             },
           },
           security: [{ bearer: [] }],

@@ -1,6 +1,7 @@
 // Server configuration from flags and environment variables (SPEC §2).
 import { resolve } from "node:path";
 import type { Config } from "./core";
+import { logSettingsFromEnv } from "./log";
 
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   const env = process.env;
@@ -23,6 +24,8 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     // Well below the usual 20,000 open files a process gets; behind a reverse proxy every client
     // shares the proxy's address (README "Limits").
     connections: overrides.connections ?? { perAddress: countEnv("AO_MAX_CONNECTIONS_PER_ADDRESS", 256), idleSec: 10, requestSec: 60 },
+    log: overrides.log ?? logSettingsFromEnv(env),
+    metricsToken: overrides.metricsToken !== undefined ? overrides.metricsToken : env.AO_METRICS_TOKEN || null,
     // 8 tries over about a day: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 15 h after the first (jittered).
     callbacks: overrides.callbacks ?? { retryDelaysMs: [10_000, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 54_000_000], timeoutMs: 10_000 },
   };

@@ -7,6 +7,8 @@ import type { Sockets } from "./sockets";
 import type { TaskChange } from "../modules/tasks/store";
 import type { Action } from "../modules/tasks/machine";
 import type { Actor } from "../modules/auth/principal";
+import type { LogFormat, LogLevel } from "./log";
+import type { Metrics } from "./metrics";
 
 export interface Config {
   port: number;
@@ -31,6 +33,10 @@ export interface Config {
    * connection may sit idle or spend receiving a JSON body; seconds a routed request may take.
    */
   connections: { perAddress: number; idleSec: number; requestSec: number };
+  /** AO_LOG_LEVEL and AO_LOG_FORMAT (json lines, or pretty for a person at a terminal). */
+  log: { level: LogLevel; format: LogFormat };
+  /** AO_METRICS_TOKEN: the bearer token of GET /metrics; null (unset) hides the route. */
+  metricsToken: string | null;
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */
@@ -57,6 +63,8 @@ export interface Core {
   /** WebSocket paths; modules register their socket handlers here. */
   sockets: Sockets;
   log: Logger;
+  /** Prometheus counters the hot paths increment (GET /metrics). */
+  metrics: Metrics;
   /** Hooks other features attach to, e.g. "a task changed state" for the worker dispatcher and outbox. */
   events: CoreEvents;
   /**

@@ -1,16 +1,44 @@
+// The server's log: one JSON object per line on stderr (pino), or a readable line per message for a
+// person at a terminal (AO_LOG_FORMAT=pretty). Never pass secrets; the redaction below is a last guard.
+import pino from "pino";
 import type { Logger } from "./core";
 
-/** One line per message on stderr: time, level, message, then key=value fields. Never pass secrets. */
-export function createLogger(quiet = false): Logger {
-  const line = (level: string, message: string, fields?: Record<string, unknown>) => {
-    if (quiet && level === "info") return;
-    const rest = fields ? " " + Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v)}`).join(" ") : "";
-    process.stderr.write(`${new Date().toISOString()} ${level} ${message}${rest}\n`);
-  };
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type LogFormat = "json" | "pretty";
+
+/** Where lines go; anything with write(line). Tests pass a collector. */
+export interface LogSink {
+  write(line: string): void;
+}
+
+export interface LogOptions {
+  level?: LogLevel;
+  format?: LogFormat;
+  sink?: LogSink;
+}
+
+// Field names that carry credentials somewhere in ao. A caller that passes one by mistake logs "[redacted]".
+const SECRET_KEYS = ["password", "token", "accessToken", "refreshToken", "secret", "authorization", "cookie", "leaseToken", "credential"];
+
+export function createLogger(options: LogOptions = {}): Logger {
+  // No transport: pino's transports run in worker threads, which a `bun build --compile` executable
+  // does not carry. A synchronous destination also keeps the last lines before a crash.
+  const out = options.sink ?? pino.destination({ dest: 2, sync: true });
+  const sink = options.format === "pretty" ? prettySink(out) : out;
+  const logger = pino(
+    {
+      level: options.level ?? "info",
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: { paths: SECRET_KEYS.flatMap((k) => [k, `*.${k}`]), censor: "[redacted]" },
+    },
+    sink as pino.DestinationStream,
+  );
   return {
-    info: (m, f) => line("info", m, f),
-    warn: (m, f) => line("warn", m, f),
-    error: (m, f) => line("error", m, f),
+    info: (m, f) => logger.info(f ?? {}, m),
+    warn: (m, f) => logger.warn(f ?? {}, m),
+    error: (m, f) => logger.error(f ?? {}, m),
   };
 }
 
@@ -36,4 +64,34 @@ export function withoutRepeats(log: Logger, intervalMs = 60_000, now: () => numb
     log[level](message, entry?.skipped ? { ...fields, repeated: entry.skipped } : fields);
   };
   return { info: (m, f) => log.info(m, f), warn: limited("warn"), error: limited("error") };
+}
+
+const BASE_KEYS = new Set(["level", "time", "msg", "pid", "hostname"]);
+
+/** Turns pino's JSON lines into `time level message key=value ...` for a person. */
+function prettySink(out: LogSink): LogSink {
+  return {
+    write(line: string) {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        out.write(line);
+        return;
+      }
+      const fields = Object.entries(entry)
+        .filter(([k]) => !BASE_KEYS.has(k))
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+      out.write([entry.time, String(entry.level).toUpperCase().padEnd(5), entry.msg, ...fields].join(" ") + "\n");
+    },
+  };
+}
+
+/** AO_LOG_LEVEL and AO_LOG_FORMAT, checked (a typo must not silently hide every line). */
+export function logSettingsFromEnv(env: Record<string, string | undefined> = process.env): { level: LogLevel; format: LogFormat } {
+  const level = (env.AO_LOG_LEVEL || "info").toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new Error(`AO_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got ${env.AO_LOG_LEVEL}`);
+  const format = (env.AO_LOG_FORMAT || "json").toLowerCase();
+  if (format !== "json" && format !== "pretty") throw new Error(`AO_LOG_FORMAT must be json or pretty, got ${env.AO_LOG_FORMAT}`);
+  return { level: level as LogLevel, format };
 }

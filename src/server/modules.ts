@@ -10,5 +10,6 @@ import workers from "../modules/workers";
 import integrations from "../modules/integrations";
 import web from "../modules/web";
 import backup from "../modules/backup";
+import metrics from "../modules/metrics";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, web];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, metrics, web];

@@ -10,6 +10,8 @@ import { createApp, type App } from "./app";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
 import { createLogger, withoutRepeats } from "./log";
+import { createMetrics } from "./metrics";
+import { observeRequests } from "./observe";
 import { Sockets, type SocketData } from "./sockets";
 import { pathOf } from "./limits";
 import { AddressGate } from "./connections";
@@ -47,7 +49,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;
-  const log = withoutRepeats(logger ?? createLogger());
+  const log = withoutRepeats(logger ?? createLogger(config.log));
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
@@ -58,6 +60,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     hub: { publish: (topic, message) => void server?.publish(topic, message) },
     sockets: new Sockets(log),
     log,
+    metrics: createMetrics(),
     events: new CoreEvents((name, error) => log.error(`listener of ${name} failed`, { error: String((error as Error)?.stack ?? error) })),
     taskHooks: [],
     onClose: [],
@@ -77,6 +80,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   app.compile();
   const sockets = core.sockets;
   const gate = new AddressGate(config.connections.perAddress);
+  const handle = observeRequests(core, (request) => app.fetch(request));
   server = Bun.serve<SocketData>({
     port: config.port,
     hostname: config.host,
@@ -99,7 +103,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
           upgraded = refused === undefined;
           return refused;
         }
-        return await app.fetch(routable(request));
+        return await handle(routable(request));
       } finally {
         // An open WebSocket stays counted until it closes.
         if (!upgraded) gate.leave(address);

@@ -15,7 +15,8 @@ let tmp: string;
 let ao: string;
 
 // The child sees no AO_* variables of ours, so only what a test passes configures it.
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_")));
+// These scenarios read the log's lines as a person would (pretty); test/e2e/observe.test.ts reads the JSON.
+const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_LOG_FORMAT: "pretty" };
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "ao-binary-"));

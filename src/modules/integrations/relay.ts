@@ -316,6 +316,7 @@ export class Relay {
         return;
       case "succeeded":
         this.core.sqlite.transaction(() => write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs)).immediate();
+        this.core.metrics.callbacks.inc({ outcome: "delivered" });
         return;
       case "failed":
         this.core.sqlite
@@ -328,6 +329,7 @@ export class Relay {
             }
           })
           .immediate();
+        this.core.metrics.callbacks.inc({ outcome: "failed" });
         return;
       case "retry": {
         const delays = this.core.config.callbacks.retryDelaysMs;
@@ -335,11 +337,13 @@ export class Relay {
         if (tried > delays.length) {
           const error = `${outcome.error ?? "failed"}; gave up after ${tried} tries`;
           this.core.sqlite.transaction(() => write("failed", outcome.code, error, outcome.latencyMs, null, nowMs)).immediate();
+          this.core.metrics.callbacks.inc({ outcome: "failed" });
           return;
         }
         // ±20% jitter spreads retries of many callbacks that failed together.
         const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
         this.core.sqlite.transaction(() => write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay))).immediate();
+        this.core.metrics.callbacks.inc({ outcome: "retrying" });
         return;
       }
     }

@@ -208,6 +208,7 @@ export class Dispatcher {
       this.dropOffer(offer);
       return false;
     }
+    this.core.metrics.offers.inc();
     return true;
   }
 

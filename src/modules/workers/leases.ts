@@ -79,6 +79,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
       return { patch, events: [{ type: "status", actor: workerActor(worker), data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
     dispatcher.storageWorks();
+    core.metrics.claims.inc();
     const t = change.after;
     return {
       attempt: t.attempt,

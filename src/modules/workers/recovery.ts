@@ -45,6 +45,7 @@ export function loseAttempts(core: Core, workerId: string, reason: string, taskI
     .transaction(() => ids.map((id) => txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason))))
     .immediate()
     .filter((c) => c.events.length > 0);
+  core.metrics.attemptsLost.inc(changes.length);
   publishChanges(core, changes);
   return changes;
 }
