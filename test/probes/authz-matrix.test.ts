@@ -36,22 +36,22 @@ const NEEDS: [string, RegExp, Need][] = [
   ["*", /^\/api\/v1\/orgs\/\{orgId\}\/(members|integrations|plugins)/, org("settings.manage")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/projects$/, org("project.create")],
   ["DELETE", /^\/api\/v1\/orgs\/\{orgId\}\/projects\/\{projectId\}$/, org("project.delete")],
-  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/projects\/\{projectId\}\/readiness$/, org("member")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}\/projects\//, org("project.update")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/tasks$/, org("task.create")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/tasks\/\{taskId\}\/apply-plan$/, org("task.create")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/tasks\//, org("task.control")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/workers\/\{workerId\}\/approve$/, org("worker.approve")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}\/workers\//, org("worker.manage")],
-  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\//, org("member")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\/accept$/, org("project.create")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\/dismiss$/, org("project.update")],
 ];
 
 /**
- * Writes the routes let any member make today, viewers included (SPEC §3 does not name these
- * permissions; accepting a discovered repository creates a project, which may deserve
- * project.create). A new write open to viewers must be added here on purpose.
+ * Writes the routes let any member make, viewers included. None today: accepting a discovered
+ * repository needs project.create, dismissing one and running readiness project.update. A new
+ * write open to viewers must be added here on purpose.
  */
-const VIEWER_WRITES = new Set(["POST /api/v1/orgs/{orgId}/projects/{projectId}/readiness", "POST /api/v1/orgs/{orgId}/discovered/accept", "POST /api/v1/orgs/{orgId}/discovered/dismiss"]);
+const VIEWER_WRITES = new Set<string>();
 
 /** Where a route asks more than its row: pairing a worker into org A (named in the body) needs more than a viewer. */
 const OVERRIDES: Record<string, Partial<Record<Caller, Expect>>> = {

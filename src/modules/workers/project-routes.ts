@@ -59,7 +59,7 @@ export default (core: Core) =>
       "/orgs/:orgId/projects/:projectId/readiness",
       ({ orgId, params, body, actor, status }) => status(202, requestReadiness(core, orgId, params.projectId, body?.workerId, actor)),
       {
-        permission: "member",
+        permission: "project.update",
         params: ProjectParams,
         body: t.Optional(ReadinessBody),
         parse: [parseOptionalJson, "json"],
@@ -89,7 +89,7 @@ export default (core: Core) =>
       },
     })
     .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscoveredSafely(core, orgId, body.ids, body.projectId), {
-      permission: "member",
+      permission: "project.create",
       body: AcceptBody,
       response: { 200: t.Object({ projects: t.Array(Project) }), ...errors, 409: ErrorBody },
       detail: {
@@ -99,7 +99,7 @@ export default (core: Core) =>
       },
     })
     .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => dismissDiscovered(core, orgId, body.ids), {
-      permission: "member",
+      permission: "project.update",
       body: DismissBody,
       response: { 200: t.Object({ dismissed: t.Array(t.String()) }), ...errors, 409: ErrorBody },
       detail: { summary: "Dismiss discovered repositories for good (not shown again, even when reported again)", tags },
