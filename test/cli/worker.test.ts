@@ -65,7 +65,7 @@ describe("ao task create --wait with a real worker", () => {
     expect(r.code).toBe(0);
     const id = r.stdout.match(/^Created task (tsk_\w+): build$/m)![1];
     expect(r.stdout).toMatch(new RegExp(`^#\\d+ \\d\\d:\\d\\d:\\d\\d log building ${id}$`, "m"));
-    expect(r.stdout).toMatch(/ status queued -> running\n/);
+    expect(r.stdout).toMatch(/ status queued -> running by worker w\n/);
     expect(r.stdout).toEndWith(`task ${id} completed: built it\n`);
   }, 30_000);
 
@@ -79,9 +79,9 @@ describe("ao task create --wait with a real worker", () => {
     expect(answered).toMatchObject({ code: 0, stdout: `input: task ${id} is now running\n` });
     const followed = await runCli(["task", "events", id, "--follow"], env);
     expect(followed.code).toBe(0);
-    expect(followed.stdout).toMatch(/ action input by user usr_\w+ \(input: blue\)\n/);
+    expect(followed.stdout).toMatch(/ action input by Admin \(input: blue\)\n/);
     expect(followed.stdout).toMatch(/ log got blue\n/);
-    expect(followed.stdout).toMatch(/ -> completed\n$/);
+    expect(followed.stdout).toMatch(/ -> completed by worker w: colour=blue\n$/);
     const shown = JSON.parse((await runCli(["task", "show", id, "--json"], env)).stdout);
     expect(shown).toMatchObject({ status: "completed", summary: "colour=blue" });
   }, 30_000);

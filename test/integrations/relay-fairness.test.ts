@@ -21,7 +21,8 @@ afterAll(async () => {
 
 /** Creates a task through the integration's hook and completes it: one callback each. */
 async function completeVia(integration: { id: string; secret: string }) {
-  const body = JSON.stringify({ title: "Ship it", prompt: "x" });
+  // A body of its own each time: the same signed request twice is a replay (one task).
+  const body = JSON.stringify({ title: "Ship it", prompt: `x ${crypto.randomUUID()}` });
   const r = await deliver(s, integration.id, body, { "x-svc-signature": svcSignature(integration.secret, body), "x-svc-delivery": crypto.randomUUID() });
   expect(r.status).toBe(201);
   putInState(s, r.body.taskId, "running");
