@@ -52,6 +52,23 @@ describeBrowser("web: tasks list", () => {
       (want) => JSON.stringify([...(globalThis as any).document.querySelectorAll("#tasks-rows tr")].map((tr) => tr.getAttribute("data-id"))) === want,
       JSON.stringify(ids),
     );
+  /** Waits until no first page is being fetched (the rows say aria-busy meanwhile). */
+  const idle = (page: Page) => page.locator("#tasks-rows:not([aria-busy])").waitFor({ state: "attached" });
+  /**
+   * Lets the test hold the answers of the page's API calls whose address contains `window.__hold`: each waits in `window.__held` until the test calls it.
+   */
+  const holdResponses = (page: Page) =>
+    page.addInitScript(`(() => {
+      const native = window.fetch;
+      window.__held = [];
+      window.__hold = null;
+      window.fetch = (input, init) => {
+        const url = typeof input === "string" ? input : input.url;
+        const hold = window.__hold !== null && url.includes(window.__hold);
+        const answer = native(input, init);
+        return hold ? answer.then((res) => new Promise((resolve) => window.__held.push(() => resolve(res)))) : answer;
+      };
+    })()`);
   const address = (page: Page) => new URL(page.url()).searchParams;
   let filter: (label: string) => ReturnType<Page["getByLabel"]>;
 
@@ -139,6 +156,29 @@ describeBrowser("web: tasks list", () => {
       await rowsAre(page, [meanwhile.id, before.id]);
       await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("a task made while the first page is being fetched again stays shown when that older answer arrives", async () => {
+    const { org, as, projects } = await freshOrg(["race"]);
+    const before = await makeTask(s, as, projects[0]!.id, { title: "Before" });
+    await usePage(browser, async ({ page, problems }) => {
+      await trackSockets(page);
+      await holdResponses(page);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, [before.id]);
+      await idle(page);
+      // The answer to the first page asked after the next subscription is held in the page until
+      // the task below is made and its update has arrived over the socket.
+      await page.evaluate(`window.__hold = "/tasks?limit="`);
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.waitForFunction(() => (globalThis as any).__held.length === 1);
+      const during = await makeTask(s, as, projects[0]!.id, { title: "During the fetch" });
+      await rowsAre(page, [during.id, before.id]);
+      await page.evaluate("window.__hold = null; window.__held.shift()()");
+      await idle(page);
+      await expect(rowIds(page)).resolves.toEqual([during.id, before.id]);
       expect(problems).toEqual([]);
     });
   }, 45_000);
