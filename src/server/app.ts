@@ -6,6 +6,7 @@ import { ApiError, errorResponse, fieldError, invalid, payloadTooLarge } from ".
 import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
+import { isApiPath, notFoundPage } from "../web";
 import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
 /** The API reference page's script, embedded in the executable (see docs/README.md). */
@@ -25,7 +26,11 @@ export function createApp(core: Core) {
       if (code === "PARSE" && (error as Error).cause instanceof ApiError) return errorResponse((error as Error).cause as ApiError);
       if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError, request));
       if (code === "PARSE") return errorResponse(invalid("the body is not valid JSON"));
-      if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
+      if (code === "NOT_FOUND") {
+        // A person who follows a wrong link gets a page; a program calling the API gets its JSON error.
+        if (!isApiPath(new URL(request.url).pathname)) return notFoundPage(request);
+        return errorResponse(new ApiError(404, "not_found", "no such route"));
+      }
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
