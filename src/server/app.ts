@@ -7,12 +7,7 @@ import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 import { isApiPath, notFoundPage } from "../web";
-import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
-
-/** The API reference page's script, embedded in the executable (see docs/README.md). */
-const SCALAR_VERSION = "1.72.1";
-const SCALAR_SCRIPT_PATH = `/api/v1/docs/scalar.js?v=${SCALAR_VERSION}`;
-const SCALAR_HEADERS = { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" };
+import { docsModule } from "./docs";
 
 /** Routes that take large raw bodies; they enforce their own limit. */
 const RAW_UPLOAD = /\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\//;
@@ -57,9 +52,8 @@ export function createApp(core: Core) {
       openapi({
         path: "/api/v1/docs",
         specPath: "/api/v1/openapi.json",
-        // The page's script comes from this server (an absolute spec URL: the plugin's relative
-        // one resolves under /api/v1/docs/ and the page then shows "could not be loaded").
-        scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
+        // The reference page is docsModule's, with its own security policy.
+        provider: null,
         documentation: {
           info: { title: "ao API", version: VERSION, description: "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}." },
           components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
@@ -67,7 +61,7 @@ export function createApp(core: Core) {
         },
       }),
     )
-    .get("/api/v1/docs/scalar.js", () => new Response(Bun.file(scalarScript), { headers: SCALAR_HEADERS }), { detail: { hide: true } })
+    .use(docsModule("ao API"))
     .use(healthModule());
   for (const mod of MODULES) app = app.use(mod(core)) as unknown as typeof app;
   return app;
