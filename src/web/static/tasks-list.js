@@ -83,7 +83,7 @@ export class TaskList {
     $("tasks-rows").setAttribute("aria-busy", "true");
     this.loading = (async () => {
       try {
-        const { page, heard } = await this.fetch(null);
+        const { page, heard } = await this.fetchPage(null);
         if (generation !== this.generation || this.ended) return;
         this.tasks = page.items;
         this.cursor = page.nextCursor;
@@ -105,7 +105,7 @@ export class TaskList {
       const generation = this.generation;
       if (!this.cursor) return;
       try {
-        const { page, heard } = await this.fetch(this.cursor);
+        const { page, heard } = await this.fetchPage(this.cursor);
         if (generation !== this.generation || this.ended) return;
         const shown = new Set(this.tasks.map((t) => t.id));
         this.tasks.push(...page.items.filter((/** @type {Task} */ t) => !shown.has(t.id)));
@@ -125,7 +125,7 @@ export class TaskList {
    * @param {string | null} cursor
    * @returns {Promise<{ page: { items: Task[], nextCursor: string | null }, heard: Task[] }>}
    */
-  async fetch(cursor) {
+  async fetchPage(cursor) {
     /** @type {Task[]} */
     const heard = [];
     this.heard.add(heard);
