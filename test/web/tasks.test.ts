@@ -183,6 +183,32 @@ describeBrowser("web: tasks list", () => {
     });
   }, 45_000);
 
+  test("a task changed while Load more is being answered shows its change when that page arrives", async () => {
+    const { org, as, projects } = await freshOrg(["more"]);
+    for (let i = 0; i < 52; i++) await makeTask(s, as, projects[0]!.id, { title: `Task ${i}` });
+    const all = await listed(as);
+    await usePage(browser, async ({ page, problems }) => {
+      await trackSockets(page);
+      await holdResponses(page);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, all.slice(0, 50).map((t) => t.id));
+      await idle(page);
+      await page.evaluate(`window.__hold = "cursor="`);
+      await page.getByRole("button", { name: "Load more" }).click();
+      await page.waitForFunction(() => (globalThis as any).__held.length === 1);
+      // The task is on the page being answered, not yet shown: its update has no row to change.
+      const changed = all[51]!.id;
+      await page.evaluate(`window.__sockets.at(-1).addEventListener("message", (e) => { if (e.data.includes(${JSON.stringify(changed)}) && e.data.includes('"running"')) window.__arrived = true; })`);
+      await putInState(s, changed, "running");
+      // This listener runs after the page's own: the page has had the update.
+      await page.waitForFunction(() => (globalThis as any).__arrived === true);
+      await page.evaluate("window.__hold = null; window.__held.shift()()");
+      await rowsAre(page, all.map((t) => t.id));
+      await expect(page.locator(`#tasks-rows tr[data-id='${changed}'] .status`).textContent()).resolves.toBe("running");
+      expect(problems).toEqual([]);
+    });
+  }, 60_000);
+
   test("New task: a task and a review (base and head) are created and open on their page", async () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);
     await usePage(browser, async ({ page, problems }) => {
