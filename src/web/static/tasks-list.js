@@ -33,8 +33,7 @@ export class TaskList {
     this.rows = new Map();
     /** @type {LiveTask | null} */
     this.live = null;
-    /** What the socket brought during each fetch under way, applied again over its answer. */
-    /** @type {Set<Task[]>} */
+    /** @type {Set<Task[]>} what the socket brought during each fetch under way, applied again over its answer */
     this.heard = new Set();
     this.ended = false;
   }
