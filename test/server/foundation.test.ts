@@ -70,11 +70,11 @@ describe("foundation", () => {
     expect(page.headers.get("content-type")).toStartWith("text/html");
     const html = await page.text();
     const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => m[1]);
-    expect(scripts).toEqual([expect.stringMatching(/^\/api\/v1\/docs\/scalar\.js\?v=/)]);
+    expect(scripts).toEqual(["/api/v1/docs/setup.js", expect.stringMatching(/^\/api\/v1\/docs\/scalar\.js\?v=/)]);
     expect(html).not.toMatch(/https?:\/\/[^"' ]*\.js/);
     const config = JSON.parse(/data-configuration='([^']+)'/.exec(html)![1]);
     expect(config.url).toBe("/api/v1/openapi.json");
-    const script = await fetch(s.url + scripts[0]);
+    const script = await fetch(s.url + scripts[1]);
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toStartWith("text/javascript");
     expect(script.headers.get("cache-control")).toContain("immutable");

@@ -52,6 +52,23 @@ describeBrowser("web: tasks list", () => {
       (want) => JSON.stringify([...(globalThis as any).document.querySelectorAll("#tasks-rows tr")].map((tr) => tr.getAttribute("data-id"))) === want,
       JSON.stringify(ids),
     );
+  /** Waits until no first page is being fetched (the rows say aria-busy meanwhile). */
+  const idle = (page: Page) => page.locator("#tasks-rows:not([aria-busy])").waitFor({ state: "attached" });
+  /**
+   * Lets the test hold the answers of the page's API calls whose address contains `window.__hold`: each waits in `window.__held` until the test calls it.
+   */
+  const holdResponses = (page: Page) =>
+    page.addInitScript(`(() => {
+      const native = window.fetch;
+      window.__held = [];
+      window.__hold = null;
+      window.fetch = (input, init) => {
+        const url = typeof input === "string" ? input : input.url;
+        const hold = window.__hold !== null && url.includes(window.__hold);
+        const answer = native(input, init);
+        return hold ? answer.then((res) => new Promise((resolve) => window.__held.push(() => resolve(res)))) : answer;
+      };
+    })()`);
   const address = (page: Page) => new URL(page.url()).searchParams;
   let filter: (label: string) => ReturnType<Page["getByLabel"]>;
 
@@ -142,6 +159,55 @@ describeBrowser("web: tasks list", () => {
       expect(problems).toEqual([]);
     });
   }, 45_000);
+
+  test("a task made while the first page is being fetched again stays shown when that older answer arrives", async () => {
+    const { org, as, projects } = await freshOrg(["race"]);
+    const before = await makeTask(s, as, projects[0]!.id, { title: "Before" });
+    await usePage(browser, async ({ page, problems }) => {
+      await trackSockets(page);
+      await holdResponses(page);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, [before.id]);
+      await idle(page);
+      // The answer to the first page asked after the next subscription is held in the page until
+      // the task below is made and its update has arrived over the socket.
+      await page.evaluate(`window.__hold = "/tasks?limit="`);
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.waitForFunction(() => (globalThis as any).__held.length === 1);
+      const during = await makeTask(s, as, projects[0]!.id, { title: "During the fetch" });
+      await rowsAre(page, [during.id, before.id]);
+      await page.evaluate("window.__hold = null; window.__held.shift()()");
+      await idle(page);
+      await expect(rowIds(page)).resolves.toEqual([during.id, before.id]);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
+  test("a task changed while Load more is being answered shows its change when that page arrives", async () => {
+    const { org, as, projects } = await freshOrg(["more"]);
+    for (let i = 0; i < 52; i++) await makeTask(s, as, projects[0]!.id, { title: `Task ${i}` });
+    const all = await listed(as);
+    await usePage(browser, async ({ page, problems }) => {
+      await trackSockets(page);
+      await holdResponses(page);
+      await openList(page, `?org=${org.id}`);
+      await rowsAre(page, all.slice(0, 50).map((t) => t.id));
+      await idle(page);
+      await page.evaluate(`window.__hold = "cursor="`);
+      await page.getByRole("button", { name: "Load more" }).click();
+      await page.waitForFunction(() => (globalThis as any).__held.length === 1);
+      // The task is on the page being answered, not yet shown: its update has no row to change.
+      const changed = all[51]!.id;
+      await page.evaluate(`window.__sockets.at(-1).addEventListener("message", (e) => { if (e.data.includes(${JSON.stringify(changed)}) && e.data.includes('"running"')) window.__arrived = true; })`);
+      await putInState(s, changed, "running");
+      // This listener runs after the page's own: the page has had the update.
+      await page.waitForFunction(() => (globalThis as any).__arrived === true);
+      await page.evaluate("window.__hold = null; window.__held.shift()()");
+      await rowsAre(page, all.map((t) => t.id));
+      await expect(page.locator(`#tasks-rows tr[data-id='${changed}'] .status`).textContent()).resolves.toBe("running");
+      expect(problems).toEqual([]);
+    });
+  }, 60_000);
 
   test("New task: a task and a review (base and head) are created and open on their page", async () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);

@@ -2,8 +2,7 @@
 // only the public API; they are kept out of the OpenAPI document.
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
-import { notFound } from "../../server/errors";
-import { assetResponse, pageResponse } from "../../web";
+import { assetResponse, notFoundPage, pageResponse } from "../../web";
 
 const hidden = { detail: { hide: true } };
 
@@ -22,9 +21,7 @@ export default (core: Core) =>
     .get(
       "/assets/:name",
       ({ params, request }) => {
-        const res = assetResponse(params.name, request);
-        if (!res) throw notFound("asset");
-        return res;
+        return assetResponse(params.name, request) ?? notFoundPage(request);
       },
       { params: t.Object({ name: t.String({ maxLength: 100 }) }), ...hidden },
     );

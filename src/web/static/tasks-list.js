@@ -33,6 +33,8 @@ export class TaskList {
     this.rows = new Map();
     /** @type {LiveTask | null} */
     this.live = null;
+    /** @type {Set<Task[]>} what the socket brought during each fetch under way, applied again over its answer */
+    this.heard = new Set();
     this.ended = false;
   }
 
@@ -77,16 +79,20 @@ export class TaskList {
   /** The first page, replacing what is shown. */
   reload() {
     const generation = ++this.generation;
+    $("tasks-rows").setAttribute("aria-busy", "true");
     this.loading = (async () => {
       try {
-        const page = await api("GET", this.path(null));
+        const { page, heard } = await this.fetchPage(null);
         if (generation !== this.generation || this.ended) return;
         this.tasks = page.items;
         this.cursor = page.nextCursor;
         showError("tasks-list-error", null);
         this.render();
+        for (const task of heard) this.onTask(task);
       } catch (err) {
         if (generation === this.generation && !this.ended) showError("tasks-list-error", err);
+      } finally {
+        if (generation === this.generation && !this.ended) $("tasks-rows").removeAttribute("aria-busy");
       }
     })();
   }
@@ -98,17 +104,35 @@ export class TaskList {
       const generation = this.generation;
       if (!this.cursor) return;
       try {
-        const page = await api("GET", this.path(this.cursor));
+        const { page, heard } = await this.fetchPage(this.cursor);
         if (generation !== this.generation || this.ended) return;
         const shown = new Set(this.tasks.map((t) => t.id));
         this.tasks.push(...page.items.filter((/** @type {Task} */ t) => !shown.has(t.id)));
         this.cursor = page.nextCursor;
         showError("tasks-list-error", null);
         this.render();
+        for (const task of heard) this.onTask(task);
       } catch (err) {
         showError("tasks-list-error", err);
       }
     });
+  }
+
+  /**
+   * A page of tasks, and the updates the socket brought while it was asked for. The answer may
+   * predate them (the server read it first): they are applied again over it, or they would be lost.
+   * @param {string | null} cursor
+   * @returns {Promise<{ page: { items: Task[], nextCursor: string | null }, heard: Task[] }>}
+   */
+  async fetchPage(cursor) {
+    /** @type {Task[]} */
+    const heard = [];
+    this.heard.add(heard);
+    try {
+      return { page: await api("GET", this.path(cursor)), heard };
+    } finally {
+      this.heard.delete(heard);
+    }
   }
 
   /** @param {Task} task */
@@ -124,6 +148,7 @@ export class TaskList {
    */
   onTask(task) {
     if (task.orgId !== this.orgId) return;
+    for (const list of this.heard) list.push(task);
     const i = this.tasks.findIndex((t) => t.id === task.id);
     const fits = this.matches(task);
     if (i >= 0) {
