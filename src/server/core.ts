@@ -42,6 +42,8 @@ export interface Config {
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */
 export interface Publisher {
   publish(topic: string, message: string): void;
+  /** Whether anyone listens on the topic, so a message nobody reads is not built (names, JSON). */
+  hasSubscribers(topic: string): boolean;
 }
 
 export interface Logger {

@@ -57,7 +57,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     sqlite: db.$client,
     sealer: new Sealer(masterKey),
     jwtSecret: Buffer.from(deriveKey(masterKey, "ao access tokens v1")).toString("base64"),
-    hub: { publish: (topic, message) => void server?.publish(topic, message) },
+    hub: {
+      publish: (topic, message) => void server?.publish(topic, message),
+      hasSubscribers: (topic) => (server?.subscriberCount(topic) ?? 0) > 0,
+    },
     sockets: new Sockets(log),
     log,
     metrics: createMetrics(),

@@ -9,7 +9,7 @@ const [path, taskId] = process.argv.slice(2);
 const sqlite = new Database(path!);
 sqlite.exec("PRAGMA busy_timeout = 10000");
 // Only what an events-only change touches: the database, no hooks, nobody listening.
-const core = { sqlite, taskHooks: [], hub: { publish() {} }, events: { emit() {} } } as unknown as Core;
+const core = { sqlite, taskHooks: [], hub: { publish() {}, hasSubscribers: () => false }, events: { emit() {} } } as unknown as Core;
 let stop = false;
 void (async () => {
   for await (const _ of console) break;

@@ -5,9 +5,11 @@ import { isWellFormedToken, sha256Hex } from "../../lib/tokens";
 import { lesserRole, type Role } from "../orgs/roles";
 import { iso } from "../../lib/time";
 
+// `name` is what the caller is called as an actor (tasks/names.ts): read with the credential, so
+// a task's create answer needs no second query for its creator's name.
 export type Principal =
-  | { kind: "user"; userId: string; sessionId: string; isAdmin: boolean }
-  | { kind: "token"; userId: string; tokenId: string; orgId: string; role: Role | null };
+  | { kind: "user"; userId: string; sessionId: string; isAdmin: boolean; name: string }
+  | { kind: "token"; userId: string; tokenId: string; orgId: string; role: Role | null; name: string };
 
 export interface AccessClaims {
   sub: string;
@@ -27,6 +29,7 @@ interface TokenRow {
   expires_at: string | null;
   last_used_at: string | null;
   member_role: Role | null;
+  display_name: string;
 }
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
@@ -35,13 +38,16 @@ function prepare(core: Core) {
   const q = core.sqlite;
   return {
     token: q.query<TokenRow, [string]>(
-      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, t.last_used_at, m.role AS member_role
-         FROM api_tokens t LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
+      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, t.last_used_at, m.role AS member_role,
+              (CASE WHEN u.name <> '' THEN u.name ELSE u.email END) || ' (token ' || t.name || ')' AS display_name
+         FROM api_tokens t JOIN users u ON u.id = t.user_id
+         LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
         WHERE t.token_hash = ?`,
     ),
     touchToken: q.query<unknown, [string, string]>("UPDATE api_tokens SET last_used_at = ? WHERE id = ?"),
-    session: q.query<{ revoked_at: string | null; is_admin: number; user_id: string }, [string]>(
-      "SELECT s.revoked_at, s.user_id, u.is_admin FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?",
+    session: q.query<{ revoked_at: string | null; is_admin: number; user_id: string; display_name: string }, [string]>(
+      `SELECT s.revoked_at, s.user_id, u.is_admin, CASE WHEN u.name <> '' THEN u.name ELSE u.email END AS display_name
+         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`,
     ),
     membership: q.query<{ role: Role }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?"),
   };
@@ -68,6 +74,7 @@ export function principalFromApiToken(core: Core, value: string): Principal | nu
     tokenId: row.id,
     orgId: row.org_id,
     role: row.member_role ? lesserRole(row.role, row.member_role) : null,
+    name: row.display_name,
   };
 }
 
@@ -75,7 +82,7 @@ export function principalFromApiToken(core: Core, value: string): Principal | nu
 export function principalFromClaims(core: Core, claims: AccessClaims): Principal | null {
   const row = stmts(core).session.get(claims.sid);
   if (!row || row.revoked_at || row.user_id !== claims.sub) return null;
-  return { kind: "user", userId: claims.sub, sessionId: claims.sid, isAdmin: row.is_admin === 1 };
+  return { kind: "user", userId: claims.sub, sessionId: claims.sid, isAdmin: row.is_admin === 1, name: row.display_name };
 }
 
 /** The caller's role in an org, or null when the caller has no access to it. */

@@ -9,7 +9,7 @@ import { getTask, listEvents, listTasks } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact } from "./artifacts";
 import { toTaskRecord } from "./record";
-import { resolveNames, taskRefs } from "./names";
+import { knownNames } from "./names";
 import {
   ActionBody,
   AppliedPlan,
@@ -44,9 +44,10 @@ export default (core: Core) =>
     .use(authPlugin(core))
     .post(
       "/orgs/:orgId/tasks",
-      async ({ body, orgId, actor, status }) => {
+      async ({ body, orgId, actor, principal, status }) => {
         const change = await createTaskBatched(core, orgId, { ...body, createdBy: actor });
-        return status(201, toTaskRecord(change.after, [], resolveNames(core, taskRefs(change.after))));
+        // A new task's only named ref is its creator, the caller.
+        return status(201, toTaskRecord(change.after, [], knownNames([[actor, principal.name]])));
       },
       {
         permission: "task.create",

@@ -43,6 +43,9 @@ function statement(core: Core, type: string, single: boolean) {
   return q;
 }
 
+/** Names already known (the caller's own, read with its credential): no query. */
+export const knownNames = (entries: [Ref, string][]): Names => new Map(entries.map(([r, name]) => [key(r.type, r.id), name]));
+
 /** Looks up every ref's name; refs of an unknown type stay unnamed. No refs, no query. */
 export function resolveNames(core: Core, refs: Iterable<Ref | null | undefined>): Names {
   const byType = new Map<string, Set<string>>();

@@ -6,7 +6,7 @@ import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
-import { resolveNames, taskRefs } from "./names";
+import { resolveNames, taskRefs, type Names } from "./names";
 
 /** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
 export type EventActor = Actor | { type: "worker" | "integration"; id: string };
@@ -138,25 +138,33 @@ export function changeTask(core: Core, orgId: string | null, taskId: string, dec
 /** Live updates and after-commit listeners for committed changes. */
 export function publishChanges(core: Core, changes: TaskChange[]) {
   const recordChanged = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
+  // Messages are built only for changes someone is subscribed to: a CI pipeline creating tasks with
+  // no page open pays for no names and no JSON (bench/tasks-create.ts).
+  const topicsOf = (c: TaskChange) => [`org:${c.after.org_id}`, `task:${c.after.id}`];
+  const heard = new Set(changes.filter((c) => topicsOf(c).some((t) => core.hub.hasSubscribers(t))));
   // The names of every record and actor, one query per kind for the whole batch (a group commit
   // of creates); none for worker log lines (no actor, no record change).
   const names = resolveNames(
     core,
-    changes.flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
+    [...heard].flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
   );
   for (const change of changes) {
-    const { after, before, events } = change;
-    const topics = [`org:${after.org_id}`, `task:${after.id}`];
-    if (recordChanged(change)) {
-      // A new task has no artifacts yet: skip the query on the create hot path.
-      const artifacts = before === null ? [] : artifactsOf(core, after.id);
-      const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
-      for (const t of topics) core.hub.publish(t, message);
-    }
-    for (const event of events) {
-      const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event: namedEvent(event, names) });
-      for (const t of topics) core.hub.publish(t, message);
-    }
+    if (heard.has(change)) publishOne(core, change, recordChanged(change), topicsOf(change), names);
     if (recordChanged(change)) core.events.emit("task.changed", change);
+  }
+}
+
+/** The live messages of one change, to the task's org and its own topic. */
+function publishOne(core: Core, change: TaskChange, recordChanged: boolean, topics: string[], names: Names) {
+  const { after, before, events } = change;
+  if (recordChanged) {
+    // A new task has no artifacts yet: skip the query on the create hot path.
+    const artifacts = before === null ? [] : artifactsOf(core, after.id);
+    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
+    for (const t of topics) core.hub.publish(t, message);
+  }
+  for (const event of events) {
+    const message = JSON.stringify({ type: "task.event", orgId: after.org_id, taskId: after.id, event: namedEvent(event, names) });
+    for (const t of topics) core.hub.publish(t, message);
   }
 }
