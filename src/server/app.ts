@@ -16,10 +16,11 @@ export function createApp(core: Core) {
   const refusedCredential = credentialRefusal(() => app.routes);
   let app = new Elysia({ normalize: true })
     .use(requestNotes())
-    .onError(async (ctx) => {
-      const { code, error, request } = ctx;
+    // The context's fields are named: Elysia reads hooks' source to decide what every request must
+    // parse, and a whole context handed to a function would make each one parse its cookies.
+    .onError(async ({ code, error, request, route, headers, params }) => {
       // Credentials before bodies: a route's 401/403/404 wins over its body's or query's 400.
-      const refusal = await refusedCredential(ctx);
+      const refusal = await refusedCredential({ request, route, headers, params } as Parameters<typeof refusedCredential>[0]);
       if (refusal) return errorResponse(refusal);
       if (error instanceof ApiError) return errorResponse(error);
       // Errors thrown while parsing arrive wrapped in Elysia's ParseError.
