@@ -95,18 +95,9 @@ async function artifactEntry(dataDir: string, snapshot: Database, row: ArtifactR
   const { size, mtime } = await file.stat();
   const hasher = new Bun.CryptoHasher("sha256");
   async function* data() {
-    try {
-      const buf = new Uint8Array(1 << 20);
-      for (let left = size; left > 0; ) {
-        const { bytesRead } = await file.read(buf, 0, Math.min(buf.length, left));
-        if (bytesRead === 0) break;
-        left -= bytesRead;
-        const chunk = buf.slice(0, bytesRead);
-        hasher.update(chunk);
-        yield chunk;
-      }
-    } finally {
-      await file.close();
+    for await (const chunk of chunksOf(file, size)) {
+      hasher.update(chunk);
+      yield chunk;
     }
     const etag = hasher.digest("hex");
     if (etag !== row.etag || size !== row.size) {
@@ -119,20 +110,22 @@ async function artifactEntry(dataDir: string, snapshot: Database, row: ArtifactR
 async function fileEntry(path: string, name: string, mode: number): Promise<TarEntry> {
   const file = await open(path, "r");
   const { size, mtime } = await file.stat();
-  async function* data() {
-    try {
-      const buf = new Uint8Array(1 << 20);
-      for (let left = size; left > 0; ) {
-        const { bytesRead } = await file.read(buf, 0, Math.min(buf.length, left));
-        if (bytesRead === 0) break;
-        left -= bytesRead;
-        yield buf.slice(0, bytesRead);
-      }
-    } finally {
-      await file.close();
+  return { path: name, size, mode, mtime, data: chunksOf(file, size) };
+}
+
+/** The first `size` bytes of an open file in chunks of up to 1 MiB; the file is closed at the end. */
+async function* chunksOf(file: Awaited<ReturnType<typeof open>>, size: number) {
+  try {
+    const buf = new Uint8Array(1 << 20);
+    for (let left = size; left > 0; ) {
+      const { bytesRead } = await file.read(buf, 0, Math.min(buf.length, left));
+      if (bytesRead === 0) break;
+      left -= bytesRead;
+      yield buf.slice(0, bytesRead);
     }
+  } finally {
+    await file.close();
   }
-  return { path: name, size, mode, mtime, data: data() };
 }
 
 /** Where an archive path may go: the layout above and nothing else (no traversal, no extra files). */
