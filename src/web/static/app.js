@@ -170,6 +170,9 @@ async function oneTabAtATime(work) {
       return null;
     }
   };
+  // Tabs opened together would all claim in the same instant: each starts at a random moment, so
+  // the first claim has usually reached the others before they look.
+  await sleep(Math.random() * 60);
   // After 10 s (a tab closed while holding it) go ahead regardless.
   for (const giveUp = Date.now() + 10_000; Date.now() < giveUp; await sleep(40 + Math.random() * 60)) {
     const held = holder();
@@ -179,7 +182,9 @@ async function oneTabAtATime(work) {
     } catch {
       break; // storage refused (a private window, say): go ahead unlocked
     }
-    await sleep(30);
+    // Another tab's claim reaches this one through the browser's storage, which under load took
+    // longer than 30 ms (two tabs both refreshed, and the second revoked the sign-in as a reuse).
+    await sleep(150);
     if (holder()?.me === me) break;
   }
   try {
