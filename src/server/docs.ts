@@ -3,7 +3,7 @@
 // lives, so it may load nothing from elsewhere: no CDN script, no web fonts, none of Scalar's
 // cloud features (its AI agent, MCP generator, developer tools with "Deploy", telemetry).
 import { Elysia } from "elysia";
-import { SECURITY_HEADERS } from "../web";
+import { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from "../web";
 import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
 /** The vendored version (see vendor/scalar/README.md). */
@@ -30,18 +30,7 @@ const CONFIGURATION = {
  * style attributes of their own (a nonce covers only its main stylesheet). Scripts stay files of
  * this server, without eval.
  */
-export const DOCS_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+export const DOCS_POLICY = CONTENT_SECURITY_POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'") + "; font-src 'self'";
 
 const escapeAttribute = (s: string) => s.replace(/&/g, "&amp;").replace(/'/g, "&#39;").replace(/</g, "&lt;");
 
