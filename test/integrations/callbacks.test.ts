@@ -2,28 +2,20 @@
 // payload and signature (verified here with node:crypto), events, retries with a receiver that
 // fails then recovers, times out, redirects, answers 410 or Retry-After, is down; redelivery;
 // the completion webhook plugin; private targets refused at delivery time.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { hostname } from "node:os";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
-import { deliver, eventually, makeIntegration, makeProject, makeWorld, putInState, Receiver, sleep, svcSignature, type Received, type World } from "./fixtures";
+import { deliver, eventually, makeIntegration, makeProject, makeWorld, putInState, Receiver, receiversStoppedAfterEach, sleep, svcSignature, type Received, type World } from "./fixtures";
 
 let s: TestServer;
 let w: World;
-const receivers: Receiver[] = [];
-const receiver = () => {
-  const r = new Receiver();
-  receivers.push(r);
-  return r;
-};
+const receiver = receiversStoppedAfterEach();
 
 beforeAll(async () => {
   s = await startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [100, 200, 300], timeoutMs: 300 } });
   w = await makeWorld(s);
-});
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.stop()));
 });
 afterAll(() => s.stop());
 
@@ -249,8 +241,7 @@ describe("retries and failures", () => {
     expect(first.status).toBe("pending");
     expect(first.lastStatusCode).toBeNull();
     expect(first.lastError).toBeString();
-    const back = new Receiver(port);
-    receivers.push(back);
+    const back = receiver(port);
     await back.waitFor(1, 5000);
     expect(back.requests[0].headers["x-svc-delivery"]).toBe(first.id);
   });

@@ -2,7 +2,7 @@
 // then answers; GET .../deliveries/:deliveryId shows each try (when, status code or error,
 // latency) and the body, the list shows the last 5; the history is bounded to the last 20 tries;
 // the route is scoped to the org and integration and needs settings.manage like the list.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,23 +10,15 @@ import { Database } from "bun:sqlite";
 import { openDatabase } from "../../src/db";
 import { embeddedMigrations } from "../../src/db/migrations.macro";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, sleep, svcSignature, type World } from "./fixtures";
+import { deliver, eventually, makeIntegration, makeWorld, putInState, receiversStoppedAfterEach, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
 let w: World;
-const receivers: Receiver[] = [];
-const receiver = () => {
-  const r = new Receiver();
-  receivers.push(r);
-  return r;
-};
+const receiver = receiversStoppedAfterEach();
 
 beforeAll(async () => {
   s = await startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [100, 200, 300], timeoutMs: 1000 } });
   w = await makeWorld(s);
-});
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.stop()));
 });
 afterAll(() => s.stop());
 

@@ -2,7 +2,7 @@
 // here with node:crypto (independently of src/), deliveries over real HTTP, and a real callback
 // receiver on loopback whose answer each test scripts.
 import { createHmac } from "node:crypto";
-import { expect } from "bun:test";
+import { afterEach, expect } from "bun:test";
 import type { Server } from "bun";
 import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
@@ -155,3 +155,16 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 500
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A maker of receivers for a test file; each one made is stopped after the test that made it. */
+export function receiversStoppedAfterEach(): (port?: number) => Receiver {
+  const open: Receiver[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((r) => r.stop()));
+  });
+  return (port?: number) => {
+    const r = new Receiver(port);
+    open.push(r);
+    return r;
+  };
+}
