@@ -70,12 +70,13 @@ export function createLogger(options: LogOptions = {}): Logger {
  * Repeats of one warning or error (same level, message and cause) are logged once per interval:
  * a full disk made every tick and request log the same stack trace thousands of times a second.
  * The next line after a quiet interval says how many were left out (`repeated`). The cause is
- * `fields.cause` when given, else the first line of `fields.error`.
+ * `fields.cause` when given, else the request's id, else the first line of `fields.error`.
  */
 export function withoutRepeats(log: Logger, intervalMs = 60_000, now: () => number = Date.now): Logger {
   const seen = new Map<string, { at: number; skipped: number }>();
   const limited = (level: "warn" | "error") => (message: string, fields?: Record<string, unknown>) => {
-    const cause = fields?.cause ?? String(fields?.error ?? "").split("\n")[0];
+    // Each request's own line (observe.ts logs a 5xx at error level) is never a repeat of another's.
+    const cause = fields?.cause ?? fields?.requestId ?? String(fields?.error ?? "").split("\n")[0];
     const key = `${level}\u0000${message}\u0000${String(cause)}`;
     const t = now();
     const entry = seen.get(key);

@@ -31,3 +31,10 @@ test("one line per level, message and cause per interval; the next one says how 
   log.error("disk", { cause: "ENOSPC", path: "/b" });
   expect(lines.filter((l) => l[1] === "disk")).toHaveLength(1);
 });
+
+test("the lines of different requests are never repeats of each other, even at error level", () => {
+  const lines: string[] = [];
+  const log = withoutRepeats({ info: () => {}, warn: () => {}, error: (_m, f) => void lines.push(String(f?.requestId)) }, 60_000, () => 0);
+  for (const requestId of ["r1", "r2", "r3"]) log.error("request", { requestId, method: "POST", route: "/x", status: 500 });
+  expect(lines).toEqual(["r1", "r2", "r3"]);
+});
