@@ -89,7 +89,7 @@ export const TransitionRequest = T.Object({
 export type TransitionRequest = Static<typeof TransitionRequest>;
 
 /** Event types a worker may write; status and action events are the server's own. */
-export const WORKER_EVENT_TYPES = ["log", "message", "tool", "error"] as const;
+export const WORKER_EVENT_TYPES = ["log", "message", "tool", "edit", "decision", "error"] as const;
 export type WorkerEventType = (typeof WORKER_EVENT_TYPES)[number];
 
 export const WorkerEvent = T.Object({

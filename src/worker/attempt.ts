@@ -10,7 +10,8 @@ import { HttpError, type WorkerClient } from "./client";
 import { EventSink } from "./events";
 import { instructionsFor } from "./instructions";
 import { recordAgent } from "./orphans";
-import type { Agent, AgentRun } from "./agents/types";
+import { agentPolicyOf, decideTool } from "./policy";
+import type { Agent, AgentRun, Answer } from "./agents/types";
 
 export interface AttemptDeps {
   client: WorkerClient;
@@ -50,7 +51,7 @@ export class Attempt {
   private run: AgentRun | null = null;
   private stopped: "cancelled" | "stale" | null = null;
   private summary: string | undefined;
-  private answers: string[] = [];
+  private answers: Answer[] = [];
   private pausedBeforeStart = false;
   /** Transitions go out one at a time, in the order the agent asked for them. */
   private transitions: Promise<unknown> = Promise.resolve();
@@ -82,18 +83,17 @@ export class Attempt {
       case "cancel":
         return void this.stop("cancelled");
       case "input":
-        return this.answer(message.input ?? "");
+        return this.answer({ kind: "input", text: message.input ?? "" });
       case "approve":
-        return this.answer("approve");
+        return this.answer({ kind: "approve" });
       case "deny":
-        return this.answer(`deny ${message.reason ?? ""}`.trim());
+        return this.answer({ kind: "deny", reason: message.reason ?? "" });
     }
   }
 
-  private answer(line: string) {
-    const oneLine = line.replace(/\r?\n/g, " ");
-    if (this.run) this.run.answer(oneLine);
-    else this.answers.push(oneLine);
+  private answer(a: Answer) {
+    if (this.run) this.run.answer(a);
+    else this.answers.push(a);
   }
 
   private async stop(why: "cancelled" | "stale") {
@@ -166,6 +166,9 @@ export class Attempt {
         // Cut to what the server takes: a too long text would have the whole transition refused.
         summary: (text) => void (this.summary = clipText(text, MAX_SUMMARY)),
         ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message: clipText(message, MAX_NEEDS) } }),
+        decide: (call) => decideTool(agentPolicyOf(this.claim.project.policy), checkout.workdir, call),
+        // Recorded and enforced by the usage work (issue 10); until then the agent's own log line says it.
+        usage: () => {},
       });
       // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.
       recordAgent(this.runDir, this.run.pid);

@@ -1,7 +1,13 @@
 // The exec adapter (SPEC §7): runs a shell command in the task's checkout. stdout lines become log
 // events, except the ::ao:: directives; the person's answers arrive on stdin, one line each.
 import { spawnGroup } from "../process";
-import type { Agent, AgentContext, AgentRun } from "./types";
+import type { Agent, AgentContext, AgentRun, Answer } from "./types";
+
+/** An answer as the exec agent reads it on stdin: `approve`, `deny REASON` or the input text, one line. */
+export function answerLine(a: Answer): string {
+  const text = a.kind === "approve" ? "approve" : a.kind === "deny" ? `deny ${a.reason}`.trim() : a.text;
+  return text.replace(/\r?\n/g, " ");
+}
 
 const DIRECTIVE = /^::ao::(summary|needs-input|needs-approval)(?:\s+(.*))?$/;
 
@@ -66,7 +72,7 @@ export function execAgent(command: string): Agent {
         pause: () => proc.signal("SIGSTOP"),
         resume: () => proc.signal("SIGCONT"),
         cancel: (graceMs) => proc.terminate(graceMs),
-        answer: (line) => proc.write(line),
+        answer: (a) => proc.write(answerLine(a)),
       };
     },
   };

@@ -19,7 +19,7 @@ export function runJsonl(ctx: AgentContext, command: string, args: string[], map
     resume: () => proc.signal("SIGCONT"),
     cancel: (graceMs) => proc.terminate(graceMs),
     // These agents run headless: an answer becomes a log line for the record, nothing more.
-    answer: (line) => ctx.emit("log", { stream: "stdin", line }),
+    answer: (a) => ctx.emit("log", { stream: "stdin", line: a.kind === "input" ? a.text : a.kind === "deny" ? `deny ${a.reason}` : "approve" }),
   };
 }
 

@@ -2,6 +2,20 @@
 // it does through the context. The runtime owns the task's state; adapters only translate.
 import type { AgentInfo } from "../../protocol/messages";
 import type { ClaimResult, WorkerEventType } from "../../protocol/requests";
+import type { ToolCall, ToolDecision } from "../policy";
+
+/** A person's answer to what the agent asked, or a follow-up message (`input` on a running task). */
+export type Answer = { kind: "approve" } | { kind: "deny"; reason: string } | { kind: "input"; text: string };
+
+/** What an attempt has used so far, as the agent reports it: cumulative over the attempt, never a delta. */
+export interface AgentUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  model: string | null;
+}
 
 export interface AgentContext {
   claim: ClaimResult;
@@ -17,6 +31,10 @@ export interface AgentContext {
   summary(text: string): void;
   /** Asks the person (needs_input / needs_approval); the answer arrives through AgentRun.answer. */
   ask(kind: "input" | "approval", message: string): void;
+  /** The project's agent policy applied to one tool call the agent wants to make (src/worker/policy.ts). */
+  decide(call: ToolCall): ToolDecision;
+  /** Reports the attempt's usage so far (cumulative); the runtime records it and enforces budgets. */
+  usage(u: AgentUsage): void;
 }
 
 export interface AgentRun {
@@ -28,8 +46,8 @@ export interface AgentRun {
   resume(): void;
   /** Stops the agent and everything it started. */
   cancel(graceMs: number): Promise<void>;
-  /** A person's answer, one line (`approve`, `deny REASON` or the input text). */
-  answer(line: string): void;
+  /** A person's answer, or a follow-up message while the agent runs. */
+  answer(a: Answer): void;
 }
 
 export interface Agent {
