@@ -1,0 +1,86 @@
+// The agent policy as the worker applies it: project rules in the order deny, ask, allow; the
+// project's default; the built-in rules for a project without a policy.
+import { describe, expect, test } from "bun:test";
+import { Value } from "@sinclair/typebox/value";
+import { AgentPolicy } from "../../src/protocol/policy";
+import { agentPolicyOf, decideTool, type ToolCall } from "../../src/worker/policy";
+
+const workdir = "/runs/t1/work";
+const shell = (command: string): ToolCall => ({ kind: "shell", name: "Bash", subject: command });
+const edit = (path: string): ToolCall => ({ kind: "edit", name: "Edit", subject: path, path });
+
+describe("built-in rules (no policy)", () => {
+  const cases: [string, ToolCall, "allow" | "ask"][] = [
+    ["reading a file", { kind: "read", name: "Read", subject: "/etc/passwd", path: "/etc/passwd" }, "allow"],
+    ["searching", { kind: "search", name: "Grep", subject: "TODO" }, "allow"],
+    ["editing inside the checkout", edit(`${workdir}/src/a.ts`), "allow"],
+    ["editing a relative path inside", edit("src/a.ts"), "allow"],
+    ["editing outside the checkout", edit("/runs/t1/other/a.ts"), "ask"],
+    ["editing through ..", edit(`${workdir}/../escape.ts`), "ask"],
+    ["an edit without a path", { kind: "edit", name: "Edit" }, "ask"],
+    ["a shell command", shell("ls"), "ask"],
+    ["the network", { kind: "network", name: "WebFetch", subject: "https://example.com" }, "ask"],
+    ["anything else", { kind: "other", name: "mcp__thing" }, "ask"],
+  ];
+  for (const [what, call, expected] of cases) {
+    test(what, () => expect(decideTool(undefined, workdir, call)).toEqual({ decision: expected, rule: null, by: "default" }));
+  }
+});
+
+describe("project rules", () => {
+  const policy: AgentPolicy = {
+    allow: ["shell:bun test*", "shell:git status", "tool:WebSearch"],
+    ask: ["shell:git push*", "edit:*/secrets/*"],
+    deny: ["shell:rm -rf /*", "network:*internal*"],
+  };
+  test("an allowed command runs without asking", () => {
+    expect(decideTool(policy, workdir, shell("bun test test/a.test.ts"))).toEqual({ decision: "allow", rule: "shell:bun test*", by: "policy" });
+  });
+  test("a pattern without * matches the whole command only", () => {
+    expect(decideTool(policy, workdir, shell("git status --short")).decision).toBe("ask");
+    expect(decideTool(policy, workdir, shell("  git status ")).decision).toBe("allow");
+  });
+  test("deny wins over allow, ask wins over allow", () => {
+    const both: AgentPolicy = { allow: ["shell"], ask: ["shell:git push*"], deny: ["shell:curl*"] };
+    expect(decideTool(both, workdir, shell("curl http://x")).decision).toBe("deny");
+    expect(decideTool(both, workdir, shell("git push origin main")).decision).toBe("ask");
+    expect(decideTool(both, workdir, shell("make")).decision).toBe("allow");
+  });
+  test("an ask rule overrides a built-in allow", () => {
+    expect(decideTool(policy, workdir, edit(`${workdir}/config/secrets/key.pem`))).toEqual({ decision: "ask", rule: "edit:*/secrets/*", by: "policy" });
+  });
+  test("tool:NAME matches the agent's own tool name", () => {
+    expect(decideTool(policy, workdir, { kind: "network", name: "WebSearch", subject: "bun docs" }).decision).toBe("allow");
+  });
+  test("deny by pattern", () => {
+    expect(decideTool(policy, workdir, { kind: "network", name: "WebFetch", subject: "http://internal.corp/x" }).decision).toBe("deny");
+  });
+  test("regex characters in a pattern are literal", () => {
+    const p: AgentPolicy = { allow: ["shell:echo (a|b)"] };
+    expect(decideTool(p, workdir, shell("echo (a|b)")).decision).toBe("allow");
+    expect(decideTool(p, workdir, shell("echo a")).decision).toBe("ask");
+  });
+  test("calls no rule matches fall to the built-in rules, or to the project's default", () => {
+    expect(decideTool(policy, workdir, shell("make")).by).toBe("default");
+    expect(decideTool({ ...policy, default: "deny" }, workdir, { kind: "read", name: "Read", path: "/x" })).toEqual({ decision: "deny", rule: null, by: "policy" });
+    expect(decideTool({ default: "allow" }, workdir, shell("make")).decision).toBe("allow");
+  });
+});
+
+describe("the policy's shape", () => {
+  test("valid policies pass the schema", () => {
+    expect(Value.Check(AgentPolicy, { allow: ["read", "shell:bun test*", "tool:Web*"], default: "ask" })).toBe(true);
+    expect(Value.Check(AgentPolicy, {})).toBe(true);
+  });
+  test("unknown kinds, keys and defaults are refused", () => {
+    expect(Value.Check(AgentPolicy, { allow: ["sudo"] })).toBe(false);
+    expect(Value.Check(AgentPolicy, { allow: [""] })).toBe(false);
+    expect(Value.Check(AgentPolicy, { allowed: ["read"] })).toBe(false);
+    expect(Value.Check(AgentPolicy, { default: "maybe" })).toBe(false);
+  });
+  test("agentPolicyOf takes project.policy.agent or nothing", () => {
+    expect(agentPolicyOf({ agent: { allow: ["read"] } })).toEqual({ allow: ["read"] });
+    expect(agentPolicyOf({})).toBeUndefined();
+    expect(agentPolicyOf({ agent: ["read"] })).toBeUndefined();
+  });
+});
