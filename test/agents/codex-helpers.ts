@@ -27,12 +27,14 @@ export function recordingContext(opts: { workdir: string; home: string; standIn:
   const asks: Recording["asks"] = [];
   const usages: AgentUsage[] = [];
   const summaries: string[] = [];
+  const artifactsDir = join(opts.workdir, "..", "artifacts");
+  mkdirSync(artifactsDir, { recursive: true });
   const claim = { runMode: opts.runMode ?? "fresh", project: { policy: opts.policy ? { agent: opts.policy } : {} } } as unknown as ClaimResult;
   return {
     claim,
     workdir: opts.workdir,
-    artifactsDir: join(opts.workdir, "..", "artifacts"),
-    env: { ...(process.env as Record<string, string>), ...env },
+    artifactsDir,
+    env: { ...(process.env as Record<string, string>), ...env, AO_ARTIFACTS_DIR: artifactsDir },
     instructions: opts.instructions ?? "# Make the files\n\nCreate the files the task needs.",
     emit: (type, data) => void events.push({ type, data }),
     summary: (t) => void summaries.push(t),

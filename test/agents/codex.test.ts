@@ -127,6 +127,19 @@ test("the project policy allows a command and refuses another without asking any
   expect(standIn.userTexts(standIn.requests[2]).at(-1)).toContain(`The project's policy does not allow this (rule "shell:git push*")`);
 });
 
+test("commands run in Codex's sandbox: the checkout and the artifacts directory are writable, nothing else (not /tmp)", async () => {
+  standIn = startOpenAIStandIn();
+  const outside = join(tmp, `outside-${n + 1}.txt`);
+  standIn.push({ items: [{ exec: `touch ${outside} inside.txt "$AO_ARTIFACTS_DIR/report.md"` }] }, { items: [{ message: "Tried." }] });
+  const { ctx, run, workdir } = start({ standIn, policy: { allow: ["shell"] } });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(existsSync(join(workdir, "inside.txt"))).toBe(true);
+  expect(existsSync(join(ctx.artifactsDir, "report.md"))).toBe(true);
+  expect(existsSync(outside)).toBe(false);
+  const done = ctx.events.find((e) => e.type === "tool" && e.data.status !== "started")!.data;
+  expect(done.output).toContain(`touch: cannot touch '${outside}': Read-only file system`);
+});
+
 test("input while Codex works is steered into the running turn", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();

@@ -95,7 +95,10 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   async function boot() {
     await rpc.request("initialize", { clientInfo: { name: "ao", title: "ao worker", version: VERSION }, capabilities: { experimentalApi: true, requestAttestation: false } });
     rpc.notify("initialized");
-    const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", sandbox: "workspace-write" };
+    // Commands write to the checkout and to the artifacts directory, not to /tmp or $TMPDIR as
+    // Codex's workspace-write sandbox allows by default (other tasks' checkouts may live there).
+    const sandboxConfig = { writable_roots: [ctx.artifactsDir], exclude_slash_tmp: true, exclude_tmpdir_env_var: true };
+    const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", sandbox: "workspace-write", config: { sandbox_workspace_write: sandboxConfig } };
     const file = threadFile(ctx.workdir);
     let started: any = null;
     if (ctx.claim.runMode === "continue" && existsSync(file)) {
