@@ -21,7 +21,7 @@ export interface Recording extends AgentContext {
   until<T>(find: () => T | undefined | null | false, ms?: number): Promise<T>;
 }
 
-export function recordingContext(opts: { workdir: string; home: string; standIn: OpenAIStandIn; policy?: AgentPolicy; runMode?: "fresh" | "continue"; instructions?: string }): Recording {
+export function recordingContext(opts: { workdir: string; home: string; standIn: OpenAIStandIn; policy?: AgentPolicy; runMode?: "fresh" | "continue"; kind?: "task" | "plan"; instructions?: string }): Recording {
   const { env } = codexHome(opts.home, opts.standIn);
   const events: Recording["events"] = [];
   const asks: Recording["asks"] = [];
@@ -29,7 +29,7 @@ export function recordingContext(opts: { workdir: string; home: string; standIn:
   const summaries: string[] = [];
   const artifactsDir = join(opts.workdir, "..", "artifacts");
   mkdirSync(artifactsDir, { recursive: true });
-  const claim = { runMode: opts.runMode ?? "fresh", project: { policy: opts.policy ? { agent: opts.policy } : {} } } as unknown as ClaimResult;
+  const claim = { runMode: opts.runMode ?? "fresh", task: { kind: opts.kind ?? "task" }, project: { policy: opts.policy ? { agent: opts.policy } : {} } } as unknown as ClaimResult;
   return {
     claim,
     workdir: opts.workdir,

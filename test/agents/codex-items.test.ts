@@ -9,6 +9,8 @@ describe("unwrapShell", () => {
     ["bash -lc 'git push origin main'", "git push origin main"],
     ["/bin/zsh -c 'echo '\\''quoted'\\'' && ls'", "echo 'quoted' && ls"],
     ["/bin/bash -lc 'printf \"a\\nb\"'", 'printf "a\\nb"'],
+    // As Codex 0.169 quoted a command holding both kinds of quotes (recorded).
+    [`/bin/bash -lc "echo '{\\"tasks\\":[]}' > \\""'$AO_ARTIFACTS_DIR/plan.json"'`, `echo '{"tasks":[]}' > "$AO_ARTIFACTS_DIR/plan.json"`],
     ["touch plain.txt", "touch plain.txt"],
     ["/bin/bash -lc 'unterminated", "/bin/bash -lc 'unterminated"],
   ])("%s -> %s", (wrapped, command) => expect(unwrapShell(wrapped)).toBe(command));

@@ -157,6 +157,25 @@ test("input while Codex works is steered into the running turn", async () => {
   expect(ctx.summaries.at(-1)).toBe("Done, with the changelog entry too.");
 });
 
+test("a plan task runs in Codex's Plan mode: its question waits in needs_input and the answer goes back to the same call", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push(
+    { items: [{ ask: [{ id: "scope", header: "Scope", question: "Only sum.js, or the whole lib?", options: [{ label: "sum.js", description: "just the file" }, { label: "lib", description: "everything" }] }] }] },
+    { items: [{ exec: `echo '{"tasks":[{"title":"Fix sum","prompt":"only sum.js"}]}' > "$AO_ARTIFACTS_DIR/plan.json"` }] },
+    { items: [{ message: "Plan written." }] },
+  );
+  const { ctx, run } = start({ standIn, kind: "plan", policy: { allow: ["shell:echo *"] } });
+  const ask = await ctx.until(() => ctx.asks[0]);
+  expect(ask).toEqual({ kind: "input", message: "Scope: Only sum.js, or the whole lib? [sum.js | lib]" });
+  run.answer({ kind: "input", text: "only sum.js" });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(JSON.parse(standIn.toolOutput("call_ask_1_0")!)).toEqual({ answers: { scope: { answers: ["only sum.js"] } } });
+  expect(decisions(ctx)[0]).toMatchObject({ subject: `echo '{"tasks":[{"title":"Fix sum","prompt":"only sum.js"}]}' > "$AO_ARTIFACTS_DIR/plan.json"`, decision: "allow", rule: "shell:echo *" });
+  expect(JSON.parse(readFileSync(join(ctx.artifactsDir, "plan.json"), "utf8")).tasks[0].title).toBe("Fix sum");
+  // The turn ran in Plan mode (its developer instructions say so).
+  expect(JSON.stringify(standIn.requests[0].body.input)).toMatch(/plan mode/i);
+});
+
 test("pause stops the real process group, resume continues it, cancel ends it", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();

@@ -7,13 +7,46 @@ import type { AgentUsage } from "./types";
 
 type Item = { id?: string; type?: string; [k: string]: any };
 
+/** The words of a command line as sh reads them (quotes and backslashes; no expansion), or null when unterminated. */
+function shellWords(line: string): string[] | null {
+  const words: string[] = [];
+  let word: string | null = null;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) return null;
+      word = (word ?? "") + line.slice(i + 1, end);
+      i = end;
+    } else if (c === '"') {
+      word ??= "";
+      for (i++; i < line.length && line[i] !== '"'; i++) {
+        // Inside double quotes a backslash escapes only $ ` " \ and newline.
+        if (line[i] === "\\" && i + 1 < line.length && '$`"\\\n'.includes(line[i + 1])) i++;
+        word += line[i];
+      }
+      if (i >= line.length) return null;
+    } else if (c === "\\" && i + 1 < line.length) {
+      word = (word ?? "") + line[++i];
+    } else if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else {
+      word = (word ?? "") + c;
+    }
+  }
+  if (word !== null) words.push(word);
+  return words;
+}
+
 /**
- * The command a person would read: Codex runs each command as `/bin/bash -lc '…'`, and the policy's
- * `shell:` patterns are written against what is inside.
+ * The command a person would read: Codex runs each command as `/bin/bash -lc '…'` (quoted its own
+ * way), and the policy's `shell:` patterns are written against what is inside.
  */
 export function unwrapShell(command: string): string {
-  const m = /^(?:\S*\/)?(?:ba|z)?sh -l?c '((?:[^']|'\\'')*)'$/s.exec(command.trim());
-  return m ? m[1].replace(/'\\''/g, "'") : command;
+  const words = shellWords(command.trim());
+  if (words?.length === 3 && /^(?:\S*\/)?(?:ba|z)?sh$/.test(words[0]) && /^-l?c$/.test(words[1])) return words[2];
+  return command;
 }
 
 export interface FileChange {

@@ -121,7 +121,9 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   }
 
   async function startTurn(input: string) {
-    const r = await rpc.request("turn/start", { threadId, input: text(input) });
+    // A plan task runs in Codex's Plan mode, the one mode in which it may ask the person questions.
+    const mode = ctx.claim.task?.kind === "plan" && model ? { collaborationMode: { mode: "plan", settings: { model, reasoning_effort: null, developer_instructions: null } } } : {};
+    const r = await rpc.request("turn/start", { threadId, input: text(input), ...mode });
     turnId ??= r.turn?.id ?? null;
   }
 
