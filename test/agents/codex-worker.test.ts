@@ -186,3 +186,21 @@ test("pause and resume stop and continue the real codex process group; cancel en
   expect((await task(p, t.id)).status).toBe("cancelled");
   g.open();
 });
+
+test("a plan task: Codex's question waits in needs_input, the person's input answers it, and the plan it writes is applied", async () => {
+  const p = await project({ agent: { allow: ["shell:echo *"] } });
+  standIn.push(
+    { items: [{ ask: [{ id: "scope", header: "Scope", question: "Split by file or by feature?", options: [{ label: "file", description: "one task a file" }, { label: "feature", description: "one task a feature" }] }] }] },
+    { items: [{ exec: `echo '{"tasks":[{"title":"Fix sum.js","prompt":"a + b"},{"title":"Test sum.js","prompt":"add tests"}]}' > "$AO_ARTIFACTS_DIR/plan.json"` }] },
+    { items: [{ message: "Two tasks, one a file." }] },
+  );
+  const t = await createTaskApi(s, p, { title: "Plan the fix", prompt: "Plan it", kind: "plan" });
+  const waiting = await waitStatus(p, t.id, "needs_input");
+  expect(waiting.needs).toEqual({ kind: "input", message: "Scope: Split by file or by feature? [file | feature]" });
+  expect((await action(p, t.id, { action: "input", input: "by file" })).status).toBe(200);
+  const done = await waitStatus(p, t.id, "completed");
+  expect(done.plan.tasks.map((x: any) => x.title)).toEqual(["Fix sum.js", "Test sum.js"]);
+  // The answer went back as the output of Codex's own request_user_input call.
+  const asked = standIn.requests.flatMap((r) => r.body.input as any[]).find((i) => i.type === "function_call" && i.name === "request_user_input");
+  expect(JSON.parse(standIn.toolOutput(asked.call_id)!)).toEqual({ answers: { scope: { answers: ["by file"] } } });
+});
