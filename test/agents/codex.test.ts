@@ -176,6 +176,17 @@ test("a plan task runs in Codex's Plan mode: its question waits in needs_input a
   expect(JSON.stringify(standIn.requests[0].body.input)).toMatch(/plan mode/i);
 });
 
+test("a turn the model API fails: one error event with Codex's account of it, and the attempt fails", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push({ items: [], error: { status: 400, type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model." } });
+  const { ctx, run } = start({ standIn });
+  expect((await run.exited).code).not.toBe(0);
+  const errors = ctx.events.filter((e) => e.type === "error").map((e) => e.data.message);
+  // Codex words the API's error its own way; it is on the timeline once.
+  expect(errors).toEqual(["Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying."]);
+  expect(ctx.summaries).toEqual([]);
+});
+
 test("pause stops the real process group, resume continues it, cancel ends it", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();

@@ -21,6 +21,8 @@ export interface ScriptResponse {
   usage?: { input: number; cached?: number; output: number; reasoning?: number };
   /** The stream stays open (after response.created) until this resolves: a turn that is still thinking. */
   hold?: Promise<unknown>;
+  /** Answers with an API error instead of a stream (OpenAI's error body). */
+  error?: { status: number; type: string; code: string | null; message: string };
 }
 
 export interface ResponsesRequest {
@@ -142,6 +144,10 @@ export function startOpenAIStandIn(opts: { model?: string; logDir?: string } = {
         w.resolve(requests[w.n - 1]);
       }
       const response = script.shift() ?? { items: [{ message: "Done." }] };
+      if (response.error) {
+        const { status, ...error } = response.error;
+        return Response.json({ error: { ...error, param: null } }, { status, headers: { "x-request-id": `req_${n}` } });
+      }
       const { head, rest } = responseEvents(response, n, model);
       const encoder = new TextEncoder();
       const stream = new ReadableStream({

@@ -67,6 +67,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   const fileItems = new Map<string, any>();
   let baseline: CodexTokens | null = null;
   let turnStarted = false;
+  let lastError: string | null = null;
 
   const finish = (code: number) => {
     if (outcome) return;
@@ -149,7 +150,9 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         turnId = null;
         const turn = params.turn ?? {};
         if (turn.status === "failed") {
-          ctx.emit("error", { message: String(turn.error?.message ?? "the codex turn failed") });
+          const message = String(turn.error?.message ?? "the codex turn failed");
+          // Codex sends the error that failed the turn as a notification too: once on the timeline.
+          if (message !== lastError) ctx.emit("error", { message });
           return finish(1);
         }
         if (turn.status === "interrupted") return finish(1);
@@ -173,7 +176,8 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         return ctx.usage(codexUsage(minusTokens(total, baseline), model));
       }
       case "error":
-        return ctx.emit("error", { message: String(params.error?.message ?? "codex reported an error"), ...(params.willRetry ? { willRetry: true } : {}) });
+        lastError = String(params.error?.message ?? "codex reported an error");
+        return ctx.emit("error", { message: lastError, ...(params.willRetry ? { willRetry: true } : {}) });
       case "warning":
       case "configWarning":
       case "deprecationNotice":
