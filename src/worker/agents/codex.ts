@@ -63,6 +63,8 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   let pending: Pending | null = null;
   /** Follow-ups that arrived while no turn could take them: the next turn's input. */
   const followUps: string[] = [];
+  /** Steers on their way: a turn that ends meanwhile waits for their answers before the attempt ends. */
+  const steering = new Set<Promise<void>>();
   /** The fileChange items by id: an apply-patch approval names only the item. */
   const fileItems = new Map<string, any>();
   let baseline: CodexTokens | null = null;
@@ -129,15 +131,30 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   }
 
   function followUp(message: string) {
-    if (outcome) return;
+    if (outcome) return ctx.emit("log", { stream: "agent", line: "codex had finished: the message was not delivered" });
     if (!threadId) return void followUps.push(message);
     if (!turnId) return void startTurn(message).catch(fail);
     // Steered into the running turn: Codex reads it with its next model request.
-    rpc.request("turn/steer", { threadId, expectedTurnId: turnId, input: text(message) }).catch((err) => {
-      // The turn ended meanwhile: the message starts the next one.
-      if (err instanceof RpcError && !outcome) followUps.push(message);
-      else fail(err);
-    });
+    const steer = rpc
+      .request("turn/steer", { threadId, expectedTurnId: turnId, input: text(message) })
+      .then(
+        () => {},
+        (err) => {
+          // The turn ended meanwhile: the message starts the next one (the end waits for this answer).
+          if (err instanceof RpcError) followUps.push(message);
+          else fail(err);
+        },
+      )
+      .finally(() => steering.delete(steer));
+    steering.add(steer);
+  }
+
+  /** A completed turn: the next one for follow-ups that missed it, else the attempt is done. */
+  async function turnDone() {
+    while (steering.size > 0) await Promise.all([...steering]);
+    if (outcome) return;
+    if (followUps.length > 0) return void startTurn(followUps.splice(0).join("\n\n")).catch(fail);
+    finish(0);
   }
 
   function onNotification(method: string, params: any) {
@@ -156,8 +173,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
           return finish(1);
         }
         if (turn.status === "interrupted") return finish(1);
-        if (followUps.length > 0) return void startTurn(followUps.splice(0).join("\n\n")).catch(fail);
-        return finish(0);
+        return void turnDone();
       }
       case "item/started":
       case "item/completed": {
