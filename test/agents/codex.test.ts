@@ -86,6 +86,29 @@ test("deny with a reason: the command never runs and Codex reads the person's re
   expect(standIn.userTexts(next).at(-1)).toBe("The person reviewing this task denied it: keep the README, and no new files at the root");
 });
 
+test("two commands asked for at once (parallel tool calls) are put to the person one at a time", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push({ items: [{ exec: "touch one.txt" }, { exec: "touch two.txt" }] }, { items: [{ message: "One of two." }] });
+  const { ctx, run, workdir } = start({ standIn });
+  await ctx.until(() => ctx.asks[0]);
+  await Bun.sleep(500);
+  expect(ctx.asks).toHaveLength(1); // the second waits behind the first
+  expect(ctx.events.filter((e) => e.type === "tool" && e.data.status === "started")).toHaveLength(2); // both calls are waiting
+  const first = ctx.asks[0].message.includes("one.txt") ? "one.txt" : "two.txt";
+  const second = first === "one.txt" ? "two.txt" : "one.txt";
+  run.answer({ kind: "approve" });
+  const ask = await ctx.until(() => ctx.asks[1]);
+  expect(ask.message).toBe(`Codex asks to run: touch ${second}`);
+  run.answer({ kind: "deny", reason: "one file is enough" });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(existsSync(join(workdir, first))).toBe(true);
+  expect(existsSync(join(workdir, second))).toBe(false);
+  expect(decisions(ctx).filter((d) => d.by === "person").map((d) => [d.subject, d.decision])).toEqual([
+    [`touch ${first}`, "allow"],
+    [`touch ${second}`, "deny"],
+  ]);
+});
+
 test("apply_patch: an edit the policy says to ask about waits for approval, then the file exists and the timeline has the diff", async () => {
   standIn = startOpenAIStandIn();
   standIn.push(
