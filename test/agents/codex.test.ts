@@ -163,6 +163,20 @@ test("commands run in Codex's sandbox: the checkout and the artifacts directory 
   expect(done.output).toContain(`touch: cannot touch '${outside}': Read-only file system`);
 });
 
+test("a command Codex parsed as reading a file is a read: the built-in rules let it run without asking anyone", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push({ items: [{ exec: "cat README.md" }] }, { items: [{ exec: "cat README.md | sh" }] }, { items: [{ message: "It says demo." }] });
+  const { ctx, run, workdir } = start({ standIn });
+  // The second command pipes into a shell: not a read, so it asks.
+  await ctx.until(() => ctx.asks[0]);
+  expect(ctx.asks).toEqual([{ kind: "approval", message: "Codex asks to run: cat README.md | sh" }]);
+  run.answer({ kind: "deny", reason: "no" });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(decisions(ctx)[0]).toEqual({ tool: "exec_command", kind: "read", subject: join(workdir, "README.md"), decision: "allow", by: "default", rule: null });
+  expect(decisions(ctx)[1]).toMatchObject({ kind: "shell", subject: "cat README.md | sh", decision: "ask" });
+  expect(ctx.events.find((e) => e.type === "tool" && e.data.status === "completed")?.data.output).toContain("# demo");
+});
+
 test("input while Codex works is steered into the running turn", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();

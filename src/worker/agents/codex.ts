@@ -67,6 +67,8 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   const steering = new Set<Promise<void>>();
   /** The fileChange items by id: an apply-patch approval names only the item. */
   const fileItems = new Map<string, any>();
+  /** Items Codex asked about: the others it ran on its own judgement. */
+  const asked = new Set<string>();
   let baseline: CodexTokens | null = null;
   let turnStarted = false;
   let lastError: string | null = null;
@@ -179,6 +181,11 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
       case "item/completed": {
         const item = params.item ?? {};
         if (item.type === "fileChange" && item.id) fileItems.set(item.id, item);
+        // Commands Codex knows to be read-only (ls, cat, grep, git status...) run without asking:
+        // the timeline still says who let them run.
+        if (method === "item/completed" && item.type === "commandExecution" && item.source === "agent" && item.status !== "declined" && !asked.has(item.id)) {
+          ctx.emit("decision", { tool: "exec_command", kind: "shell", subject: unwrapShell(String(item.command ?? "")), decision: "allow", by: "agent", rule: "codex: known read-only command" });
+        }
         return mapCodexItem(method === "item/started" ? "started" : "completed", item, ctx.workdir, ctx);
       }
       case "thread/tokenUsage/updated": {
@@ -203,6 +210,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
 
   function onRequest(id: number | string, method: string, params: any) {
     if (method === "item/commandExecution/requestApproval" || method === "item/fileChange/requestApproval" || method === "item/tool/requestUserInput") {
+      if (params.itemId) asked.add(params.itemId);
       queue.push({ id, method, params });
       return pump();
     }
@@ -226,8 +234,9 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         return;
       }
       const { calls, what } = r.method === "item/commandExecution/requestApproval" ? commandCalls(r.params) : fileCalls(r.params);
-      const d = strictest(calls.map((c) => ctx.decide(c)));
-      const call = calls[0];
+      const decided = calls.map((call) => ({ call, d: ctx.decide(call) }));
+      const d = strictest(decided.map((x) => x.d));
+      const call = decided.find((x) => x.d === d)!.call;
       ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: d.by, rule: d.rule });
       if (d.decision === "allow") {
         rpc.respond(r.id, { decision: "accept" });
@@ -248,8 +257,20 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
       return { calls: [{ kind: "network", name: "exec_command", subject }], what: `Codex asks for network access to ${subject} (${network.protocol ?? "?"})` };
     }
     const command = unwrapShell(String(params.command ?? ""));
-    const where = params.cwd && resolve(params.cwd) !== resolve(ctx.workdir) ? ` in ${params.cwd}` : "";
-    return { calls: [{ kind: "shell", name: "exec_command", subject: command }], what: `Codex asks to run: ${command}${where}` };
+    const cwd = params.cwd ? resolve(ctx.workdir, String(params.cwd)) : ctx.workdir;
+    const where = cwd !== resolve(ctx.workdir) ? ` in ${params.cwd}` : "";
+    const what = `Codex asks to run: ${command}${where}`;
+    // A command Codex parsed as only reading or searching files (cat, ls, grep, rg...) is a read or
+    // a search of those paths, which the policy may let run; anything else is a shell command.
+    const actions: any[] = Array.isArray(params.commandActions) ? params.commandActions : [];
+    if (actions.length > 0 && actions.every((a) => a?.type === "read" || a?.type === "listFiles" || a?.type === "search")) {
+      const calls = actions.map((a): ToolCall => {
+        const path = typeof a.path === "string" && a.path ? resolve(cwd, a.path) : cwd;
+        return a.type === "read" ? { kind: "read", name: "exec_command", subject: path, path } : { kind: "search", name: "exec_command", subject: a.type === "search" && a.query ? String(a.query) : path, path };
+      });
+      return { calls, what };
+    }
+    return { calls: [{ kind: "shell", name: "exec_command", subject: command }], what };
   }
 
   function fileCalls(params: any): { calls: ToolCall[]; what: string } {
