@@ -6,12 +6,13 @@
 // Codex's own questions (request_user_input) become needs_input; `input` while it works is steered
 // into the running turn. (@openai/codex-sdk only wraps `codex exec`, which cannot ask anything.)
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { join } from "node:path";
 import { VERSION } from "../../version";
-import type { ToolCall, ToolDecision } from "../policy";
+import type { ToolCall } from "../policy";
 import { spawnGroup } from "../process";
 import { CodexRpc, RpcError } from "./codex-rpc";
-import { changedFiles, codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
+import { commandCalls, fileCalls, strictest } from "./codex-asks";
+import { codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
 import type { Agent, AgentContext, AgentRun, Answer } from "./types";
 
 /** Arguments after `codex app-server` (`--agent-args`), e.g. `-c model="gpt-5.1-codex"`. */
@@ -28,15 +29,6 @@ type Pending =
   | { kind: "input"; id: number | string; questions: { id: string }[] };
 
 const text = (t: string) => [{ type: "text", text: t, text_elements: [] }];
-
-/** The strictest of several decisions (a patch over several files). */
-function strictest(decisions: ToolDecision[]): ToolDecision {
-  for (const d of ["deny", "ask", "allow"] as const) {
-    const hit = decisions.find((x) => x.decision === d);
-    if (hit) return hit;
-  }
-  return { decision: "ask", rule: null, by: "default" };
-}
 
 export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[]): AgentRun {
   const proc = spawnGroup(binary, ["app-server", ...extraArgs], {
@@ -233,7 +225,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         ctx.ask("input", asked.join("\n") || "Codex asks for input");
         return;
       }
-      const { calls, what } = r.method === "item/commandExecution/requestApproval" ? commandCalls(r.params) : fileCalls(r.params);
+      const { calls, what } = r.method === "item/commandExecution/requestApproval" ? commandCalls(r.params, ctx.workdir) : fileCalls(r.params, ctx.workdir, fileItems.get(r.params.itemId));
       const decided = calls.map((call) => ({ call, d: ctx.decide(call) }));
       const d = strictest(decided.map((x) => x.d));
       const call = decided.find((x) => x.d === d)!.call;
@@ -248,40 +240,6 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         ctx.ask("approval", `${what}${reason}`);
       }
     }
-  }
-
-  function commandCalls(params: any): { calls: ToolCall[]; what: string } {
-    const network = params.networkApprovalContext;
-    if (network?.host) {
-      const subject = String(network.host);
-      return { calls: [{ kind: "network", name: "exec_command", subject }], what: `Codex asks for network access to ${subject} (${network.protocol ?? "?"})` };
-    }
-    const command = unwrapShell(String(params.command ?? ""));
-    const cwd = params.cwd ? resolve(ctx.workdir, String(params.cwd)) : ctx.workdir;
-    const where = cwd !== resolve(ctx.workdir) ? ` in ${params.cwd}` : "";
-    const what = `Codex asks to run: ${command}${where}`;
-    // A command Codex parsed as only reading or searching files (cat, ls, grep, rg...) is a read or
-    // a search of those paths, which the policy may let run; anything else is a shell command.
-    const actions: any[] = Array.isArray(params.commandActions) ? params.commandActions : [];
-    if (actions.length > 0 && actions.every((a) => a?.type === "read" || a?.type === "listFiles" || a?.type === "search")) {
-      const calls = actions.map((a): ToolCall => {
-        const path = typeof a.path === "string" && a.path ? resolve(cwd, a.path) : cwd;
-        return a.type === "read" ? { kind: "read", name: "exec_command", subject: path, path } : { kind: "search", name: "exec_command", subject: a.type === "search" && a.query ? String(a.query) : path, path };
-      });
-      return { calls, what };
-    }
-    return { calls: [{ kind: "shell", name: "exec_command", subject: command }], what };
-  }
-
-  function fileCalls(params: any): { calls: ToolCall[]; what: string } {
-    const item = fileItems.get(params.itemId);
-    const files = item ? changedFiles(item, ctx.workdir) : [];
-    const calls: ToolCall[] = files.map((f) => ({ kind: "edit", name: "apply_patch", subject: f.path, path: isAbsolute(f.path) ? f.path : join(ctx.workdir, f.path) }));
-    // Write access beyond the checkout for the rest of the session: an edit of that root.
-    if (typeof params.grantRoot === "string" && params.grantRoot) calls.push({ kind: "edit", name: "apply_patch", subject: params.grantRoot, path: params.grantRoot });
-    if (calls.length === 0) calls.push({ kind: "edit", name: "apply_patch" });
-    const listed = files.map((f) => `${f.path} (${f.kind})`).join(", ") || "files";
-    return { calls, what: `Codex asks to edit ${listed}${params.grantRoot ? ` and to write under ${params.grantRoot}` : ""}` };
   }
 
   /** Declines a request; the reason goes to Codex first, so its next model request reads both. */
