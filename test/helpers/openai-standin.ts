@@ -59,7 +59,9 @@ function outputItems(response: ScriptResponse, n: number) {
     if ("message" in item)
       return { id: `msg_${suffix}`, type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text: item.message, annotations: [], logprobs: [] }] };
     if ("exec" in item) {
-      const args: Record<string, unknown> = { cmd: item.exec };
+      // No login shell (its profile scripts are slow on a loaded machine) and a long wait for the
+      // command's end, so Codex reports the finished command rather than a session still running.
+      const args: Record<string, unknown> = { cmd: item.exec, login: false, yield_time_ms: 30_000 };
       // Codex takes a justification only with a request to leave the sandbox, its approval question.
       if (item.justification) Object.assign(args, { sandbox_permissions: "require_escalated", justification: item.justification });
       return { id: `fc_${suffix}`, type: "function_call", status: "completed", call_id: `call_exec_${suffix}`, name: "exec_command", arguments: JSON.stringify(args) };
