@@ -7,6 +7,8 @@ export interface GroupProcess {
   /** Resolves with the exit code (null when killed by a signal) and the signal. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   write(line: string): void;
+  /** Closes the process's stdin (an app-server ends its session at end of input). */
+  end(): void;
   signal(sig: NodeJS.Signals): void;
   /** SIGTERM to the whole group, SIGKILL after `graceMs` if anything is still alive. */
   terminate(graceMs: number): Promise<void>;
@@ -82,6 +84,9 @@ export function spawnGroup(command: string, args: string[], options: SpawnOption
     exited,
     write(line: string) {
       if (!done) child.stdin?.write(line.endsWith("\n") ? line : line + "\n");
+    },
+    end() {
+      child.stdin?.end();
     },
     signal: signalGroup,
     async terminate(graceMs: number) {

@@ -1,11 +1,10 @@
 // The agent adapters' parsers against recorded output in the tools' documented formats
-// (fixtures/: Claude Code's stream-json messages, Codex's `exec --json` thread events), and the
+// (fixtures/: Claude Code's stream-json messages), and the
 // exec adapter's directives.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mapClaudeEvent } from "../../src/worker/agents/claude";
-import { mapCodexEvent } from "../../src/worker/agents/codex";
 import { handleExecLine, programOf } from "../../src/worker/agents/exec";
 import { feedJsonLine } from "../../src/worker/agents/jsonl";
 import { artifactNameOf } from "../../src/worker/attempt";
@@ -43,37 +42,11 @@ describe("claude stream-json", () => {
   });
 });
 
-describe("codex exec --json", () => {
-  test("a turn: reasoning, commands, file changes, MCP calls, web search, plan, errors, the answer as summary", () => {
-    const { events, summaries } = replay("codex-exec.jsonl", mapCodexEvent);
-    expect(events.map((e) => e.type)).toEqual(["log", "log", "tool", "tool", "tool", "tool", "tool", "tool", "log", "error", "message", "log"]);
-    expect(events[0].data.line).toBe("codex thread 0199a213-81c0-7800-8aa1-bbab2a035a53 started");
-    expect(events[1].data).toEqual({ stream: "reasoning", line: "**Searching for README files**" });
-    expect(events[2].data).toEqual({ id: "item_1", name: "shell", input: { command: "bash -lc ls" }, status: "started" });
-    expect(events[3].data).toEqual({ id: "item_1", name: "shell", input: { command: "bash -lc ls" }, output: "AGENTS.md\nREADME.md\nsrc\n", exitCode: 0, status: "completed" });
-    expect(events[4].data).toEqual({ id: "item_3", name: "file_change", input: { changes: [{ path: "src/sum.js", kind: "update" }] }, status: "completed" });
-    expect(events[5].data).toEqual({ id: "item_4", name: "docs.search", input: { q: "sum" }, status: "started" });
-    expect(events[6].data.output).toContain("sum adds two numbers");
-    expect(events[7].data).toEqual({ id: "item_5", name: "web_search", input: { query: "javascript sum function" }, status: "completed" });
-    expect(events[8].data.line).toBe("plan:\n[x] Fix sum\n[x] Run tests");
-    expect(events[9].data).toEqual({ message: "command timed out after 60s; retrying" });
-    expect(events[10].data).toEqual({ role: "assistant", text: "Yep — there’s a `README.md` in the repository root, and sum() is fixed." });
-    expect(events[11].data.line).toBe("codex turn completed: 24763 input tokens, 122 output tokens");
-    expect(summaries).toEqual(["Yep — there’s a `README.md` in the repository root, and sum() is fixed."]);
-  });
-
-  test("a failed turn reports errors", () => {
-    const { events } = replay("codex-failed.jsonl", mapCodexEvent);
-    expect(events.filter((e) => e.type === "error").map((e) => e.data.message)).toEqual([
-      "stream disconnected before completion: error sending request",
-      "stream disconnected before completion",
-    ]);
-  });
-
+describe("JSON lines", () => {
   test("lines that are not JSON objects are kept as logs; blank lines are dropped", () => {
     const events: any[] = [];
     const out = { emit: (type: string, data: unknown) => void events.push({ type, data }), summary() {} };
-    for (const line of ["Reading prompt from stdin...", "", "[1,2]", "{broken"]) feedJsonLine(line, out, mapCodexEvent);
+    for (const line of ["Reading prompt from stdin...", "", "[1,2]", "{broken"]) feedJsonLine(line, out, mapClaudeEvent);
     expect(events).toEqual([
       { type: "log", data: { stream: "stdout", line: "Reading prompt from stdin..." } },
       { type: "log", data: { stream: "stdout", line: "[1,2]" } },

@@ -1,84 +1,289 @@
-// Codex, headless: `codex exec --json PROMPT`. Its stdout is JSON Lines of thread events
-// (thread.started, turn.started/completed/failed, item.started/updated/completed, error); items
-// are agent_message, reasoning, command_execution, file_change, mcp_tool_call, web_search,
-// todo_list and error.
-import { existsSync } from "node:fs";
+// Codex through its own control protocol: `codex app-server` (JSON-RPC over stdio, src/worker/agents/
+// codex-rpc.ts). One thread per attempt in the checkout, with approval policy "untrusted" and a
+// workspace-write sandbox, so Codex asks before running commands and applying patches. Each ask is
+// put to the project's policy (ctx.decide): allowed calls run, refused ones are declined with the
+// reason handed to Codex, the rest wait for a person (needs_approval) and go on in the same turn.
+// Codex's own questions (request_user_input) become needs_input; `input` while it works is steered
+// into the running turn. (@openai/codex-sdk only wraps `codex exec`, which cannot ask anything.)
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clip, runJsonl, type Emit } from "./jsonl";
-import type { Agent, AgentContext } from "./types";
+import { VERSION } from "../../version";
+import type { ToolCall } from "../policy";
+import { spawnGroup } from "../process";
+import { CodexRpc, RpcError } from "./codex-rpc";
+import { commandCalls, fileCalls, strictest } from "./codex-asks";
+import { codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
+import type { Agent, AgentContext, AgentRun, Answer } from "./types";
 
-type Item = { id?: string; type?: string; [k: string]: unknown };
+/** Arguments after `codex app-server` (`--agent-args`), e.g. `-c model="gpt-5.1-codex"`. */
+export const CODEX_DEFAULT_ARGS: string[] = [];
 
-function mapItem(phase: "started" | "completed", item: Item, out: Emit) {
-  const id = item.id ?? null;
-  switch (item.type) {
-    case "agent_message":
-      if (phase === "completed" && typeof item.text === "string") {
-        out.emit("message", { role: "assistant", text: item.text });
-        out.summary(item.text); // the last message of the turn is the answer
-      }
-      return;
-    case "reasoning":
-      if (phase === "completed" && typeof item.text === "string") out.emit("log", { stream: "reasoning", line: item.text });
-      return;
-    case "command_execution":
-      if (phase === "started") out.emit("tool", { id, name: "shell", input: { command: item.command }, status: "started" });
-      else out.emit("tool", { id, name: "shell", input: { command: item.command }, output: clip(item.aggregated_output), exitCode: item.exit_code ?? null, status: item.status ?? "completed" });
-      return;
-    case "file_change":
-      if (phase === "completed") out.emit("tool", { id, name: "file_change", input: { changes: item.changes }, status: item.status ?? "completed" });
-      return;
-    case "mcp_tool_call":
-      if (phase === "started") out.emit("tool", { id, name: `${item.server}.${item.tool}`, input: item.arguments ?? null, status: "started" });
-      else out.emit("tool", { id, name: `${item.server}.${item.tool}`, output: clip(item.result ?? item.error ?? null), status: item.status ?? "completed" });
-      return;
-    case "web_search":
-      if (phase === "completed") out.emit("tool", { id, name: "web_search", input: { query: item.query }, status: "completed" });
-      return;
-    case "todo_list":
-      if (phase === "completed" && Array.isArray(item.items)) {
-        const lines = (item.items as { text?: string; completed?: boolean }[]).map((t) => `${t.completed ? "[x]" : "[ ]"} ${t.text ?? ""}`);
-        out.emit("log", { stream: "agent", line: `plan:\n${lines.join("\n")}` });
-      }
-      return;
-    case "error":
-      if (phase === "completed") out.emit("error", { message: String(item.message ?? "codex reported an error") });
-      return;
-  }
+/** Where the thread of an attempt is remembered, so a retry that continues resumes it (inside .git: never committed). */
+function threadFile(workdir: string): string {
+  const git = join(workdir, ".git");
+  return existsSync(git) && statSync(git).isDirectory() ? join(git, "ao-codex-thread") : join(workdir, ".ao-codex-thread");
 }
 
-/** Maps one `codex exec --json` line to timeline events. Exported for the parser tests. */
-export function mapCodexEvent(event: Record<string, unknown>, out: Emit) {
-  switch (event.type) {
-    case "thread.started":
-      return out.emit("log", { stream: "agent", line: `codex thread ${event.thread_id ?? "?"} started` });
-    case "item.started":
-    case "item.completed":
-      if (event.item && typeof event.item === "object") mapItem(event.type === "item.started" ? "started" : "completed", event.item as Item, out);
-      return;
-    case "turn.completed": {
-      const u = (event.usage ?? {}) as Record<string, unknown>;
-      return out.emit("log", { stream: "agent", line: `codex turn completed: ${u.input_tokens ?? "?"} input tokens, ${u.output_tokens ?? "?"} output tokens` });
+type Pending =
+  | { kind: "approval"; id: number | string; call: ToolCall; what: string }
+  | { kind: "input"; id: number | string; questions: { id: string }[] };
+
+const text = (t: string) => [{ type: "text", text: t, text_elements: [] }];
+
+export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[]): AgentRun {
+  const proc = spawnGroup(binary, ["app-server", ...extraArgs], {
+    cwd: ctx.workdir,
+    env: ctx.env,
+    onStdout: (line) => rpc.feed(line),
+    // Codex's own log lines, ANSI colour kept for the web app and the CLI to render.
+    onStderr: (line) => ctx.emit("log", { stream: "stderr", line }),
+  });
+  const rpc = new CodexRpc((line) => proc.write(line), {
+    notification: (method, params) => onNotification(method, params),
+    request: (id, method, params) => onRequest(id, method, params),
+    other: (line) => ctx.emit("log", { stream: "stdout", line }),
+  });
+
+  let threadId: string | null = null;
+  let turnId: string | null = null;
+  let model: string | null = null;
+  let outcome: { code: number | null; signal: string | null } | null = null;
+  let cancelled = false;
+  let processExited = false;
+  /** Codex's requests waiting their turn: one is put to the policy or a person at a time. */
+  const queue: { id: number | string; method: string; params: any }[] = [];
+  let pending: Pending | null = null;
+  /** Follow-ups that arrived while no turn could take them: the next turn's input. */
+  const followUps: string[] = [];
+  /** Steers on their way: a turn that ends meanwhile waits for their answers before the attempt ends. */
+  const steering = new Set<Promise<void>>();
+  /** The fileChange items by id: an apply-patch approval names only the item. */
+  const fileItems = new Map<string, any>();
+  /** Items Codex asked about: the others it ran on its own judgement. */
+  const asked = new Set<string>();
+  let baseline: CodexTokens | null = null;
+  let turnStarted = false;
+  let lastError: string | null = null;
+
+  const finish = (code: number) => {
+    if (outcome) return;
+    outcome = { code, signal: null };
+    // End of input ends the app-server; one that lingers is stopped.
+    proc.end();
+    void Promise.race([proc.exited, Bun.sleep(3000)]).then(() => {
+      if (!processExited) void proc.terminate(1000);
+    });
+  };
+
+  const exited = proc.exited.then((r) => {
+    processExited = true;
+    rpc.close("codex app-server exited");
+    if (outcome) return outcome;
+    if (!cancelled) ctx.emit("error", { message: `codex app-server ${r.signal ? `was killed by ${r.signal}` : `exited with code ${r.code}`} before its turn completed` });
+    return { code: r.code === 0 ? 1 : r.code, signal: r.signal };
+  });
+
+  const fail = (err: unknown) => {
+    if (outcome || cancelled || processExited) return;
+    ctx.emit("error", { message: `codex: ${(err as Error).message}` });
+    finish(1);
+  };
+
+  async function boot() {
+    await rpc.request("initialize", { clientInfo: { name: "ao", title: "ao worker", version: VERSION }, capabilities: { experimentalApi: true, requestAttestation: false } });
+    rpc.notify("initialized");
+    // Commands write to the checkout and to the artifacts directory, not to /tmp or $TMPDIR as
+    // Codex's workspace-write sandbox allows by default (other tasks' checkouts may live there).
+    const sandboxConfig = { writable_roots: [ctx.artifactsDir], exclude_slash_tmp: true, exclude_tmpdir_env_var: true };
+    const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", sandbox: "workspace-write", config: { sandbox_workspace_write: sandboxConfig } };
+    const file = threadFile(ctx.workdir);
+    let started: any = null;
+    if (ctx.claim.runMode === "continue" && existsSync(file)) {
+      const previous = readFileSync(file, "utf8").trim();
+      try {
+        started = await rpc.request("thread/resume", { threadId: previous, ...settings, excludeTurns: true });
+        ctx.emit("log", { stream: "agent", line: `codex thread ${previous} resumed (model ${started.model})` });
+      } catch (err) {
+        ctx.emit("log", { stream: "agent", line: `codex could not resume thread ${previous} (${(err as Error).message}): starting a new one` });
+      }
     }
-    case "turn.failed":
-      return out.emit("error", { message: String((event.error as { message?: unknown } | undefined)?.message ?? "the codex turn failed") });
-    case "error":
-      return out.emit("error", { message: String(event.message ?? "codex stream error") });
+    if (!started) {
+      started = await rpc.request("thread/start", settings);
+      ctx.emit("log", { stream: "agent", line: `codex thread ${started.thread.id} started (model ${started.model})` });
+    }
+    threadId = started.thread.id as string;
+    model = started.model ?? null;
+    writeFileSync(file, threadId + "\n");
+    await startTurn(ctx.instructions);
   }
-}
 
-export const CODEX_DEFAULT_ARGS = ["--full-auto"];
+  async function startTurn(input: string) {
+    // A plan task runs in Codex's Plan mode, the one mode in which it may ask the person questions.
+    const mode = ctx.claim.task?.kind === "plan" && model ? { collaborationMode: { mode: "plan", settings: { model, reasoning_effort: null, developer_instructions: null } } } : {};
+    const r = await rpc.request("turn/start", { threadId, input: text(input), ...mode });
+    turnId ??= r.turn?.id ?? null;
+  }
+
+  function followUp(message: string) {
+    if (outcome) return ctx.emit("log", { stream: "agent", line: "codex had finished: the message was not delivered" });
+    if (!threadId) return void followUps.push(message);
+    if (!turnId) return void startTurn(message).catch(fail);
+    // Steered into the running turn: Codex reads it with its next model request.
+    const steer = rpc
+      .request("turn/steer", { threadId, expectedTurnId: turnId, input: text(message) })
+      .then(
+        () => {},
+        (err) => {
+          // The turn ended meanwhile: the message starts the next one (the end waits for this answer).
+          if (err instanceof RpcError) followUps.push(message);
+          else fail(err);
+        },
+      )
+      .finally(() => steering.delete(steer));
+    steering.add(steer);
+  }
+
+  /** A completed turn: the next one for follow-ups that missed it, else the attempt is done. */
+  async function turnDone() {
+    while (steering.size > 0) await Promise.all([...steering]);
+    if (outcome) return;
+    if (followUps.length > 0) return void startTurn(followUps.splice(0).join("\n\n")).catch(fail);
+    finish(0);
+  }
+
+  function onNotification(method: string, params: any) {
+    switch (method) {
+      case "turn/started":
+        turnId = params.turn?.id ?? turnId;
+        turnStarted = true;
+        return;
+      case "turn/completed": {
+        turnId = null;
+        const turn = params.turn ?? {};
+        if (turn.status === "failed") {
+          const message = String(turn.error?.message ?? "the codex turn failed");
+          // Codex sends the error that failed the turn as a notification too: once on the timeline.
+          if (message !== lastError) ctx.emit("error", { message });
+          return finish(1);
+        }
+        if (turn.status === "interrupted") return finish(1);
+        return void turnDone();
+      }
+      case "item/started":
+      case "item/completed": {
+        const item = params.item ?? {};
+        if (item.type === "fileChange" && item.id) fileItems.set(item.id, item);
+        // Commands Codex knows to be read-only (ls, cat, grep, git status...) run without asking:
+        // the timeline still says who let them run.
+        if (method === "item/completed" && item.type === "commandExecution" && item.source === "agent" && item.status !== "declined" && !asked.has(item.id)) {
+          ctx.emit("decision", { tool: "exec_command", kind: "shell", subject: unwrapShell(String(item.command ?? "")), decision: "allow", by: "agent", rule: "codex: known read-only command" });
+        }
+        return mapCodexItem(method === "item/started" ? "started" : "completed", item, ctx.workdir, ctx);
+      }
+      case "thread/tokenUsage/updated": {
+        const total = params.tokenUsage?.total as CodexTokens | undefined;
+        const last = params.tokenUsage?.last as CodexTokens | undefined;
+        if (!total || !last) return;
+        // A resumed thread's total counts earlier attempts too (Codex reports it on resuming, before
+        // our turn): this attempt's share is what comes after.
+        if (!turnStarted) return void (baseline = total);
+        baseline ??= minusTokens(total, last);
+        return ctx.usage(codexUsage(minusTokens(total, baseline), model));
+      }
+      case "error":
+        lastError = String(params.error?.message ?? "codex reported an error");
+        return ctx.emit("error", { message: lastError, ...(params.willRetry ? { willRetry: true } : {}) });
+      case "warning":
+      case "configWarning":
+      case "deprecationNotice":
+        return ctx.emit("log", { stream: "agent", line: `codex ${method}: ${params.message ?? params.summary ?? JSON.stringify(params)}` });
+    }
+  }
+
+  function onRequest(id: number | string, method: string, params: any) {
+    if (method === "item/commandExecution/requestApproval" || method === "item/fileChange/requestApproval" || method === "item/tool/requestUserInput") {
+      if (params.itemId) asked.add(params.itemId);
+      queue.push({ id, method, params });
+      return pump();
+    }
+    // Anything else Codex might ask (extra permissions, MCP elicitations, sign-in) is refused, not left hanging.
+    ctx.emit("log", { stream: "agent", line: `codex asked ${method}: refused (ao does not handle it)` });
+    rpc.fail(id, -32601, `ao does not handle ${method}`);
+  }
+
+  /** Puts the next waiting request to the policy, or to a person. */
+  function pump() {
+    while (!pending && queue.length > 0) {
+      const r = queue.shift()!;
+      if (r.method === "item/tool/requestUserInput") {
+        const questions = Array.isArray(r.params.questions) ? r.params.questions : [];
+        pending = { kind: "input", id: r.id, questions };
+        const asked = questions.map((q: any) => {
+          const options = Array.isArray(q.options) && q.options.length ? ` [${q.options.map((o: any) => o.label).join(" | ")}]` : "";
+          return `${q.header ? `${q.header}: ` : ""}${q.question}${options}`;
+        });
+        ctx.ask("input", asked.join("\n") || "Codex asks for input");
+        return;
+      }
+      const { calls, what } = r.method === "item/commandExecution/requestApproval" ? commandCalls(r.params, ctx.workdir) : fileCalls(r.params, ctx.workdir, fileItems.get(r.params.itemId));
+      const decided = calls.map((call) => ({ call, d: ctx.decide(call) }));
+      const d = strictest(decided.map((x) => x.d));
+      const call = decided.find((x) => x.d === d)!.call;
+      ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: d.by, rule: d.rule });
+      if (d.decision === "allow") {
+        rpc.respond(r.id, { decision: "accept" });
+      } else if (d.decision === "deny") {
+        void decline(r.id, `The project's policy does not allow this${d.rule ? ` (rule "${d.rule}")` : ""}. Do not try it another way; continue without it or explain what you need.`);
+      } else {
+        pending = { kind: "approval", id: r.id, call, what };
+        const reason = typeof r.params.reason === "string" && r.params.reason ? `\nCodex's reason: ${r.params.reason}` : "";
+        ctx.ask("approval", `${what}${reason}`);
+      }
+    }
+  }
+
+  /** Declines a request; the reason goes to Codex first, so its next model request reads both. */
+  async function decline(id: number | string, reason: string) {
+    if (reason && threadId && turnId) {
+      await rpc.request("turn/steer", { threadId, expectedTurnId: turnId, input: text(reason) }).catch(() => {});
+    }
+    rpc.respond(id, { decision: "decline" });
+  }
+
+  function answer(a: Answer) {
+    const p = pending;
+    if (p?.kind === "approval" && a.kind !== "input") {
+      pending = null;
+      ctx.emit("decision", { tool: p.call.name, kind: p.call.kind, subject: p.call.subject ?? null, decision: a.kind === "approve" ? "allow" : "deny", by: "person", rule: null, ...(a.kind === "deny" && a.reason ? { reason: a.reason } : {}) });
+      if (a.kind === "approve") rpc.respond(p.id, { decision: "accept" });
+      else void decline(p.id, a.reason ? `The person reviewing this task denied it: ${a.reason}` : "");
+      return pump();
+    }
+    if (p?.kind === "input") {
+      pending = null;
+      const reply = a.kind === "input" ? a.text : a.kind === "approve" ? "yes" : `no${a.reason ? `: ${a.reason}` : ""}`;
+      rpc.respond(p.id, { answers: Object.fromEntries(p.questions.map((q) => [q.id, { answers: [reply] }])) });
+      return pump();
+    }
+    if (a.kind === "input") return followUp(a.text);
+    ctx.emit("log", { stream: "agent", line: `${a.kind}: codex is not waiting for an answer` });
+  }
+
+  void boot().catch(fail);
+
+  return {
+    pid: proc.pid,
+    exited,
+    pause: () => proc.signal("SIGSTOP"),
+    resume: () => proc.signal("SIGCONT"),
+    cancel: (graceMs) => {
+      cancelled = true;
+      return proc.terminate(graceMs);
+    },
+    answer,
+  };
+}
 
 export function codexAgent(binary = "codex", extraArgs: string[] = CODEX_DEFAULT_ARGS): Agent {
-  return {
-    name: "codex",
-    start(ctx: AgentContext) {
-      const args = ["exec", "--json", ...extraArgs];
-      // Codex refuses to run outside a git repository unless told (a project without repositories).
-      if (!existsSync(join(ctx.workdir, ".git"))) args.push("--skip-git-repo-check");
-      if (ctx.claim.runMode === "continue") args.push("resume", "--last");
-      args.push(ctx.instructions);
-      return runJsonl(ctx, binary, args, mapCodexEvent);
-    },
-  };
+  return { name: "codex", start: (ctx) => startCodex(ctx, binary, extraArgs) };
 }
