@@ -122,7 +122,7 @@ export class Attempt {
     this.sink.push("decision", {
       kind: "budget",
       decision: "ask",
-      by: "budget",
+      by: "project budget",
       rule: "policy.budget.perTaskUsd",
       costUsd: over.costUsd,
       allowanceUsd: over.allowanceUsd,

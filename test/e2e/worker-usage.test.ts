@@ -215,7 +215,7 @@ describe("budgets", () => {
     expect(await lastTick(p, t.id)).toBe(stoppedAt);
     expect(stoppedAt).toBeLessThan(10);
     const decision = (await events(p, t.id)).find((e) => e.type === "decision");
-    expect(decision.data).toMatchObject({ kind: "budget", decision: "ask", by: "budget", costUsd: 0.06, allowanceUsd: 0.05 });
+    expect(decision.data).toMatchObject({ kind: "budget", decision: "ask", by: "project budget", costUsd: 0.06, allowanceUsd: 0.05 });
 
     // Approve: the allowance is raised by perTaskUsd, on the record, and the agent goes on.
     const approved = await action(p, t.id, { action: "approve" });

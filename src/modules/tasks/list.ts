@@ -7,9 +7,7 @@ import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
 import { artifactsOf, findTask } from "./store";
-import { usageOfTasks } from "../usage/service";
-import { budgetOf } from "../projects/policy";
-import { waitingReason } from "../workers/eligibility";
+import { decorations } from "./decorate";
 
 export interface TaskFilters {
   status?: TaskStatus;
@@ -51,7 +49,6 @@ function prepare(core: Core) {
     artifactsOfMany: q.query<ArtifactRow, [string]>(
       "SELECT task_id, name, content_type, size, created_at FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name",
     ),
-    policy: q.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
     events: q.query<EventRow, [string, number, number]>(
       "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
     ),
@@ -117,29 +114,6 @@ export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: 
   return pageFrom(probe, limit, (r) => r.id, (r) => ({ ...toTaskRecord(r, artifacts.get(r.id) ?? [], names), ...extras(r) }));
 }
 
-/**
- * What a record shows beyond its row: usage summed over attempts (one query for the page), the
- * allowance (the project's budget, one read per project), why a queued task waits (in memory).
- */
-function decorations(core: Core, rows: TaskRow[]) {
-  const usage = usageOfTasks(core, rows.map((r) => r.id));
-  const policies = new Map<string, unknown>();
-  const policyOf = (projectId: string) => {
-    if (!policies.has(projectId)) {
-      const row = stmts(core).policy.get(projectId);
-      policies.set(projectId, row ? JSON.parse(row.policy) : {});
-    }
-    return policies.get(projectId);
-  };
-  return (r: TaskRow) => {
-    const perTaskUsd = budgetOf(policyOf(r.project_id)).perTaskUsd;
-    return {
-      usage: usage.get(r.id) ?? null,
-      allowanceUsd: perTaskUsd === undefined ? null : Math.max(r.budget_usd ?? 0, perTaskUsd),
-      waitingReason: waitingReason(core, r),
-    };
-  };
-}
 
 export function getTask(core: Core, orgId: string, taskId: string): TaskRecord {
   const row = findTask(core, orgId, taskId);

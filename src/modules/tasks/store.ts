@@ -7,6 +7,7 @@ import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
+import { decorations } from "./decorate";
 
 /** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
 export type EventActor = Actor | { type: "worker" | "integration"; id: string };
@@ -171,7 +172,9 @@ function publishOne(core: Core, change: TaskChange, recordChanged: boolean, topi
   if (recordChanged) {
     // A new task has no artifacts yet: skip the query on the create hot path.
     const artifacts = before === null ? [] : artifactsOf(core, after.id);
-    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
+    // A new task has no usage yet either; a changed one shows what the readers show.
+    const extras = before === null ? {} : decorations(core, [after])(after);
+    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: { ...toTaskRecord(after, artifacts, names), ...extras } });
     for (const t of topics) core.hub.publish(t, message);
   }
   for (const event of events) {
