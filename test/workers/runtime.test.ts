@@ -92,8 +92,8 @@ describe("options", () => {
     ["an unknown agent among several", ["--server", "http://x", "--agent", "claude,gpt"], /unknown agent 'gpt'/],
     ["auto with others", ["--server", "http://x", "--agent", "auto,claude"], /auto stands alone/],
     ["no agent in the list", ["--server", "http://x", "--agent", " , "], /names no agent/],
-    ["agent args for two coding agents", ["--server", "http://x", "--agent", "claude,codex", "--agent-args", "-x"], /one coding agent/],
-    ["agent args with auto", ["--server", "http://x", "--agent", "auto", "--agent-args", "-x"], /one coding agent/],
+    ["agent args for two coding agents", ["--server", "http://x", "--agent", "claude,codex", "--agent-args=-x"], /one coding agent/],
+    ["agent args with auto", ["--server", "http://x", "--agent", "auto", "--agent-args=-x"], /one coding agent/],
     ["negative grace", ["--server", "http://x", "--kill-grace-ms", "-1"], /--kill-grace-ms/],
     ["unknown flag", ["--server", "http://x", "--frobnicate"], /frobnicate/],
   ])("refused: %s", (_name, args, message) => {
@@ -108,7 +108,7 @@ describe("options", () => {
     // Several agents, in the order of preference given (repeats dropped); auto; none named.
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "codex, claude,exec,codex", "--exec", "make"], {}).agents).toEqual(["codex", "claude", "exec"]);
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "auto"], {}).agents).toEqual(["auto"]);
-    expect(parseWorkerOptions(["--server", "http://x", "--agent", "exec,claude", "--exec", "make", "--agent-args", "-v"], {}).agentArgs).toEqual(["-v"]);
+    expect(parseWorkerOptions(["--server", "http://x", "--agent", "exec,claude", "--exec", "make", "--agent-args=-v"], {}).agentArgs).toEqual(["-v"]);
     expect(parseWorkerOptions(["--server", "http://x"], {}).agents).toBeNull();
   });
 });
