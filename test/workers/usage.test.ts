@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 
 let s: TestServer;
 let owner: Session;
@@ -168,4 +170,16 @@ describe("project policy validation", () => {
     expect(r.status).toBe(201);
     expect(r.body.policy).toEqual(policy);
   });
+});
+
+test("the README's policies are valid as written", async () => {
+  const readme = readFileSync(join(import.meta.dir, "..", "..", "README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Policies, usage and budgets"));
+  const full = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]);
+  const examples = [...section.slice(section.indexOf("Some useful policies")).matchAll(/`(\{"[^`]*\})`/g)].map((m) => ({ agent: JSON.parse(m[1]) }));
+  expect(examples).toHaveLength(3);
+  for (const policy of [full, ...examples]) {
+    const r = await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: `readme-${crypto.randomUUID().slice(0, 8)}`, policy } });
+    expect(r.status, JSON.stringify(policy)).toBe(201);
+  }
 });
