@@ -7,11 +7,14 @@ import { usageOfTasks } from "../usage/service";
 import { budgetOf } from "../projects/policy";
 import { waitingReason } from "../workers/eligibility";
 
-const statements = new WeakMap<Core, { policy: ReturnType<Core["sqlite"]["query"]> }>();
-function policyStatement(core: Core) {
+const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
+function prepare(core: Core) {
+  return { policy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?") };
+}
+function stmts(core: Core) {
   let s = statements.get(core);
-  if (!s) statements.set(core, (s = { policy: core.sqlite.query("SELECT policy FROM projects WHERE id = ?") }));
-  return s.policy as unknown as { get(id: string): { policy: string } | null };
+  if (!s) statements.set(core, (s = prepare(core)));
+  return s;
 }
 
 /** The extra fields of these rows' records: one usage query for all, one policy read per project, the rest in memory. */
@@ -20,7 +23,7 @@ export function decorations(core: Core, rows: TaskRow[]) {
   const policies = new Map<string, unknown>();
   const policyOf = (projectId: string) => {
     if (!policies.has(projectId)) {
-      const row = policyStatement(core).get(projectId);
+      const row = stmts(core).policy.get(projectId);
       policies.set(projectId, row ? JSON.parse(row.policy) : {});
     }
     return policies.get(projectId);
