@@ -31,6 +31,25 @@ async function claimed(policy: Record<string, unknown> = {}, extra: Record<strin
   return { p, w, c, task, claim: r.body, api: workerApi(s, w.credential) };
 }
 
+/** A live-updates subscriber on the task's topic that keeps every message. */
+async function subscribe(orgId: string, taskId: string, token: string) {
+  const ws = new WebSocket(s.url.replace("http", "ws") + "/api/v1/ws", { headers: { authorization: `Bearer ${token}` } } as any);
+  const got: any[] = [];
+  ws.onmessage = (e) => got.push(JSON.parse(String(e.data)));
+  await new Promise((resolve) => (ws.onopen = resolve));
+  ws.send(JSON.stringify({ type: "subscribe", orgId, taskId }));
+  const next = async (pred: (m: any) => boolean) => {
+    for (let i = 0; i < 200; i++) {
+      const m = got.find(pred);
+      if (m) return m;
+      await Bun.sleep(10);
+    }
+    throw new Error(`no such message; got ${JSON.stringify(got.map((m) => m.type))}`);
+  };
+  await next((m) => m.type === "subscribed");
+  return { ws, next };
+}
+
 const rows = (taskId: string) => s.core.sqlite.query<any, [string]>("SELECT * FROM task_usage WHERE task_id = ?").all(taskId);
 
 describe("POST /worker/tasks/:taskId/usage", () => {
@@ -98,9 +117,13 @@ describe("budget questions", () => {
     // A viewer cannot answer.
     const viewer = await addMember(s, p.session, "viewer");
     expect((await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: viewer.accessToken, body: { action: "approve" } })).status).toBe(403);
-    // Approve: running, allowance 1.0, and the worker hears approve.
+    // Approve: running, allowance 1.0, and the worker hears approve. Live updates show the record as GET does.
+    const live = await subscribe(p.orgId, task.id, p.token);
     const approved = await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "approve" } });
     expect(approved.body).toMatchObject({ status: "running", needs: null, allowanceUsd: 1 });
+    const pushed = await live.next((m) => m.type === "task.updated" && m.task.status === "running");
+    expect(pushed.task).toMatchObject({ allowanceUsd: 1, usage: { costUsd: 0.6 }, waitingReason: null });
+    live.ws.close();
     expect((await c.next("control", (m) => m.taskId === task.id)).action).toBe("approve");
     // Asked again past the new allowance; deny cancels and the worker is told to cancel, not deny.
     await api("POST", `/worker/tasks/${task.id}/usage`, { leaseToken: lease, usage: { ...USAGE, costUsd: 1.1 } });
