@@ -29,6 +29,10 @@ export const PairPoll = T.Object({ deviceCode: T.String({ minLength: 1, maxLengt
 export const PairResult = T.Object({ credential: T.String(), workerId: T.String(), orgId: T.String() });
 export type PairResult = Static<typeof PairResult>;
 
+/** The agents a task may ask for by name (task create's `agent`, `policy.preferredAgent`, `ao worker --agent`). */
+export const AGENT_NAMES = ["claude", "codex", "exec"] as const;
+export type AgentName = (typeof AGENT_NAMES)[number];
+
 export const ClaimRequest = T.Object({ offerId: T.String({ minLength: 1, maxLength: 100 }) });
 
 export const RepositoryInfo = T.Object({ id: T.String(), url: T.String(), name: T.String(), branch: T.String(), primary: T.Boolean() });
@@ -42,8 +46,20 @@ export const ClaimedTask = T.Object({
   kind: T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")]),
   priority: T.String(),
   review: T.Union([T.Object({ base: T.String(), head: T.String() }), T.Null()]),
+  /** The agent the task asked for; null or absent: the project's preferredAgent, else any the worker has. */
+  agent: T.Optional(T.Union([T.String(), T.Null()])),
 });
 export type ClaimedTask = Static<typeof ClaimedTask>;
+
+export const TaskBudget = T.Object({
+  /** policy.budget.perTaskUsd: what an approval to go on raises the allowance by. */
+  perTaskUsd: T.Number(),
+  /** What the task may cost in all (its attempts together) before a person is asked. */
+  allowanceUsd: T.Number(),
+  /** What the task's earlier attempts cost. */
+  costUsd: T.Number(),
+});
+export type TaskBudget = Static<typeof TaskBudget>;
 
 export const ClaimResult = T.Object({
   attempt: T.Integer(),
@@ -59,10 +75,16 @@ export const ClaimResult = T.Object({
     /** Primary first. */
     repositories: T.Array(RepositoryInfo),
   }),
+  /** The project's per-task budget, when it has one: the worker pauses the agent once costUsd + this attempt's cost passes allowanceUsd. */
+  budget: T.Optional(T.Union([TaskBudget, T.Null()])),
 });
 export type ClaimResult = Static<typeof ClaimResult>;
 
-export const Needs = T.Object({ message: T.String({ minLength: 1, maxLength: 10_000 }) });
+export const Needs = T.Object({
+  message: T.String({ minLength: 1, maxLength: 10_000 }),
+  /** budget (with needs_approval): the task passed its allowance; approve raises it, deny cancels the task. */
+  kind: T.Optional(T.Literal("budget")),
+});
 
 export const PlanItem = T.Object({
   title: T.String({ minLength: 1, maxLength: 200 }),
@@ -105,6 +127,24 @@ export const EventsRequest = T.Object({
 });
 export type EventsRequest = Static<typeof EventsRequest>;
 export const EventsResult = T.Object({ written: T.Integer(), duplicates: T.Integer() });
+
+/** An attempt's usage so far as its agent reports it: cumulative over the attempt, never a delta. */
+export const Usage = T.Object({
+  inputTokens: T.Integer({ minimum: 0 }),
+  outputTokens: T.Integer({ minimum: 0 }),
+  cacheReadTokens: T.Integer({ minimum: 0 }),
+  cacheWriteTokens: T.Integer({ minimum: 0 }),
+  costUsd: T.Number({ minimum: 0, maximum: 1_000_000 }),
+  model: T.Union([T.String({ maxLength: 200 }), T.Null()]),
+});
+export type Usage = Static<typeof Usage>;
+
+export const UsageReport = T.Object({ leaseToken: T.String({ minLength: 1, maxLength: 200 }), usage: Usage });
+export type UsageReport = Static<typeof UsageReport>;
+export const UsageResult = T.Object({
+  /** The task's cost so far, all attempts. */
+  costUsd: T.Number(),
+});
 
 /** Header carrying the lease on artifact uploads (the body is the file). */
 export const LEASE_HEADER = "x-ao-lease";

@@ -109,6 +109,8 @@ export interface CoreEventMap {
   "task.changed": TaskChange;
   /** A person applied an action; the worker running the task may need a control message. */
   "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
+  /** A project's policy was written: budgets and preferred agents are read afresh, the queue looked at again. */
+  "project.policyChanged": { orgId: string; projectId: string };
   /**
    * A session, API token or membership of the user was revoked, removed or changed. What holds
    * their access open (live sockets) re-checks it at once; SPEC §4: a revoked session stops at once.

@@ -11,5 +11,6 @@ import integrations from "../modules/integrations";
 import web from "../modules/web";
 import backup from "../modules/backup";
 import metrics from "../modules/metrics";
+import usage from "../modules/usage";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, metrics, web];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, metrics, usage, web];

@@ -11,7 +11,8 @@ import { EventSink } from "./events";
 import { instructionsFor } from "./instructions";
 import { recordAgent } from "./orphans";
 import { agentPolicyOf, decideTool } from "./policy";
-import type { Agent, AgentRun, Answer } from "./agents/types";
+import type { Agent, AgentRun, AgentUsage, Answer } from "./agents/types";
+import { BudgetGuard, UsageReporter, usd } from "./usage";
 
 export interface AttemptDeps {
   client: WorkerClient;
@@ -56,6 +57,9 @@ export class Attempt {
   /** Transitions go out one at a time, in the order the agent asked for them. */
   private transitions: Promise<unknown> = Promise.resolve();
   private readonly sink: EventSink;
+  private readonly usage: UsageReporter;
+  private readonly budget: BudgetGuard;
+  private lastUsage: AgentUsage | null = null;
   private readonly runDir: string;
   readonly done: Promise<void>;
 
@@ -67,6 +71,8 @@ export class Attempt {
     this.attempt = claim.attempt;
     this.runDir = join(deps.runsDir, `${claim.task.id}-a${claim.attempt}`);
     this.sink = new EventSink(deps.client, this.taskId, claim.leaseToken, () => void this.stop("stale"), deps.log);
+    this.usage = new UsageReporter(deps.client, this.taskId, claim.leaseToken, () => void this.stop("stale"), deps.log);
+    this.budget = new BudgetGuard(claim.budget);
     this.done = this.execute();
   }
 
@@ -77,6 +83,8 @@ export class Attempt {
         else this.pausedBeforeStart = true;
         return;
       case "resume":
+        // Resumed into an open budget question: the agent stays paused until the answer.
+        if (this.budget.holding) return;
         if (this.run) this.run.resume();
         else this.pausedBeforeStart = false;
         return;
@@ -85,8 +93,11 @@ export class Attempt {
       case "input":
         return this.answer({ kind: "input", text: message.input ?? "" });
       case "approve":
+        if (this.budget.holding) return this.budgetApproved();
         return this.answer({ kind: "approve" });
       case "deny":
+        // Denying a budget question cancels the task: the server sends cancel, the agent hears nothing.
+        if (this.budget.holding) return;
         return this.answer({ kind: "deny", reason: message.reason ?? "" });
     }
   }
@@ -96,9 +107,46 @@ export class Attempt {
     else this.answers.push(a);
   }
 
+  /** The agent reported its cumulative usage: recorded (rate-limited) and held against the task's budget. */
+  private onUsage(u: AgentUsage) {
+    if (this.stopped) return;
+    this.lastUsage = u;
+    this.usage.update(u);
+    const over = this.budget.crossed(u);
+    if (over) void this.askBudget(over);
+  }
+
+  /** Over budget: the agent pauses (it keeps its state) and a person decides whether the task goes on. */
+  private async askBudget(over: { costUsd: number; allowanceUsd: number }) {
+    this.run?.pause();
+    this.sink.push("decision", {
+      kind: "budget",
+      decision: "ask",
+      by: "project budget",
+      rule: "policy.budget.perTaskUsd",
+      costUsd: over.costUsd,
+      allowanceUsd: over.allowanceUsd,
+    });
+    const refused = await this.transition({ to: "needs_approval", needs: { kind: "budget", message: `over budget: ${usd(over.costUsd)} of ${usd(over.allowanceUsd)}; continue?` } });
+    if (refused && !this.stopped) {
+      // Not asked (the task was waiting on another question, or paused): the agent goes on and the next report asks again.
+      this.budget.released();
+      this.run?.resume();
+    }
+  }
+
+  private budgetApproved() {
+    this.budget.approved();
+    this.run?.resume();
+    // One report can pass the raised allowance too: ask again at once rather than at the next report.
+    const over = this.budget.crossed(this.lastUsage);
+    if (over) void this.askBudget(over);
+  }
+
   private async stop(why: "cancelled" | "stale") {
     if (this.stopped) return;
     this.stopped = why;
+    this.usage.stop();
     this.deps.log(`${why === "cancelled" ? "cancelling" : "dropping (lease lost)"} ${this.taskId} attempt ${this.attempt}`);
     await this.run?.cancel(this.deps.killGraceMs);
   }
@@ -108,6 +156,8 @@ export class Attempt {
     const next = this.transitions.then(async (): Promise<HttpError | null> => {
       if (this.stopped) return null;
       await this.sink.flush();
+      // The usage the transition follows from is on the server first (the final figure; the cost a budget question quotes).
+      await this.usage.flush();
       try {
         await this.deps.client.transition(this.taskId, { leaseToken: this.claim.leaseToken, ...body });
         return null;
@@ -167,8 +217,7 @@ export class Attempt {
         summary: (text) => void (this.summary = clipText(text, MAX_SUMMARY)),
         ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message: clipText(message, MAX_NEEDS) } }),
         decide: (call) => decideTool(agentPolicyOf(this.claim.project.policy), checkout.workdir, call),
-        // Recorded and enforced by the usage work (issue 10); until then the agent's own log line says it.
-        usage: () => {},
+        usage: (u) => this.onUsage(u),
       });
       // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.
       recordAgent(this.runDir, this.run.pid);
@@ -195,6 +244,7 @@ export class Attempt {
       await this.transition({ to: "failed", error: clipText((err as Error).message, MAX_SUMMARY), summary: this.summary });
     } finally {
       await this.sink.flush().catch(() => {});
+      this.usage.stop();
       this.cleanup(outcome);
     }
   }

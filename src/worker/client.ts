@@ -1,6 +1,6 @@
 // HTTP client of the worker protocol. State changes are retried on network errors and 5xx with
 // backoff (they are idempotent on the server: events by seq, terminal transitions by state).
-import type { ClaimResult, CloneReport, EventsRequest, PairResult, PairStarted, ReadinessReport, ReposReport, TransitionRequest } from "../protocol/requests";
+import type { ClaimResult, CloneReport, EventsRequest, PairResult, PairStarted, ReadinessReport, ReposReport, TransitionRequest, UsageReport } from "../protocol/requests";
 import { LEASE_HEADER } from "../protocol/requests";
 
 export class HttpError extends Error {
@@ -79,6 +79,9 @@ export class WorkerClient {
   }
   events(taskId: string, body: EventsRequest) {
     return this.request<{ written: number; duplicates: number }>("POST", `/worker/tasks/${taskId}/events`, body, { retries: 8 });
+  }
+  usage(taskId: string, body: UsageReport) {
+    return this.request<{ costUsd: number }>("POST", `/worker/tasks/${taskId}/usage`, body, { retries: 3 });
   }
   upload(taskId: string, leaseToken: string, name: string, data: Blob) {
     return this.request("PUT", `/worker/tasks/${taskId}/artifacts/${encodeURIComponent(name)}`, undefined, {

@@ -8,21 +8,35 @@ import { claudeAgent, CLAUDE_DEFAULT_ARGS } from "./agents/claude";
 import { codexAgent, CODEX_DEFAULT_ARGS } from "./agents/codex";
 import type { Agent } from "./agents/types";
 
-/** The agent to run: as chosen, or the first coding agent found on PATH. */
+function makeAgent(name: string, options: WorkerOptions): Agent {
+  if (name === "exec") return execAgent(options.exec!);
+  if (name === "claude") return claudeAgent(Bun.which("claude") ?? "claude", options.agentArgs ?? CLAUDE_DEFAULT_ARGS);
+  return codexAgent(Bun.which("codex") ?? "codex", options.agentArgs ?? CODEX_DEFAULT_ARGS);
+}
+
+/**
+ * The agents to run, in order of preference: as named by --agent, every one found for auto, or
+ * (none named) the first coding agent found on PATH.
+ */
+export function chooseAgents(options: WorkerOptions): Agent[] {
+  const onPath = ["claude", "codex"].filter((n) => Bun.which(n));
+  const names =
+    options.agents?.[0] === "auto" ? [...(options.exec ? ["exec"] : []), ...onPath] : (options.agents ?? onPath.slice(0, 1));
+  if (names.length === 0) throw new UsageError("no coding agent found on PATH (claude, codex): install one, or run a command with --exec 'COMMAND'");
+  return names.map((n) => makeAgent(n, options));
+}
+
+/** The first agent chooseAgents gives (kept for callers that run one). */
 export function chooseAgent(options: WorkerOptions): Agent {
-  const pick = options.agent ?? (Bun.which("claude") ? "claude" : Bun.which("codex") ? "codex" : null);
-  if (pick === "exec") return execAgent(options.exec!);
-  if (pick === "claude") return claudeAgent(Bun.which("claude") ?? "claude", options.agentArgs ?? CLAUDE_DEFAULT_ARGS);
-  if (pick === "codex") return codexAgent(Bun.which("codex") ?? "codex", options.agentArgs ?? CODEX_DEFAULT_ARGS);
-  throw new UsageError("no coding agent found on PATH (claude, codex): install one, or run a command with --exec 'COMMAND'");
+  return chooseAgents(options)[0];
 }
 
 export async function worker(args: string[]): Promise<number> {
   let options: WorkerOptions;
-  let agent: Agent;
+  let agents: Agent[];
   try {
     options = parseWorkerOptions(args);
-    agent = chooseAgent(options);
+    agents = chooseAgents(options);
   } catch (err) {
     if (err instanceof UsageError) {
       if (err.help) {
@@ -55,7 +69,7 @@ export async function worker(args: string[]): Promise<number> {
     }
     // Unreachable server: the runtime keeps reconnecting.
   }
-  const runtime = new WorkerRuntime(options, client, agent, say);
+  const runtime = new WorkerRuntime(options, client, agents, say);
   const shutdown = (signal: string) => void runtime.stop(0, `ao worker: received ${signal}, stopping`);
   process.once("SIGINT", () => shutdown("SIGINT"));
   process.once("SIGTERM", () => shutdown("SIGTERM"));

@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { homedir, hostname } from "node:os";
 import { join, resolve } from "node:path";
+import { AGENT_NAMES } from "../protocol/requests";
 
 export interface WorkerOptions {
   server: string;
@@ -10,8 +11,10 @@ export interface WorkerOptions {
   dataDir: string;
   workspace: string;
   capacity: number;
-  /** exec, claude or codex; null: exec when --exec is given, else the first agent found on PATH. */
+  /** As given: exec, claude, codex, several of them (claude,codex) or auto; null: exec when --exec is given, else the first agent found on PATH. */
   agent: string | null;
+  /** The agents named by --agent, in order; ["auto"] for every agent found; null when none was named. */
+  agents: string[] | null;
   exec: string | null;
   /** Replaces the agent's default extra arguments (e.g. a permission mode). */
   agentArgs: string[] | null;
@@ -20,10 +23,13 @@ export interface WorkerOptions {
 }
 
 export const USAGE = `usage: ao worker --server URL [--name N] [--labels a,b] [--data-dir D] [--workspace DIR]
-                 [--capacity N] [--agent exec|claude|codex] [--exec 'COMMAND'] [--agent-args 'ARGS']
+                 [--capacity N] [--agent NAME[,NAME...]|auto] [--exec 'COMMAND'] [--agent-args 'ARGS']
                  [--kill-grace-ms MS]
 
 Pairs with the server on first start (prints a code to approve in the web app), then takes tasks.
+Agents: exec, claude, codex; several separated by commas, or auto for every one found (exec when
+--exec is given, claude and codex when on PATH). Each task runs with the agent it names, else the
+project's preferredAgent, else the first one listed. --agent-args goes with one coding agent.
 Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
 AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS.`;
 
@@ -68,9 +74,19 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   for (const l of labels) if (!/^[a-z0-9][a-z0-9._:-]{0,49}$/.test(l)) throw new UsageError(`label '${l}' is not valid (a-z 0-9 . _ : -, up to 50)`);
   const exec = values.exec ?? env.AO_WORKER_EXEC ?? null;
   const agent = values.agent ?? env.AO_WORKER_AGENT ?? (exec ? "exec" : null);
-  if (agent && !["exec", "claude", "codex"].includes(agent)) throw new UsageError(`unknown agent '${agent}' (exec, claude or codex)`);
-  if (agent === "exec" && !exec) throw new UsageError("--agent exec needs --exec 'COMMAND'");
+  const agents = agent === null ? null : [...new Set(agent.split(",").map((a) => a.trim()).filter(Boolean))];
+  if (agents) {
+    if (agents.length === 0) throw new UsageError("--agent names no agent (exec, claude, codex or auto)");
+    for (const a of agents) {
+      if (a === "auto" && agents.length > 1) throw new UsageError("--agent auto stands alone (it means every agent found)");
+      if (![...AGENT_NAMES, "auto"].includes(a as "auto")) throw new UsageError(`unknown agent '${a}' (exec, claude, codex, several separated by commas, or auto)`);
+    }
+    if (agents.includes("exec") && !exec) throw new UsageError("--agent exec needs --exec 'COMMAND'");
+  }
   const rawArgs = values["agent-args"] ?? env.AO_WORKER_AGENT_ARGS;
+  if (rawArgs !== undefined && agents && (agents[0] === "auto" || agents.filter((a) => a !== "exec").length > 1)) {
+    throw new UsageError("--agent-args goes with one coding agent (its arguments would not suit another)");
+  }
   const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
   if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");
   return {
@@ -81,6 +97,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     workspace: resolve(values.workspace ?? env.AO_WORKER_WORKSPACE ?? join(dataDir, "workspace")),
     capacity,
     agent,
+    agents,
     exec,
     agentArgs: rawArgs === undefined ? null : rawArgs.split(/\s+/).filter(Boolean),
     killGraceMs,

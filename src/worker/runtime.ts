@@ -12,6 +12,7 @@ import { killOrphan } from "./orphans";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
+import type { ClaimResult } from "../protocol/requests";
 import type { WorkerOptions } from "./options";
 
 /** How often the workspace is rescanned for discovered repositories. */
@@ -33,13 +34,16 @@ export class WorkerRuntime {
   private finished!: (code: number) => void;
   readonly exited = new Promise<number>((resolve) => (this.finished = resolve));
   readonly runsDir: string;
+  /** The agents it runs, in order of preference (the first is the fallback for a task that names none). */
+  private readonly agents: Agent[];
 
   constructor(
     private readonly options: WorkerOptions,
     private readonly client: WorkerClient,
-    private readonly agent: Agent,
+    agents: Agent | Agent[],
     private readonly say: (line: string) => void,
   ) {
+    this.agents = Array.isArray(agents) ? agents : [agents];
     this.runsDir = join(options.dataDir, "runs");
     mkdirSync(this.runsDir, { recursive: true });
     mkdirSync(options.workspace, { recursive: true });
@@ -52,10 +56,12 @@ export class WorkerRuntime {
 
   async start() {
     this.inventory = await inventory();
-    // The agent it runs first: exec is no program on PATH, so no probe finds it.
-    const own = this.agent.info;
-    if (own) this.inventory.agents = [own, ...this.inventory.agents.filter((a) => a.name !== own.name)];
-    this.say(`ao worker: agent ${this.agent.name}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
+    // Advertised: the agents it runs, in its order, with the versions the PATH probe found (exec is
+    // no program on PATH: it describes itself). The server offers a task that names an agent only
+    // to a worker that lists it.
+    const found = new Map(this.inventory.agents.map((a) => [a.name, a]));
+    this.inventory.agents = this.agents.map((a) => a.info ?? found.get(a.name) ?? { name: a.name, version: null });
+    this.say(`ao worker: agent ${this.agents.map((a) => a.name).join(", ")}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
     this.connect();
     this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);
     return this.exited;
@@ -147,8 +153,10 @@ export class WorkerRuntime {
     try {
       const claim = await this.client.claim(offer.taskId, offer.offerId);
       this.say(`ao worker: running ${claim.task.id} attempt ${claim.attempt}: ${claim.task.title}`);
+      const agent = this.agentFor(claim);
+      this.say(`ao worker: ${claim.task.id} runs with ${agent.name}`);
       const attempt = new Attempt(
-        { client: this.client, agent: this.agent, runsDir: this.runsDir, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        { client: this.client, agent, runsDir: this.runsDir, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
       const key = `${claim.task.id}:${claim.attempt}`;
@@ -163,6 +171,20 @@ export class WorkerRuntime {
     } finally {
       this.claiming--;
     }
+  }
+
+  /**
+   * The agent for a claimed task: the one it names, else the project's preferredAgent when this
+   * worker has it, else the first. A task naming an agent this worker lacks (it restarted with
+   * other agents since its hello) fails with the reason rather than run with another.
+   */
+  private agentFor(claim: ClaimResult): Agent {
+    const byName = (name: unknown) => (typeof name === "string" ? this.agents.find((a) => a.name === name) : undefined);
+    const wanted = claim.task.agent;
+    if (wanted) {
+      return byName(wanted) ?? { name: wanted, start: () => { throw new Error(`this worker does not run the agent '${wanted}' the task asks for`); } };
+    }
+    return byName(claim.project.policy.preferredAgent) ?? this.agents[0];
   }
 
   private onControl(m: Control) {

@@ -71,17 +71,27 @@ test("claude: claude -p --output-format stream-json --verbose, mapped to message
   ]);
 });
 
-test("a worker that runs a command lists exec (its program's name, not its arguments) and the coding agents on its PATH", async () => {
+test("a worker lists the agents it runs: exec (its program's name, not its arguments), and with --agent auto the coding agents on its PATH", async () => {
   const org = await newOrg(s);
+  // Only exec: claude and codex on PATH are not advertised (a task naming them must not be offered to it).
+  const onlyDir = join(tmp, "exec-only");
+  const only = preparedWorker(s, org.orgId, onlyDir);
+  const first = startWorker(s, onlyDir, ["--agent", "exec", "--exec", "./agent.sh"], { PATH: `${bin}:${process.env.PATH}` });
+  workers.push(first);
+  await first.waitFor(/connected as/);
+  expect((await s.api("GET", `/orgs/${org.orgId}/workers/${only.workerId}`, { token: org.accessToken })).body.agents).toEqual([{ name: "exec", version: null, command: "agent.sh" }]);
+  await first.stop();
   const dataDir = join(tmp, "exec-inventory");
   const w = preparedWorker(s, org.orgId, dataDir);
-  const proc = startWorker(s, dataDir, ["--agent", "exec", "--exec", "API_TOKEN=s3cr3t ./scripts/agent.sh --key s3cr3t"], { PATH: `${bin}:${process.env.PATH}` });
+  const proc = startWorker(s, dataDir, ["--agent", "auto", "--exec", "API_TOKEN=s3cr3t ./scripts/agent.sh --key s3cr3t"], { PATH: `${bin}:${process.env.PATH}` });
   workers.push(proc);
   await proc.waitFor(/connected as/);
   const rec = (await s.api("GET", `/orgs/${org.orgId}/workers/${w.workerId}`, { token: org.accessToken })).body;
-  expect(rec.agents[0]).toEqual({ name: "exec", version: null, command: "agent.sh" });
-  expect(rec.agents).toContainEqual({ name: "claude", version: "9.9.9" });
-  expect(rec.agents).toContainEqual({ name: "codex", version: "9.9.9" });
+  expect(rec.agents).toEqual([
+    { name: "exec", version: null, command: "agent.sh" },
+    { name: "claude", version: "9.9.9" },
+    { name: "codex", version: "9.9.9" },
+  ]);
   expect(JSON.stringify(rec)).not.toContain("s3cr3t");
   const listed = (await s.api("GET", `/orgs/${org.orgId}/workers`, { token: org.accessToken })).body.items[0];
   expect(listed.agents).toEqual(rec.agents);

@@ -64,9 +64,28 @@ describe("exec directives", () => {
     ["needs-input without text", "::ao::needs-input", [["ask", "input", "input needed"]]],
     ["unknown directive is a log line", "::ao::explode now", [["log", { stream: "stdout", line: "::ao::explode now" }]]],
     ["not at line start", " ::ao::summary x", [["log", { stream: "stdout", line: " ::ao::summary x" }]]],
+    [
+      "usage (cumulative; absent fields 0)",
+      '::ao::usage {"inputTokens": 1200, "outputTokens": 30.7, "costUsd": 0.015, "model": "m-1"}',
+      [["usage", { inputTokens: 1200, outputTokens: 30, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.015, model: "m-1" }]],
+    ],
+    [
+      "usage with nonsense values reads them as 0",
+      '::ao::usage {"inputTokens": -5, "costUsd": "lots", "model": 7}',
+      [["usage", { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, model: null }]],
+    ],
+    ["usage that is not an object is an error event", "::ao::usage 12", [["error", expect.stringContaining("::ao::usage needs a JSON object")]]],
   ])("%s", (_name, line, expected) => {
     const calls: unknown[][] = [];
-    handleExecLine({ emit: (...a) => void calls.push(["log", a[1]]), summary: (t) => void calls.push(["summary", t]), ask: (k, m) => void calls.push(["ask", k, m]) }, line);
+    handleExecLine(
+      {
+        emit: (type, data) => void calls.push([type, type === "error" ? (data as { message: string }).message : data]),
+        summary: (t) => void calls.push(["summary", t]),
+        ask: (k, m) => void calls.push(["ask", k, m]),
+        usage: (u) => void calls.push(["usage", u]),
+      },
+      line,
+    );
     expect(calls).toEqual(expected);
   });
 });

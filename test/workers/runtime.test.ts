@@ -88,6 +88,12 @@ describe("options", () => {
     ["bad label", ["--server", "http://x", "--labels", "ok,not ok"], /label 'not ok'/],
     ["unknown agent", ["--server", "http://x", "--agent", "gpt"], /unknown agent/],
     ["exec without a command", ["--server", "http://x", "--agent", "exec"], /needs --exec/],
+    ["exec among several, without a command", ["--server", "http://x", "--agent", "claude,exec"], /needs --exec/],
+    ["an unknown agent among several", ["--server", "http://x", "--agent", "claude,gpt"], /unknown agent 'gpt'/],
+    ["auto with others", ["--server", "http://x", "--agent", "auto,claude"], /auto stands alone/],
+    ["no agent in the list", ["--server", "http://x", "--agent", " , "], /names no agent/],
+    ["agent args for two coding agents", ["--server", "http://x", "--agent", "claude,codex", "--agent-args=-x"], /one coding agent/],
+    ["agent args with auto", ["--server", "http://x", "--agent", "auto", "--agent-args=-x"], /one coding agent/],
     ["negative grace", ["--server", "http://x", "--kill-grace-ms", "-1"], /--kill-grace-ms/],
     ["unknown flag", ["--server", "http://x", "--frobnicate"], /frobnicate/],
   ])("refused: %s", (_name, args, message) => {
@@ -98,7 +104,12 @@ describe("options", () => {
     const o = parseWorkerOptions(["--server", "http://ao.lan:7070/", "--data-dir", "/tmp/w", "--labels", "Linux, gpu", "--exec", "make"], {});
     expect(o).toMatchObject({ server: "http://ao.lan:7070", dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000 });
     const e = parseWorkerOptions([], { AO_SERVER: "https://ao.example", AO_WORKER_CAPACITY: "4", AO_WORKER_WORKSPACE: "/srv/ws", AO_WORKER_AGENT: "codex", AO_WORKER_AGENT_ARGS: "--sandbox  read-only" });
-    expect(e).toMatchObject({ server: "https://ao.example", capacity: 4, workspace: "/srv/ws", agent: "codex", agentArgs: ["--sandbox", "read-only"] });
+    expect(e).toMatchObject({ server: "https://ao.example", capacity: 4, workspace: "/srv/ws", agent: "codex", agents: ["codex"], agentArgs: ["--sandbox", "read-only"] });
+    // Several agents, in the order of preference given (repeats dropped); auto; none named.
+    expect(parseWorkerOptions(["--server", "http://x", "--agent", "codex, claude,exec,codex", "--exec", "make"], {}).agents).toEqual(["codex", "claude", "exec"]);
+    expect(parseWorkerOptions(["--server", "http://x", "--agent", "auto"], {}).agents).toEqual(["auto"]);
+    expect(parseWorkerOptions(["--server", "http://x", "--agent", "exec,claude", "--exec", "make", "--agent-args=-v"], {}).agentArgs).toEqual(["-v"]);
+    expect(parseWorkerOptions(["--server", "http://x"], {}).agents).toBeNull();
   });
 });
 

@@ -112,7 +112,11 @@ export function taskDetails(t: Task): string {
   rows.push(["updated", dateTime(t.updatedAt)]);
   if (t.startedAt) rows.push(["started", dateTime(t.startedAt)]);
   if (t.finishedAt) rows.push(["finished", dateTime(t.finishedAt)]);
+  if (t.agent) rows.push(["agent", t.agent]);
+  if (t.waitingReason) rows.push(["waiting", t.waitingReason]);
   if (t.needs) rows.push(["needs", `${t.needs.kind}: ${t.needs.message}`]);
+  if (t.usage) rows.push(["usage", usageText(t.usage)]);
+  if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `$${t.allowanceUsd.toFixed(2)} for the task`]);
   if (t.summary) rows.push(["summary", t.summary]);
   for (const a of t.artifacts ?? []) rows.push(["artifact", `${a.name} (${a.contentType}, ${a.size} bytes)`]);
   if (t.plan?.tasks?.length) rows.push(["plan", `${t.plan.tasks.length} proposed task(s)`]);
@@ -122,6 +126,13 @@ export function taskDetails(t: Task): string {
   return printable(`${t.id}  ${t.title}\n${body}\nprompt:\n${prompt}`);
 }
 
+/** Tokens and cost on one line: "$0.42 · 12,000 in, 800 out, 9,000 cache read, 0 cache write · claude-sonnet-4". */
+function usageText(u: NonNullable<Task["usage"]>): string {
+  const n = (x: number) => x.toLocaleString("en-US");
+  const tokens = `${n(u.inputTokens)} in, ${n(u.outputTokens)} out, ${n(u.cacheReadTokens)} cache read, ${n(u.cacheWriteTokens)} cache write`;
+  return [`$${u.costUsd.toFixed(u.costUsd > 0 && u.costUsd < 0.01 ? 4 : 2)}`, tokens, ...(u.model ? [u.model] : [])].join(" · ");
+}
+
 /** What to do next when a task waits for a person. */
 export function attentionHint(t: Task): string {
   return printable(attentionText(t));
@@ -129,5 +140,6 @@ export function attentionHint(t: Task): string {
 
 function attentionText(t: Task): string {
   if (t.status === "needs_input") return `task ${t.id} needs input${t.needs?.message ? `: ${t.needs.message}` : ""}\n  answer with: ao task input ${t.id} --input TEXT`;
+  if (t.needs?.kind === "budget") return `task ${t.id} is ${t.needs.message}\n  decide with: ao task approve ${t.id} (raises its allowance)  or  ao task deny ${t.id} (cancels it)`;
   return `task ${t.id} needs approval${t.needs?.message ? `: ${t.needs.message}` : ""}\n  decide with: ao task approve ${t.id}  or  ao task deny ${t.id} --reason R`;
 }

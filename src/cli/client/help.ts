@@ -31,9 +31,10 @@ Without a session, AO_SERVER and AO_TOKEN (a personal API token, aot_...) config
 
   "task create": `usage: ao task create --project P --title T (--prompt TEXT | --prompt-file F)
                       [--priority LOW|MEDIUM|HIGH|URGENT] [--kind task|plan|review]
-                      [--base B --head H] [--wait] [--json] [--org ORG]
+                      [--base B --head H] [--agent claude|codex|exec] [--wait] [--json] [--org ORG]
 
   --project P        project id (prj_...) or name
+  --agent NAME       run it with this agent (only workers that have it take it)
   --prompt-file F    read the prompt from file F ('-' reads standard input)
   --kind review      needs --base and --head (the refs to review)
   --wait             follow the task live and print its timeline; exit 0 when it

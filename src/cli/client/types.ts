@@ -6,6 +6,7 @@ export const NEEDS_ATTENTION: ReadonlySet<string> = new Set(["needs_input", "nee
 export const ACTIONS = ["pause", "resume", "cancel", "retry", "restart", "input", "approve", "deny"] as const;
 export const PRIORITIES = ["LOW", "MEDIUM", "HIGH", "URGENT"] as const;
 export const KINDS = ["task", "review", "plan"] as const;
+export const AGENT_NAMES = ["claude", "codex", "exec"] as const;
 export const ROLES = ["owner", "admin", "member", "viewer"] as const;
 
 export interface Task {
@@ -28,6 +29,11 @@ export interface Task {
   needs: { kind: string; message: string } | null;
   plan: { tasks: unknown[] } | null;
   artifacts?: { name: string; contentType: string; size: number; createdAt: string }[];
+  /** Servers before usage and agents (issue 10) have none of these. */
+  agent?: string | null;
+  usage?: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number; model: string | null } | null;
+  allowanceUsd?: number | null;
+  waitingReason?: string | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;

@@ -1,4 +1,4 @@
-import { sqliteTable, text, integer, primaryKey, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, primaryKey, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { sql } from "drizzle-orm";
 import { orgs } from "./identity";
 
@@ -76,6 +76,10 @@ export const tasks = sqliteTable(
     needs: text("needs", { mode: "json" }).$type<{ kind: "input" | "approval"; message: string } | null>(),
     plan: text("plan", { mode: "json" }).$type<{ tasks: unknown[] } | null>(),
     source: text("source", { mode: "json" }).$type<Record<string, unknown> | null>(),
+    // The agent the task asked for (claude, codex, exec); null: the project's preferred one, or any.
+    agent: text("agent"),
+    // The task's own cost allowance once a person approved going over budget; null: the project's perTaskUsd.
+    budgetUsd: real("budget_usd"),
     lastSeq: integer("last_seq").notNull().default(0),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
@@ -127,4 +131,28 @@ export const artifacts = sqliteTable(
     createdAt: text("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.name] })],
+);
+
+/**
+ * What agents used, per attempt and UTC day: a worker reports an attempt's cumulative usage, the
+ * server adds the difference to the row of the day it arrives, so a task's usage is the sum of its
+ * rows and a project's day is the sum of that day's rows.
+ */
+export const taskUsage = sqliteTable(
+  "task_usage",
+  {
+    taskId: text("task_id").notNull().references(() => tasks.id, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    day: text("day").notNull(),
+    orgId: text("org_id").notNull(),
+    projectId: text("project_id").notNull(),
+    inputTokens: integer("input_tokens").notNull().default(0),
+    outputTokens: integer("output_tokens").notNull().default(0),
+    cacheReadTokens: integer("cache_read_tokens").notNull().default(0),
+    cacheWriteTokens: integer("cache_write_tokens").notNull().default(0),
+    costUsd: real("cost_usd").notNull().default(0),
+    model: text("model"),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.attempt, t.day] }), index("task_usage_project_day").on(t.projectId, t.day)],
 );

@@ -9,6 +9,7 @@ import { iso } from "../../lib/time";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "../tasks/cursor";
 import { txAddRepository, type NewRepositoryInput } from "./repositories";
 import { isOneLine, LINE_MESSAGE } from "../../lib/text";
+import { checkProjectPolicy } from "./policy";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RepositoryRow = typeof repositories.$inferSelect;
@@ -78,6 +79,8 @@ export function assertPolicy(policy: unknown): asserts policy is Record<string, 
   if (policy !== undefined && (policy === null || typeof policy !== "object" || Array.isArray(policy))) {
     throw invalid("policy must be a JSON object", [{ field: "policy", message: "a JSON object" }]);
   }
+  // The keys ao acts on (agent, budget, preferredAgent, ...): src/modules/projects/policy.ts.
+  if (policy !== undefined) checkProjectPolicy(policy as Record<string, unknown>);
 }
 
 export function cleanName(name: string): string {
@@ -145,6 +148,7 @@ export function updateProject(
   } catch (err) {
     uniqueConflict(err);
   }
+  if (patch.policy !== undefined) core.events.emit("project.policyChanged", { orgId, projectId });
   return getProject(core, orgId, projectId);
 }
 

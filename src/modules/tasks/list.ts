@@ -7,6 +7,7 @@ import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
 import { artifactsOf, findTask } from "./store";
+import { decorations } from "./decorate";
 
 export interface TaskFilters {
   status?: TaskStatus;
@@ -109,13 +110,15 @@ export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: 
   const page = probe.slice(0, limit);
   const artifacts = artifactsByTask(core, page.map((r) => r.id));
   const names = resolveNames(core, page.flatMap(taskRefs));
-  return pageFrom(probe, limit, (r) => r.id, (r) => toTaskRecord(r, artifacts.get(r.id) ?? [], names));
+  const extras = decorations(core, page);
+  return pageFrom(probe, limit, (r) => r.id, (r) => ({ ...toTaskRecord(r, artifacts.get(r.id) ?? [], names), ...extras(r) }));
 }
+
 
 export function getTask(core: Core, orgId: string, taskId: string): TaskRecord {
   const row = findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
-  return toTaskRecord(row, artifactsOf(core, taskId), resolveNames(core, taskRefs(row)));
+  return { ...toTaskRecord(row, artifactsOf(core, taskId), resolveNames(core, taskRefs(row))), ...decorations(core, [row])(row) };
 }
 
 export function listEvents(core: Core, orgId: string, taskId: string, q: { after?: number; cursor?: string; limit?: number }) {

@@ -21,6 +21,13 @@ export const ACTION_TABLE: Record<Action, { from: readonly TaskStatus[]; to: Tas
   deny: { from: ["needs_approval"], to: "running" },
 };
 
+/**
+ * A needs_approval that is a budget question (needs.kind budget, the task passed its cost
+ * allowance): approve goes on with the allowance raised by the project's perTaskUsd, deny cancels
+ * the task (there is no tool call to refuse).
+ */
+export const BUDGET_ANSWERS: Partial<Record<Action, TaskStatus>> = { approve: "running", deny: "cancelled" };
+
 export function allowedActions(status: TaskStatus): Action[] {
   return ACTIONS.filter((a) => ACTION_TABLE[a].from.includes(status));
 }

@@ -7,6 +7,7 @@ export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
 import { Line } from "../../lib/text";
 import { RefName } from "../../lib/refname";
+import { AGENT_NAMES } from "../../protocol/requests";
 
 /** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
 export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
@@ -31,6 +32,7 @@ export const CreateTaskBody = t.Object(
     priority: t.Optional(Priority),
     kind: t.Optional(Kind),
     review: t.Optional(Review),
+    agent: t.Optional(Enum(AGENT_NAMES, { description: "The agent to run it with; offered only to workers that have it. Default: the project's policy.preferredAgent, else any agent the worker has" })),
   },
   { additionalProperties: false },
 );
@@ -57,6 +59,18 @@ const Actor = t.Object(
   { description: "Who did it: name is a user's name (or email), a token's owner and token name, a worker's or integration's name" },
 );
 
+export const Usage = t.Object(
+  {
+    inputTokens: t.Integer(),
+    outputTokens: t.Integer(),
+    cacheReadTokens: t.Integer(),
+    cacheWriteTokens: t.Integer(),
+    costUsd: t.Number({ description: "US dollars, as the agent reports it" }),
+    model: t.Nullable(t.String({ description: "The model most recently reported" })),
+  },
+  { description: "What the task's agents used, summed over its attempts; null when none was reported" },
+);
+
 export const TaskRecord = t.Object(
   {
     id: t.String(),
@@ -74,10 +88,26 @@ export const TaskRecord = t.Object(
     parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
     createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String(), name: Name }, { description: "name: the user, token, integration, or the plan task's title" }),
     summary: t.Nullable(t.String()),
-    needs: t.Nullable(t.Object({ kind: Enum(["input", "approval"]), message: t.String() })),
+    needs: t.Nullable(
+      t.Object(
+        {
+          kind: Enum(["input", "approval", "budget"]),
+          message: t.String(),
+          costUsd: t.Optional(t.Number({ description: "budget: what the task had cost when it passed its allowance" })),
+          allowanceUsd: t.Optional(t.Nullable(t.Number({ description: "budget: the allowance it passed" }))),
+        },
+        { description: "What the task waits for. budget (status needs_approval): it passed its cost allowance; approve raises the allowance by the project's perTaskUsd, deny cancels the task" },
+      ),
+    ),
     plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
     source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),
     artifacts: t.Array(ArtifactInfo),
+    agent: t.Nullable(t.String({ description: "The agent the task asked for (claude, codex, exec); null: the project's preferred one, or any" })),
+    usage: t.Nullable(Usage),
+    allowanceUsd: t.Nullable(
+      t.Number({ description: "What the task may cost (all attempts) before a person is asked: the project's policy.budget.perTaskUsd, raised by each approval to go on; null without a per-task budget" }),
+    ),
+    waitingReason: t.Nullable(t.String({ description: "Why a queued task is not offered, when ao knows (its project is over its daily budget, no connected worker has its agent)" })),
     createdAt: t.String(),
     updatedAt: t.String(),
     startedAt: t.Nullable(t.String()),

@@ -1,6 +1,7 @@
 // The task row as SQLite returns it, and the record the API shows.
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
 import { nameOf, type Names } from "./names";
+import type { UsageTotals } from "../usage/service";
 
 export interface TaskRow {
   id: string;
@@ -26,6 +27,8 @@ export interface TaskRow {
   needs: string | null;
   plan: string | null;
   source: string | null;
+  agent: string | null;
+  budget_usd: number | null;
   last_seq: number;
   created_at: string;
   updated_at: string;
@@ -76,10 +79,15 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
     parentId: row.parent_id,
     createdBy: { type: row.created_by_type, id: row.created_by_id, name: nameOf(names, row.created_by_type, row.created_by_id) },
     summary: row.summary,
-    needs: json<{ kind: "input" | "approval"; message: string }>(row.needs),
+    needs: json<{ kind: "input" | "approval" | "budget"; message: string; costUsd?: number; allowanceUsd?: number | null }>(row.needs),
     plan: json<{ tasks: unknown[] }>(row.plan),
     source: json<Record<string, unknown>>(row.source),
     artifacts,
+    agent: row.agent,
+    // Filled by the readers that know them (list.ts decorate): the record alone cannot.
+    usage: null as UsageTotals | null,
+    allowanceUsd: null as number | null,
+    waitingReason: null as string | null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     startedAt: row.started_at,

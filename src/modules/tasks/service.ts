@@ -5,7 +5,8 @@ import type { Actor } from "../auth/principal";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
-import { ACTION_TABLE, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
+import { ACTION_TABLE, BUDGET_ANSWERS, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
+import { taskBudget } from "../usage/service";
 import { PRIORITY_RANK, type TaskRow } from "./record";
 import { changeTask, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
 
@@ -21,6 +22,8 @@ export interface NewTask {
   planIndex?: number | null;
   /** Where the task came from (integration, delivery, item link). */
   source?: Record<string, unknown> | null;
+  /** The agent to run it with (claude, codex, exec); none: the project's preferredAgent, or any. */
+  agent?: string | null;
   /** Who made it happen, for the first timeline event (default: createdBy, unless a plan). */
   actor?: Actor | null;
 }
@@ -29,6 +32,7 @@ const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
 function prepare(core: Core) {
   return {
     project: core.sqlite.query<{ archived: number }, [string, string]>("SELECT archived FROM projects WHERE id = ? AND org_id = ?"),
+    policy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
   };
 }
 function stmts(core: Core) {
@@ -93,6 +97,8 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
       needs: null,
       plan: null,
       source: input.source ? JSON.stringify(input.source) : null,
+      agent: input.agent ?? null,
+      budget_usd: null,
       started_at: null,
       finished_at: null,
     },
@@ -110,6 +116,25 @@ export interface ActionInput {
   action: Action;
   input?: string;
   reason?: string;
+}
+
+/** The needs of a row waiting for a person, or null. */
+function needsOf(row: TaskRow): { kind: string; message: string; allowanceUsd?: number | null } | null {
+  return row.needs ? (JSON.parse(row.needs) as { kind: string; message: string }) : null;
+}
+
+/**
+ * The answer to a budget question: deny cancels; approve raises the task's allowance by the
+ * project's perTaskUsd (the allowance it passed, again, when the policy no longer sets one).
+ */
+function budgetAnswer(core: Core, action: Action, row: TaskRow, now: string): TaskPatch | null {
+  const needs = needsOf(row);
+  if (row.status !== "needs_approval" || needs?.kind !== "budget" || !BUDGET_ANSWERS[action]) return null;
+  if (action === "deny") return actionPatch("cancel", row, now);
+  const policy = stmts(core).policy.get(row.project_id)?.policy;
+  const budget = taskBudget(core, row, policy ? JSON.parse(policy) : {}, row.attempt);
+  const passed = budget?.allowanceUsd ?? needs.allowanceUsd ?? 0;
+  return { status: "running", needs: null, budget_usd: passed + (budget?.perTaskUsd ?? passed) };
 }
 
 /** The patch an action makes, given the current row. The stop of a running attempt is told to the worker after commit. */
@@ -169,12 +194,19 @@ export function applyAction(core: Core, orgId: string, taskId: string, req: Acti
     if (req.action === "input" && (req.input === undefined || req.input === "")) {
       throw invalid("action input needs a non-empty input", [{ field: "input", message: "required with action input" }]);
     }
-    const patch = actionPatch(req.action, row, iso());
+    const budget = budgetAnswer(core, req.action, row, iso());
+    const patch = budget ?? actionPatch(req.action, row, iso());
     const events: EventInput[] = [
       {
         type: "action",
         actor,
-        data: { action: req.action, ...(req.reason !== undefined ? { reason: req.reason } : {}), ...(req.input !== undefined ? { input: req.input } : {}) },
+        data: {
+          action: req.action,
+          ...(req.reason !== undefined ? { reason: req.reason } : {}),
+          ...(req.input !== undefined ? { input: req.input } : {}),
+          // A budget answer says what it did: the allowance it raised to, or that the task stops.
+          ...(budget ? { budget: budget.budget_usd !== undefined ? { allowanceUsd: budget.budget_usd } : { cancelled: true } } : {}),
+        },
       },
     ];
     if (patch.status && patch.status !== row.status) events.push({ type: "status", actor, data: { from: row.status, to: patch.status } });

@@ -7,6 +7,7 @@ import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
+import { decorations } from "./decorate";
 
 /** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
 export type EventActor = Actor | { type: "worker" | "integration"; id: string };
@@ -30,14 +31,25 @@ export interface TaskChange {
 export type TaskPatch = Partial<
   Pick<
     TaskRow,
-    "status" | "paused_from" | "attempt" | "run_mode" | "worker_id" | "lease_token_hash" | "summary" | "needs" | "plan" | "started_at" | "finished_at"
+    | "status"
+    | "paused_from"
+    | "attempt"
+    | "run_mode"
+    | "worker_id"
+    | "lease_token_hash"
+    | "summary"
+    | "needs"
+    | "plan"
+    | "started_at"
+    | "finished_at"
+    | "budget_usd"
   >
 >;
 
 const COLUMNS = [
   "id", "org_id", "project_id", "title", "prompt", "priority", "priority_rank", "kind", "review", "status", "paused_from",
   "attempt", "run_mode", "worker_id", "lease_token_hash", "parent_id", "plan_index", "created_by_type", "created_by_id",
-  "summary", "needs", "plan", "source", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
+  "summary", "needs", "plan", "source", "agent", "budget_usd", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
 ] as const;
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
@@ -49,7 +61,7 @@ function prepare(core: Core) {
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
     update: q.query(
       `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
-        needs = ?, plan = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+        needs = ?, plan = ?, budget_usd = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
     ),
     insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
     artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
@@ -120,7 +132,7 @@ export function txChangeTask(
   if (!changed && events.length === 0) return { before, after, events: [] };
   s.update.run(
     after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
-    after.needs, after.plan, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
+    after.needs, after.plan, after.budget_usd, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
   );
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };
@@ -160,7 +172,9 @@ function publishOne(core: Core, change: TaskChange, recordChanged: boolean, topi
   if (recordChanged) {
     // A new task has no artifacts yet: skip the query on the create hot path.
     const artifacts = before === null ? [] : artifactsOf(core, after.id);
-    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: toTaskRecord(after, artifacts, names) });
+    // A new task has no usage yet either; a changed one shows what the readers show.
+    const extras = before === null ? {} : decorations(core, [after])(after);
+    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: { ...toTaskRecord(after, artifacts, names), ...extras } });
     for (const t of topics) core.hub.publish(t, message);
   }
   for (const event of events) {

@@ -3,7 +3,8 @@
 // the atomic step), so losing this state costs only a re-offer.
 //
 // Offers go to approved, connected workers with a free slot (capacity - held - offered), by
-// priority then age, to workers eligible for the task (eligibility.ts: labels and policy).
+// priority then age, to workers eligible for the task (eligibility.ts: labels, policy and the
+// agent it names), never for a project over its daily budget (usage/budgets.ts).
 // Messages for a worker (controls, clone, readiness) go through its mailbox (mailbox.ts).
 import type { Core } from "../../server/core";
 import { guarded } from "../../server/core";
@@ -14,12 +15,15 @@ import type { TaskRow } from "../tasks/record";
 import type { Offer, ServerMessage } from "../../protocol/messages";
 import { eligible, requiredLabels } from "./eligibility";
 import { Mailbox } from "./mailbox";
+import { dailyBudgetsOf, type DailyBudgets } from "../usage/budgets";
 
 export interface Conn {
   ws: Socket;
   workerId: string;
   orgId: string;
   labels: Set<string>;
+  /** Names of the agents it runs (from its hello): a task that names an agent goes only to a worker that has it. */
+  agents: Set<string>;
   /** Projects the worker is limited to, or null for any. */
   projects: Set<string> | null;
   capacity: number;
@@ -46,7 +50,7 @@ export interface OfferState {
   timer: ReturnType<typeof setTimeout>;
 }
 
-type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank">;
+type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank" | "agent">;
 
 const HELD = new Set(["running", "paused", "needs_input", "needs_approval"]);
 export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
@@ -66,6 +70,7 @@ export class Dispatcher {
   readonly offers = new Map<string, OfferState>();
   private readonly offerByTask = new Map<string, OfferState>();
   readonly mailbox: Mailbox;
+  private readonly budgets: DailyBudgets;
   private readonly q;
   /** No offers before `until` (ms): a claim could not be written (full disk). */
   private storagePause = { until: 0, ms: 0 };
@@ -76,14 +81,15 @@ export class Dispatcher {
       (workerId) => this.conns.get(workerId),
       (conn, message) => this.send(conn, message),
     );
+    this.budgets = dailyBudgetsOf(core);
     const s = core.sqlite;
     this.q = {
       queuedFirst: s.query<QueuedRow, [string, number]>(
-        `SELECT id, org_id, project_id, attempt, priority_rank FROM tasks WHERE status = 'queued' AND org_id = ?
+        `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
           ORDER BY priority_rank DESC, id ASC LIMIT ?`,
       ),
       queuedAfter: s.query<QueuedRow, [string, number, number, string, number]>(
-        `SELECT id, org_id, project_id, attempt, priority_rank FROM tasks WHERE status = 'queued' AND org_id = ?
+        `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
           AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`,
       ),
       anyQueued: s.query<{ one: number }, [string]>("SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1"),
@@ -114,6 +120,12 @@ export class Dispatcher {
 
   isConnected(workerId: string): boolean {
     return this.conns.has(workerId);
+  }
+
+  /** True when an approved, connected worker of the org runs the agent. */
+  hasWorkerWithAgent(orgId: string, agent: string): boolean {
+    for (const conn of this.byOrg.get(orgId) ?? []) if (conn.active && conn.agents.has(agent)) return true;
+    return false;
   }
 
   free(conn: Conn): number {
@@ -217,6 +229,7 @@ export class Dispatcher {
     if (this.offerByTask.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
     if (!candidates || candidates.size === 0) return false;
+    if (this.budgets.over(task.project_id)) return false;
     const required = requiredLabels(this.core, task.project_id);
     let best: Conn | null = null;
     let fallback: Conn | null = null;
@@ -235,7 +248,7 @@ export class Dispatcher {
 
   private offerTaskById(taskId: string, avoidWorkerId?: string) {
     const row = this.core.sqlite
-      .query<QueuedRow & { status: string }, [string]>("SELECT id, org_id, project_id, attempt, priority_rank, status FROM tasks WHERE id = ?")
+      .query<QueuedRow & { status: string }, [string]>("SELECT id, org_id, project_id, attempt, priority_rank, agent, status FROM tasks WHERE id = ?")
       .get(taskId);
     if (row && row.status === "queued") this.offerTask(row, avoidWorkerId);
   }
@@ -250,6 +263,7 @@ export class Dispatcher {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id)) continue;
+        if (this.budgets.over(row.project_id)) continue;
         if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) continue;
         this.makeOffer(conn, row);
         if (this.free(conn) <= 0) return;

@@ -1,8 +1,10 @@
 // Which worker may take which task: same organization, approved and greeted, within the worker's
-// policy.projects (when set), and carrying every label of the project's policy.workerLabels.
+// policy.projects (when set), carrying every label of the project's policy.workerLabels, and
+// running the agent the task names (when it names one). Why a queued task waits, for people.
 import type { Core } from "../../server/core";
 import type { TaskRow } from "../tasks/record";
-import type { Conn } from "./dispatcher";
+import { dispatcherOf, type Conn } from "./dispatcher";
+import { dailyBudgetsOf } from "../usage/budgets";
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
 function prepare(core: Core) {
@@ -30,9 +32,19 @@ export function requiredLabels(core: Core, projectId: string, cache?: Map<string
   return labels;
 }
 
-export function eligible(conn: Conn, task: Pick<TaskRow, "org_id" | "project_id">, required: string[]): boolean {
+export function eligible(conn: Conn, task: Pick<TaskRow, "org_id" | "project_id"> & { agent?: string | null }, required: string[]): boolean {
   if (!conn.active || conn.orgId !== task.org_id) return false;
   if (conn.projects && !conn.projects.has(task.project_id)) return false;
+  if (task.agent && !conn.agents.has(task.agent)) return false;
   for (const label of required) if (!conn.labels.has(label)) return false;
   return true;
+}
+
+/** Why a queued task is not offered, when ao knows: its project is over its daily budget, or no connected worker has its agent. */
+export function waitingReason(core: Core, task: Pick<TaskRow, "status" | "org_id" | "project_id" | "agent">): string | null {
+  if (task.status !== "queued") return null;
+  const budget = dailyBudgetsOf(core).reason(task.project_id);
+  if (budget) return budget;
+  if (task.agent && !dispatcherOf(core).hasWorkerWithAgent(task.org_id, task.agent)) return `no connected worker has the agent '${task.agent}'`;
+  return null;
 }

@@ -11,6 +11,7 @@ import pairingRoutes from "./pairing-routes";
 import orgRoutes from "./org-routes";
 import projectRoutes from "./project-routes";
 import type { ControlAction } from "../../protocol/messages";
+import { dailyBudgetsOf } from "../usage/budgets";
 
 /** Person actions that a worker holding the attempt must hear about, and what it is told. */
 const CONTROLS: Partial<Record<string, ControlAction>> = {
@@ -36,7 +37,8 @@ function wire(core: Core) {
   });
   core.events.on("task.action", ({ change, action, input, reason }) => {
     const before = change.before;
-    const control = CONTROLS[action];
+    // Denying a budget question cancels the task: the worker stops the attempt rather than answer the agent.
+    const control = action === "deny" && change.after.status === "cancelled" ? "cancel" : CONTROLS[action];
     if (!before || !control || !before.worker_id) return;
     // Resume reaches the worker only when the task went back to it; the rest only when it held the attempt.
     const holder = action === "resume" ? (isHeld(change.after) ? change.after.worker_id : null) : isHeld(before) ? before.worker_id : null;
@@ -45,6 +47,11 @@ function wire(core: Core) {
       ...(input !== undefined ? { input } : {}),
       ...(reason !== undefined ? { reason } : action === "restart" ? { reason: "restarted" } : {}),
     });
+  });
+  core.events.on("project.policyChanged", ({ projectId }) => {
+    // A raised (or removed) daily budget releases the project's queue at once.
+    dailyBudgetsOf(core).forget(projectId);
+    dispatcher.fillAll();
   });
   core.onClose.push(() => presence.close());
 }

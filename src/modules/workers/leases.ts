@@ -10,7 +10,9 @@ import type { TaskRow } from "../tasks/record";
 import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
 import { parsePlan } from "../tasks/plan";
 import type { TaskStatus } from "../../db/schema";
-import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
+import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest, UsageReport } from "../../protocol/requests";
+import { recordUsage, taskBudget, taskUsage } from "../usage/service";
+import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
 import type { WorkerRow } from "./registry";
 
@@ -81,6 +83,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
     dispatcher.storageWorks();
     core.metrics.claims.inc();
     const t = change.after;
+    const project = projectForWorker(core, t.project_id);
     return {
       attempt: t.attempt,
       leaseToken,
@@ -93,8 +96,10 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
         kind: t.kind,
         priority: t.priority,
         review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
+        agent: t.agent,
       },
-      project: projectForWorker(core, t.project_id),
+      project,
+      budget: taskBudget(core, t, project.policy, t.attempt),
     };
   } catch (err) {
     if (isStorageFull(err)) dispatcher.pauseForStorage();
@@ -123,7 +128,10 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
     const status: Record<string, unknown> = { from: row.status, to: req.to, attempt: row.attempt };
     if (req.to === "needs_input" || req.to === "needs_approval") {
       if (!req.needs) throw invalid(`moving to ${req.to} needs needs.message`, [{ field: "needs", message: "required with this target" }]);
-      const needs = { kind: req.to === "needs_input" ? "input" : "approval", message: req.needs.message };
+      if (req.needs.kind === "budget" && req.to !== "needs_approval") {
+        throw invalid("a budget question goes with needs_approval", [{ field: "needs.kind", message: `only with to = needs_approval; to is ${req.to}` }]);
+      }
+      const needs = req.needs.kind === "budget" ? budgetNeeds(core, row, req.needs.message) : { kind: req.to === "needs_input" ? "input" : "approval", message: req.needs.message };
       patch.needs = JSON.stringify(needs);
       status.needs = needs;
     } else {
@@ -151,6 +159,24 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
     return { patch, events };
   });
   return { status: change.after.status, attempt: change.after.attempt };
+}
+
+/** The record of a budget question: what the task cost so far and the allowance it passed, as the server counts them. */
+function budgetNeeds(core: Core, row: TaskRow, message: string) {
+  const budget = taskBudget(core, row, JSON.parse(stmts(core).project.get(row.project_id)!.policy), row.attempt);
+  const costUsd = taskUsage(core, row.id)?.costUsd ?? 0;
+  return { kind: "budget", message, costUsd, allowanceUsd: budget?.allowanceUsd ?? null };
+}
+
+/** Records the attempt's cumulative usage (lease-fenced; not once the attempt has ended). */
+export function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: UsageReport) {
+  const recorded = recordUsage(core, taskId, req.usage, (row) => {
+    if (row.org_id !== worker.org_id) throw notFound("task");
+    checkLease(row, worker, req.leaseToken);
+    if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
+  });
+  if (recorded.added > 0) dailyBudgetsOf(core).added(recorded.projectId, recorded.day, recorded.added);
+  return { costUsd: recorded.costUsd };
 }
 
 /** Appends an attempt's events; a seq already written for this attempt is skipped (resends are safe). */

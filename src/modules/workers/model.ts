@@ -12,7 +12,7 @@ const Id = t.String({ minLength: 1, maxLength: 64 });
 const Tool = t.Object({ name: t.String(), version: t.Nullable(t.String()) });
 const Agent = t.Object(
   {
-    name: t.String({ description: "claude, codex... (found on the worker's PATH) or exec" }),
+    name: t.String({ description: "claude, codex (found on the worker's PATH) or exec" }),
     version: t.Nullable(t.String({ description: "null for exec" })),
     command: t.Optional(t.String({ description: "exec only: the program its --exec command line starts (its name, not its arguments)" })),
   },
@@ -35,7 +35,7 @@ export const WorkerRecord = t.Object({
   policy: t.Record(t.String(), t.Unknown()),
   status: t.UnionEnum(["online", "offline", "pending_approval", "revoked"]),
   tools: t.Array(Tool),
-  agents: t.Array(Agent, { description: "exec first when the worker runs a command, then the coding agents found on its PATH" }),
+  agents: t.Array(Agent, { description: "The agents the worker runs (ao worker --agent), in its order of preference, with their versions: a task that names an agent is offered only to workers listing it" }),
   providers: t.Array(t.String(), { description: "Names of API-key variables present on the worker, never values" }),
   version: t.Nullable(t.String()),
   capacity: t.Integer(),

@@ -65,6 +65,7 @@ export class Presence {
     const now = Date.now();
     conn.lastSeen = now;
     conn.capacity = hello.capacity;
+    conn.agents = new Set(hello.agents.map((a) => a.name));
     workerStatements(this.core).hello.run(
       JSON.stringify(hello.tools), JSON.stringify(hello.agents), JSON.stringify(hello.providers), hello.version, hello.capacity, iso(now), iso(now), conn.workerId,
     );

@@ -15,9 +15,11 @@ import {
   PairResult,
   PairStarted,
   TransitionRequest,
+  UsageReport,
+  UsageResult,
 } from "../../protocol/requests";
 import { CloneReport, ReadinessReport, ReposReport } from "../../protocol/requests";
-import { appendEvents, claimTask, leaseForUpload, transitionTask, workerActor } from "./leases";
+import { appendEvents, claimTask, leaseForUpload, reportUsage, transitionTask, workerActor } from "./leases";
 import { reportClone, reportRepos } from "./clones";
 import { reportReadiness } from "./readiness";
 import { ErrorBody, ReadinessRun, WorkerRecord, errors } from "./model";
@@ -86,6 +88,19 @@ export default (core: Core) =>
       body: EventsRequest,
       response: { 200: EventsResult, ...errors, 409: ErrorBody },
       detail: { summary: "Append timeline events of the attempt", description: "Idempotent per (attempt, seq): resent events are skipped.", tags },
+    })
+    .post("/worker/tasks/:taskId/usage", ({ worker, params, body }) => reportUsage(core, worker, params.taskId, body), {
+      worker: true,
+      params: TaskParams,
+      body: UsageReport,
+      response: { 200: UsageResult, ...errors, 409: ErrorBody },
+      detail: {
+        summary: "Report the attempt's usage so far (cumulative)",
+        description:
+          "Tokens and cost as the agent reports them, cumulative over the attempt: the server records the growth since the last report (a resend adds nothing). " +
+          "Workers send one at most every 2 s and a last one before the attempt's final transition. 409 for another attempt's lease or an ended attempt.",
+        tags,
+      },
     })
     .put(
       "/worker/tasks/:taskId/artifacts/:name",

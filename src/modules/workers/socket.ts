@@ -38,6 +38,7 @@ export function workerSocket(core: Core): SocketHandler {
         workerId: data.workerId,
         orgId: data.orgId,
         labels: new Set(data.labels),
+        agents: new Set(),
         projects: data.projects ? new Set(data.projects) : null,
         capacity: 0,
         greeted: false,

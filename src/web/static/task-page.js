@@ -70,7 +70,7 @@ export class TaskPage {
     needs.hidden = !t.needs;
     needs.classList.toggle("attention", waiting);
     if (t.needs) {
-      const what = t.needs.kind === "approval" ? "approval" : "input";
+      const what = t.needs.kind === "input" ? "input" : t.needs.kind === "budget" ? "decision on the budget" : "approval";
       $("task-needs-kind").textContent = waiting ? `Waiting for your ${what}:` : `Asked for ${what}:`;
       $("task-needs-message").textContent = t.needs.message;
     }

@@ -2,6 +2,7 @@
 // events, except the ::ao:: directives; the person's answers arrive on stdin, one line each.
 import { spawnGroup } from "../process";
 import type { Agent, AgentContext, AgentRun, Answer } from "./types";
+import { cleanUsage } from "../usage";
 
 /** An answer as the exec agent reads it on stdin: `approve`, `deny REASON` or the input text, one line. */
 export function answerLine(a: Answer): string {
@@ -9,14 +10,31 @@ export function answerLine(a: Answer): string {
   return text.replace(/\r?\n/g, " ");
 }
 
-const DIRECTIVE = /^::ao::(summary|needs-input|needs-approval)(?:\s+(.*))?$/;
+const DIRECTIVE = /^::ao::(summary|needs-input|needs-approval|usage)(?:\s+(.*))?$/;
+
+/**
+ * `::ao::usage {"inputTokens":…, "outputTokens":…, "cacheReadTokens":…, "cacheWriteTokens":…,
+ * "costUsd":…, "model":…}`: the attempt's usage so far (cumulative; absent fields are 0), for
+ * scripts that drive a model themselves. A line that is not such an object is an error event.
+ */
+function usageDirective(ctx: Pick<AgentContext, "emit" | "usage">, text: string) {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {}
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return ctx.emit("error", { message: `::ao::usage needs a JSON object such as {"inputTokens": 1200, "costUsd": 0.03}; got: ${text.slice(0, 200)}` });
+  }
+  ctx.usage(cleanUsage(value as Record<string, unknown>));
+}
 
 /** Applies one stdout line of an exec agent to the context. Exported for the parser tests. */
-export function handleExecLine(ctx: Pick<AgentContext, "emit" | "summary" | "ask">, line: string) {
+export function handleExecLine(ctx: Pick<AgentContext, "emit" | "summary" | "ask" | "usage">, line: string) {
   const m = DIRECTIVE.exec(line);
   if (!m) return ctx.emit("log", { stream: "stdout", line });
   const text = (m[2] ?? "").trim();
-  if (m[1] === "summary") ctx.summary(text);
+  if (m[1] === "usage") usageDirective(ctx, text);
+  else if (m[1] === "summary") ctx.summary(text);
   else ctx.ask(m[1] === "needs-input" ? "input" : "approval", text || (m[1] === "needs-input" ? "input needed" : "approval needed"));
 }
 

@@ -6,7 +6,7 @@ import { CliError, EXIT, UsageError } from "../errors";
 import { followTask } from "../follow";
 import { attentionHint, printable, taskDetails, taskRows, timelineLine } from "../format";
 import { printHelp, printJson, run } from "../run";
-import { ACTIONS, KINDS, NEEDS_ATTENTION, PRIORITIES, TASK_STATUSES, TERMINAL, type Page, type Task, type TaskEvent } from "../types";
+import { ACTIONS, AGENT_NAMES, KINDS, NEEDS_ATTENTION, PRIORITIES, TASK_STATUSES, TERMINAL, type Page, type Task, type TaskEvent } from "../types";
 
 const ORG = { org: { type: "string" } } as const;
 
@@ -85,6 +85,7 @@ async function create(args: string[]): Promise<number | void> {
     kind: { type: "string" },
     base: { type: "string" },
     head: { type: "string" },
+    agent: { type: "string" },
     wait: { type: "boolean" },
     json: { type: "boolean" },
   });
@@ -94,6 +95,7 @@ async function create(args: string[]): Promise<number | void> {
   const prompt = readPrompt(p);
   const priority = oneOf("priority", str(p, "priority"), PRIORITIES, (v) => v.toUpperCase());
   const kind = oneOf("kind", str(p, "kind"), KINDS, (v) => v.toLowerCase());
+  const agent = oneOf("agent", str(p, "agent"), AGENT_NAMES, (v) => v.toLowerCase());
   const base = str(p, "base");
   const head = str(p, "head");
   if (kind === "review" && (!base || !head)) throw new UsageError("--kind review needs --base and --head");
@@ -107,6 +109,7 @@ async function create(args: string[]): Promise<number | void> {
     ...(priority ? { priority } : {}),
     ...(kind ? { kind } : {}),
     ...(kind === "review" ? { review: { base, head } } : {}),
+    ...(agent ? { agent } : {}),
   };
   const created = await ctx.client.request<Task>("POST", `/orgs/${encodeURIComponent(ctx.orgId)}/tasks`, { body });
   if (!flag(p, "wait")) {

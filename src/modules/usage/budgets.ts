@@ -1,0 +1,67 @@
+// policy.budget.perDayUsd: a project whose cost today (UTC) is at or over it gets no new offers
+// until the next day or a raised budget. The dispatcher asks for every queued task it looks at,
+// so the answer comes from memory: one entry per project per day, read once from the database,
+// kept up to date by usage reports and dropped when the project's policy changes.
+import type { Core } from "../../server/core";
+import { budgetOf } from "../projects/policy";
+import { dayOf, projectCostOn, usd } from "./service";
+
+interface Entry {
+  day: string;
+  perDayUsd: number | null;
+  costUsd: number;
+}
+
+export class DailyBudgets {
+  private readonly entries = new Map<string, Entry>();
+  private readonly policy;
+
+  constructor(private readonly core: Core) {
+    this.policy = core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?");
+  }
+
+  private entry(projectId: string): Entry {
+    const day = dayOf();
+    const cached = this.entries.get(projectId);
+    if (cached && cached.day === day) return cached;
+    const row = this.policy.get(projectId);
+    let perDayUsd: number | null = null;
+    try {
+      perDayUsd = row ? (budgetOf(JSON.parse(row.policy)).perDayUsd ?? null) : null;
+    } catch {}
+    const entry: Entry = { day, perDayUsd, costUsd: perDayUsd === null ? 0 : projectCostOn(this.core, projectId, day) };
+    this.entries.set(projectId, entry);
+    return entry;
+  }
+
+  /** True while the project's cost today is at or over its daily budget. */
+  over(projectId: string): boolean {
+    const e = this.entry(projectId);
+    return e.perDayUsd !== null && e.costUsd >= e.perDayUsd;
+  }
+
+  /** Why the project's queued tasks wait, or null when its daily budget does not hold them. */
+  reason(projectId: string): string | null {
+    const e = this.entry(projectId);
+    return e.perDayUsd !== null && e.costUsd >= e.perDayUsd ? `project over its daily budget (${usd(e.costUsd)} of ${usd(e.perDayUsd)})` : null;
+  }
+
+  /** A usage report added `added` dollars to the project's `day`. */
+  added(projectId: string, day: string, added: number) {
+    const e = this.entries.get(projectId);
+    if (e && e.day === day && e.perDayUsd !== null) e.costUsd += added;
+  }
+
+  /** The project's policy changed: read it afresh at the next question. */
+  forget(projectId: string) {
+    this.entries.delete(projectId);
+  }
+}
+
+const gates = new WeakMap<Core, DailyBudgets>();
+
+export function dailyBudgetsOf(core: Core): DailyBudgets {
+  let g = gates.get(core);
+  if (!g) gates.set(core, (g = new DailyBudgets(core)));
+  return g;
+}
