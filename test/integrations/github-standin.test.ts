@@ -16,7 +16,12 @@ let work: string;
 let GHOctokit: typeof Octokit;
 // what the manifest conversion handed back
 let created: any;
-let app: App;
+let app: ReturnType<typeof makeApp>;
+
+/** An App as ao makes one: @octokit/app signing JWTs, talking to the stand-in's API. */
+function makeApp(privateKey: string) {
+  return new App({ appId: created.id, privateKey, Octokit: GHOctokit, oauth: { clientId: created.client_id, clientSecret: created.client_secret } });
+}
 let installationId: number;
 
 const redirect = "http://127.0.0.1:9/codehost/app/callback";
@@ -68,7 +73,7 @@ beforeAll(async () => {
   const res = await manifestCode("st-1");
   const location = new URL(res.headers.get("location")!);
   created = (await new GHOctokit().request("POST /app-manifests/{code}/conversions", { code: location.searchParams.get("code")! })).data;
-  app = new App({ appId: created.id, privateKey: created.pem, Octokit: GHOctokit as any, oauth: { clientId: created.client_id, clientSecret: created.client_secret } });
+  app = makeApp(created.pem);
   const { installation } = await gh.install(created.slug, "acme", { repositories: 150, type: "Organization" });
   installationId = installation.record.id;
 });
@@ -87,7 +92,7 @@ describe("the manifest flow", () => {
     expect(to.searchParams.get("state")).toBe("st-2");
     const conv = await new GHOctokit().request("POST /app-manifests/{code}/conversions", { code: to.searchParams.get("code")! });
     expect(conv.status).toBe(201);
-    expect(conv.data.owner!.login).toBe("acme-two");
+    expect((conv.data.owner as any).login).toBe("acme-two");
     expect((conv.data.owner as any).type).toBe("Organization");
     // each code converts once
     const again = await new GHOctokit().request("POST /app-manifests/{code}/conversions", { code: to.searchParams.get("code")! }).catch((e) => e);
@@ -123,7 +128,7 @@ describe("app JWTs and installation tokens", () => {
 
   test("a JWT signed with another key, expired or too long-lived is 401 with GitHub's message", async () => {
     const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-    const other = new App({ appId: created.id, privateKey: privateKey.export({ type: "pkcs1", format: "pem" }).toString(), Octokit: GHOctokit as any });
+    const other = makeApp(privateKey.export({ type: "pkcs1", format: "pem" }).toString());
     const e1 = await other.octokit.request("GET /app").catch((e) => e);
     expect(e1.status).toBe(401);
     expect(e1.response.data.message).toBe("A JSON web token could not be decoded");
@@ -280,7 +285,7 @@ describe("the installation flow and the person's connection", () => {
 describe("repositories, pull requests, reviews and comments", () => {
   test("an installation creates an organization repository; duplicates are 422; /user/repos needs a user token", async () => {
     // a new App: the earlier expireTokens() voided the tokens @octokit/auth-app has cached
-    const fresh = new App({ appId: created.id, privateKey: created.pem, Octokit: GHOctokit as any });
+    const fresh = makeApp(created.pem);
     const octokit = await fresh.getInstallationOctokit(installationId);
     const { data, status } = await octokit.request("POST /orgs/{org}/repos", { org: "acme", name: "made-by-ao", private: true, auto_init: true, description: "from a test" });
     expect(status).toBe(201);
