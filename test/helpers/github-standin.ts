@@ -469,14 +469,23 @@ export async function startGitHubStandIn(): Promise<GitHubStandIn> {
       });
     }
 
-    // routes an app calls with its JWT
-    if (p === "/app" || p.startsWith("/app/")) {
-      if (!auth.jwt) return auth.given ? error(401, "A JSON web token could not be decoded") : error(401, "A JSON web token could not be decoded");
+    // routes an app calls with its JWT: its own, and finding its installation on a repository or account
+    const installationOf = p.match(/^\/(?:repos\/([^/]+)\/([^/]+)|orgs\/([^/]+)|users\/([^/]+))\/installation$/);
+    if (p === "/app" || p.startsWith("/app/") || (installationOf && method === "GET")) {
+      if (!auth.jwt) return error(401, "A JSON web token could not be decoded");
       const check = checkAppJwt(auth.jwt, (iss) => [...apps.values()].find((a) => String(a.record.id) === iss || a.clientId === iss)?.publicKey ?? null);
       if (!check.ok) return error(401, check.message);
       const a = [...apps.values()].find((x) => String(x.record.id) === check.iss || x.clientId === check.iss)!;
       const mine = [...installations.values()].filter((i) => i.record.app.id === a.record.id).sort((x, y) => x.record.id - y.record.id);
       if (method === "GET" && p === "/app") return json(200, { ...shapes.app(hosts, a.record, a.clientId), installations_count: mine.length });
+      if (installationOf) {
+        const [, owner, name, org, user] = installationOf.map((x) => (x === undefined ? undefined : decodeURIComponent(x)));
+        const login = (owner ?? org ?? user)!.toLowerCase();
+        const repo = owner && name ? repos.get(repoKey(owner, name)) : null;
+        const inst = mine.find((i) => i.record.account.login.toLowerCase() === login && (!repo || installationRepos(i).includes(repo)));
+        if (!inst || (owner && !repo)) return notFound();
+        return json(200, shapes.installation(hosts, inst.record));
+      }
       if (method === "GET" && p === "/app/installations") return paged(req, mine.map((i) => shapes.installation(hosts, i.record)));
       if ((m = p.match(/^\/app\/installations\/(\d+)$/))) {
         const inst = mine.find((i) => i.record.id === Number(m![1]));

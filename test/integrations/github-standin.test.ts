@@ -177,6 +177,17 @@ describe("app JWTs and installation tokens", () => {
     expect(capped.data.repositories).toHaveLength(100);
   });
 
+  test("an app finds its installation on a repository, an organization or a user", async () => {
+    const onRepo = await app.octokit.request("GET /repos/{owner}/{repo}/installation", { owner: "acme", repo: "repo-042" });
+    expect(onRepo.data.id).toBe(installationId);
+    expect((await app.octokit.request("GET /orgs/{org}/installation", { org: "acme" })).data.id).toBe(installationId);
+    expect((await app.octokit.request("GET /repos/{owner}/{repo}/installation", { owner: "acme", repo: "nope" }).catch((e) => e)).status).toBe(404);
+    expect((await app.octokit.request("GET /users/{username}/installation", { username: "nobody" }).catch((e) => e)).status).toBe(404);
+    // an installation token is not the app's JWT
+    const asInstallation = await new GHOctokit({ auth: gh.mintToken(installationId) }).request("GET /orgs/{org}/installation", { org: "acme" }).catch((e) => e);
+    expect(asInstallation.status).toBe(401);
+  });
+
   test("a token narrowed to one repository and fewer permissions sees only that", async () => {
     const { data } = await app.octokit.request("POST /app/installations/{installation_id}/access_tokens", {
       installation_id: installationId,
