@@ -12,7 +12,8 @@ let s: TestServer;
 const heard: CompletedWithBranch[] = [];
 
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST });
+  // Offline only after 5 s: a loaded machine must not lose these attempts mid-test.
+  s = await startTestServer({ workerTimeouts: { ...FAST, offlineMs: 5000 } });
   onTaskCompletedWithBranch((result, core) => {
     if (core === s.core) heard.push(result);
   });
