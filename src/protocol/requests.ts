@@ -35,7 +35,20 @@ export type AgentName = (typeof AGENT_NAMES)[number];
 
 export const ClaimRequest = T.Object({ offerId: T.String({ minLength: 1, maxLength: 100 }) });
 
-export const RepositoryInfo = T.Object({ id: T.String(), url: T.String(), name: T.String(), branch: T.String(), primary: T.Boolean() });
+export const RepositoryInfo = T.Object({
+  id: T.String(),
+  url: T.String(),
+  name: T.String(),
+  branch: T.String(),
+  primary: T.Boolean(),
+  /**
+   * A GitHub installation access token for this repository alone (contents and pull requests
+   * write), minted for this attempt: for git over HTTPS as x-access-token. Never logged or stored.
+   */
+  token: T.Optional(T.String()),
+  /** The server wants the task's branch ao/<taskId> pushed (an app repository whose project opens pull requests). */
+  push: T.Optional(T.Boolean()),
+});
 export type RepositoryInfo = Static<typeof RepositoryInfo>;
 
 export const ClaimedTask = T.Object({
@@ -48,6 +61,8 @@ export const ClaimedTask = T.Object({
   review: T.Union([T.Object({ base: T.String(), head: T.String() }), T.Null()]),
   /** The agent the task asked for; null or absent: the project's preferredAgent, else any the worker has. */
   agent: T.Optional(T.Union([T.String(), T.Null()])),
+  /** The person who created the task (co-author of the task's commit), when there is one. */
+  createdBy: T.Union([T.Object({ name: T.String(), email: T.String() }), T.Null()]),
 });
 export type ClaimedTask = Static<typeof ClaimedTask>;
 
@@ -96,6 +111,20 @@ export const PlanItem = T.Object({
 export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
 export type Plan = Static<typeof Plan>;
 
+/** What an ordinary task changed in its primary repository, reported with to = completed. */
+export const TaskChanges = T.Object({
+  files: T.Integer({ minimum: 0 }),
+  additions: T.Integer({ minimum: 0 }),
+  deletions: T.Integer({ minimum: 0 }),
+  /** ao/<taskId>; null when nothing changed */
+  branch: T.Union([RefName(), T.Null()]),
+  commit: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  /** The commit the task started from; null for a repository with no commits yet */
+  base: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  pushed: T.Boolean(),
+});
+export type TaskChanges = Static<typeof TaskChanges>;
+
 export const WORKER_TARGETS = ["running", "needs_input", "needs_approval", "completed", "failed"] as const;
 
 export const TransitionRequest = T.Object({
@@ -107,6 +136,8 @@ export const TransitionRequest = T.Object({
   needs: T.Optional(Needs),
   /** A plan task's proposal, with to = completed. */
   plan: T.Optional(Plan),
+  /** An ordinary task's changes, with to = completed. */
+  changes: T.Optional(TaskChanges),
 });
 export type TransitionRequest = Static<typeof TransitionRequest>;
 

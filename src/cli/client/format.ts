@@ -99,6 +99,13 @@ export function taskRows(tasks: Task[]): string {
   );
 }
 
+/** "3 files, +10 -2 on ao/tsk_… (pushed)", or that nothing changed. */
+export function changesText(c: NonNullable<Task["changes"]>): string {
+  if (!c.branch) return "none (the task changed no file)";
+  const where = `${c.branch}${c.commit ? ` at ${c.commit.slice(0, 12)}` : ""}`;
+  return `${c.files} file${c.files === 1 ? "" : "s"}, +${c.additions} -${c.deletions} on ${where}${c.pushed ? " (pushed)" : " (not pushed)"}`;
+}
+
 export function taskDetails(t: Task): string {
   const rows: [string, string][] = [
     ["status", `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`],
@@ -118,6 +125,7 @@ export function taskDetails(t: Task): string {
   if (t.usage) rows.push(["usage", usageText(t.usage)]);
   if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `$${t.allowanceUsd.toFixed(2)} for the task`]);
   if (t.summary) rows.push(["summary", t.summary]);
+  if (t.changes) rows.push(["changes", changesText(t.changes)]);
   for (const a of t.artifacts ?? []) rows.push(["artifact", `${a.name} (${a.contentType}, ${a.size} bytes)`]);
   if (t.plan?.tasks?.length) rows.push(["plan", `${t.plan.tasks.length} proposed task(s)`]);
   const width = Math.max(...rows.map(([k]) => k.length));
