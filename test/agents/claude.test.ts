@@ -1,7 +1,7 @@
 // The Claude Code adapter with the real `claude` CLI (node_modules/.bin/claude) talking to a local
 // stand-in of the Anthropic Messages API. The context records what the adapter reports through it
 // (our own interface, not the agent's); the CLI, its tools, its process and the files are real.
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,8 @@ import { decideTool } from "../../src/worker/policy";
 import type { AgentPolicy } from "../../src/protocol/policy";
 import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type Script } from "../helpers/anthropic-standin";
 
+// Each run starts the real CLI (a few seconds each on a loaded machine).
+setDefaultTimeout(90_000);
 const CLAUDE = join(import.meta.dir, "..", "..", "node_modules", ".bin", "claude");
 let tmp: string;
 const standins: AnthropicStandin[] = [];
@@ -192,5 +194,96 @@ describe("claude: approvals", () => {
     expect(await run.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(outside)).toBe(false);
     expect(decisions(rec)[0]).toMatchObject({ tool: "Write", kind: "edit", decision: "ask", by: "built-in rules" });
+  });
+});
+
+describe("claude: questions, follow-ups, the process", () => {
+  test("AskUserQuestion puts the task to needs_input; input answers it in the same session", async () => {
+    const question = { question: "Which colour should the button be?", header: "Colour", options: [{ label: "Red", description: "Warm" }, { label: "Blue", description: "Calm" }], multiSelect: false };
+    const { run, rec, standin, nextAsk } = startRun([{ content: [{ type: "tool_use", name: "AskUserQuestion", input: { questions: [question] } }] }, { content: [text("Green it is.")] }]);
+    const ask = await nextAsk();
+    expect(ask.kind).toBe("input");
+    expect(ask.message).toContain("[Colour] Which colour should the button be?");
+    expect(ask.message).toContain("  - Red: Warm");
+    // approve is no answer to a question: it is ignored, the question still waits.
+    run.answer({ kind: "approve" });
+    run.answer({ kind: "input", text: "Green, actually" });
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    const result = toolResults(standin.mainRequests()[1].body)[0];
+    expect(resultText(result)).toContain("Green, actually");
+    expect(rec.summary).toBe("Green it is.");
+    expect(decisions(rec)).toEqual([]);
+    expect(rec.events.some((e) => e.type === "log" && /approve ignored/.test(e.data.line))).toBe(true);
+  });
+
+  test("input while the agent works is a follow-up message in the same session; the run ends once it is answered", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const { run, rec, standin } = startRun((body, i) => (i === 0 ? { hold: held, content: [text("Working on it.")] } : { content: [text(`reply ${i}`)] }));
+    await standin.waitForMain(1);
+    run.answer({ kind: "input", text: "Also add a README line, please." });
+    await Bun.sleep(300);
+    release();
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    const later = standin.mainRequests().slice(1).map((r) => JSON.stringify(r.body.messages));
+    expect(later.some((m) => m.includes("Also add a README line, please."))).toBe(true);
+    // Same session: the first prompt is still in the conversation the follow-up continues.
+    expect(later.at(-1)).toContain("Create the file made-by-claude.txt");
+    expect(rec.events.filter((e) => e.type === "message").at(-1)!.data.text).toMatch(/^reply \d$/);
+  });
+
+  test("pause stops the CLI's whole process group, resume continues it, cancel ends it and what it started", async () => {
+    const { run, rec, workdir } = startRun([{ content: [bash("sleep 60 & echo $! > sleeper.pid; wait", "Wait a while")] }, { content: [text("never")] }], {
+      policy: { allow: ["shell:sleep*"] },
+    });
+    const pidFile = join(workdir, "sleeper.pid");
+    for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, "utf8").trim()); i++) await Bun.sleep(50);
+    if (!existsSync(pidFile)) throw new Error(`no sleeper started: ${JSON.stringify(rec.events)}`);
+    const sleeper = Number(readFileSync(pidFile, "utf8").trim());
+    const state = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+      } catch {
+        return "gone";
+      }
+    };
+    expect(state(run.pid)).not.toBe("gone");
+    run.pause();
+    await Bun.sleep(200);
+    expect(state(run.pid)).toBe("T");
+    expect(state(sleeper)).toBe("T");
+    run.resume();
+    await Bun.sleep(200);
+    expect(state(run.pid)).not.toBe("T");
+    expect(state(sleeper)).not.toBe("T");
+    run.pause();
+    await run.cancel(500);
+    const exit = await run.exited;
+    expect(exit.code === 0).toBe(false);
+    await Bun.sleep(200);
+    expect(["gone", "Z"]).toContain(state(sleeper));
+    expect(["gone", "Z"]).toContain(state(run.pid));
+    expect(rec.events.some((e) => e.type === "error")).toBe(false);
+  });
+
+  test("a retry that continues resumes the previous attempt's session in the moved checkout", async () => {
+    const home = join(tmp, "home-continue");
+    const first = join(tmp, "runs-continue", "tsk_c-a1", "work");
+    const a = startRun([{ content: [text("First attempt, remembered.")] }], { workdir: first, home, prompt: "Remember the word pelican." });
+    expect(await a.run.exited).toEqual({ code: 0, signal: null });
+    const second = join(tmp, "runs-continue", "tsk_c-a2", "work");
+    mkdirSync(join(second, ".."), { recursive: true });
+    renameSync(first, second);
+    const b = startRun([{ content: [text("Continued.")] }], { workdir: second, home, runMode: "continue", prompt: "What was the word?" });
+    expect(await b.run.exited).toEqual({ code: 0, signal: null });
+    const conversation = JSON.stringify(b.standin.mainRequests()[0].body.messages);
+    expect(conversation).toContain("Remember the word pelican.");
+    expect(conversation).toContain("First attempt, remembered.");
+    expect(conversation).toContain("What was the word?");
+    expect(b.rec.events.some((e) => e.type === "log" && /^continuing claude session /.test(e.data.line))).toBe(true);
+    // A fresh run in a new checkout starts a new conversation.
+    const c = startRun([{ content: [text("Fresh.")] }], { workdir: join(tmp, "runs-continue", "tsk_c-a3", "work"), home, prompt: "Hello" });
+    expect(await c.run.exited).toEqual({ code: 0, signal: null });
+    expect(JSON.stringify(c.standin.mainRequests()[0].body.messages)).not.toContain("pelican");
   });
 });

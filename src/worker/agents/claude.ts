@@ -7,7 +7,7 @@
 // The SDK spawns the CLI through spawnClaudeCodeProcess, so the CLI leads a process group of its
 // own (pause, resume and cancel reach every process it started), and it is pointed at the `claude`
 // found on PATH: inside the compiled `ao` executable the SDK's own bundled CLI does not exist.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { query, type CanUseTool, type HookCallback, type Options, type PermissionResult, type SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
 import type { ToolCall, ToolDecision } from "../policy";
 import { previousSession } from "./claude-session";
@@ -15,6 +15,21 @@ import { ClaudeUsage, claudeMapper } from "./claude-events";
 import { answeredInput, approvalMessage, BOOKKEEPING, QUESTION_TOOL, questionText, toolCallOf } from "./claude-tools";
 import { feedJsonLine } from "./jsonl";
 import type { Agent, AgentContext, AgentRun, Answer } from "./types";
+
+/** Every process below `root` (children, their children…), from `ps`, which Linux and macOS both have. */
+export function descendantsOf(root: number): number[] {
+  const r = spawnSync("ps", ["-A", "-o", "pid=,ppid="], { encoding: "utf8" });
+  const children = new Map<number, number[]>();
+  for (const line of (r.stdout ?? "").split("\n")) {
+    const [p, pp] = line.trim().split(/\s+/).map(Number);
+    if (!p || pp === undefined) continue;
+    children.set(pp, [...(children.get(pp) ?? []), p]);
+  }
+  const out: number[] = [];
+  const queue = [root];
+  while (queue.length) for (const c of children.get(queue.shift()!) ?? []) out.push(c), queue.push(c);
+  return out;
+}
 
 /** Extra CLI flags from `--agent-args` (`--model opus --add-dir /x`) in the SDK's extraArgs shape. */
 export function extraArgsOf(args: string[]): Record<string, string | null> {
@@ -86,12 +101,16 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
       let lastResult: Record<string, unknown> | null = null;
       let cancelled = false;
 
-      const signalGroup = (sig: NodeJS.Signals) => {
+      // Claude Code starts each shell command in a process group of its own: the signal goes to the
+      // CLI's group and to every process below it, found before any of them is signalled.
+      const signalTree = (sig: NodeJS.Signals, tree = pid > 0 ? descendantsOf(pid) : []) => {
         if (pid <= 0) return;
-        try {
-          process.kill(-pid, sig);
-        } catch {
-          // The group is gone already.
+        for (const target of [-pid, ...tree]) {
+          try {
+            process.kill(target, sig);
+          } catch {
+            // Gone already.
+          }
         }
       };
 
@@ -215,15 +234,17 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
           return pid;
         },
         exited: run,
-        pause: () => signalGroup("SIGSTOP"),
-        resume: () => signalGroup("SIGCONT"),
+        pause: () => signalTree("SIGSTOP"),
+        resume: () => signalTree("SIGCONT"),
         async cancel(graceMs) {
           cancelled = true;
           inbox.close();
-          signalGroup("SIGCONT"); // a stopped (paused) group cannot act on SIGTERM
-          signalGroup("SIGTERM");
+          // Known before the CLI ends: afterwards its children belong to init and the tree is lost.
+          const tree = pid > 0 ? descendantsOf(pid) : [];
+          signalTree("SIGCONT", tree); // a stopped (paused) process cannot act on SIGTERM
+          signalTree("SIGTERM", tree);
           await Promise.race([childExit, Bun.sleep(graceMs)]);
-          signalGroup("SIGKILL");
+          signalTree("SIGKILL", [...tree, ...descendantsOf(pid)]);
           abort.abort();
         },
         answer(a) {
