@@ -183,6 +183,8 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         hooks: { PreToolUse: [{ hooks: [preToolUse] }] },
         canUseTool,
         ...(resume ? { resume } : {}),
+        // The CLI is the machine's, of any 2.1 version: the delivery every version understands (and no deprecation warning).
+        mcpServersDelivery: "argv",
         // The person's messages come back when the CLI takes them in, so the run knows when all are answered.
         extraArgs: { "replay-user-messages": null, ...extraArgsOf(extraArgs) },
         stderr: (chunk) => {
