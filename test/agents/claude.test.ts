@@ -36,7 +36,7 @@ interface Recorded {
 
 let n = 0;
 /** A run of the real CLI in a fresh checkout, against a stand-in answering from `script`. */
-function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; onAsk?: (kind: string, message: string) => void } = {}) {
+function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; args?: string[]; onAsk?: (kind: string, message: string) => void } = {}) {
   const standin = startAnthropicStandin(script);
   standins.push(standin);
   const home = opts.home ?? join(tmp, `home-${++n}`);
@@ -67,7 +67,7 @@ function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string;
     decide: (call) => decideTool(opts.policy, workdir, call),
     usage: (u) => void rec.usage.push(u),
   };
-  const run = claudeAgent(CLAUDE).start(ctx);
+  const run = claudeAgent(CLAUDE, opts.args ?? []).start(ctx);
   runs.push(run);
   /** Resolves at the next ask (or the one already made and not yet awaited). */
   let seen = 0;
@@ -183,6 +183,17 @@ describe("claude: approvals", () => {
     const edit = rec.events.find((e) => e.type === "edit")!.data;
     expect(edit).toMatchObject({ path: file, tool: "Edit" });
     expect(edit.diff).toContain("-return a - b;\n+return a + b;");
+  });
+
+  test("--agent-args reach the CLI (a model), but cannot lift the asking (a permission mode is ao's own)", async () => {
+    const { run, rec, standin, nextAsk } = startRun([{ content: [bash("touch made-by-claude.txt")] }, { content: [text("ok")] }], {
+      args: ["--model", "claude-test-model-1", "--permission-mode", "bypassPermissions"],
+    });
+    await nextAsk();
+    expect(standin.mainRequests()[0].body.model).toBe("claude-test-model-1");
+    run.answer({ kind: "approve" });
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(rec.usage.at(-1)!.model).toBe("claude-test-model-1");
   });
 
   test("an edit outside the checkout asks the person", async () => {

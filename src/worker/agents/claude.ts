@@ -31,7 +31,10 @@ export function descendantsOf(root: number): number[] {
   return out;
 }
 
-/** Extra CLI flags from `--agent-args` (`--model opus --add-dir /x`) in the SDK's extraArgs shape. */
+/** Flags ao sets itself: the protocol and the permission mode that routes every call through the policy. */
+const OWN_FLAGS = new Set(["print", "p", "input-format", "output-format", "permission-mode", "permission-prompt-tool", "dangerously-skip-permissions", "allow-dangerously-skip-permissions", "replay-user-messages", "resume", "continue"]);
+
+/** Extra CLI flags from `--agent-args` (`--model opus --add-dir /x`) in the SDK's extraArgs shape; ao's own flags are left out. */
 export function extraArgsOf(args: string[]): Record<string, string | null> {
   const out: Record<string, string | null> = {};
   for (let i = 0; i < args.length; i++) {
@@ -42,6 +45,7 @@ export function extraArgsOf(args: string[]): Record<string, string | null> {
     else if (args[i + 1] !== undefined && !args[i + 1].startsWith("--")) out[flag.slice(2)] = args[++i];
     else out[flag.slice(2)] = null;
   }
+  for (const flag of Object.keys(out)) if (OWN_FLAGS.has(flag)) delete out[flag];
   return out;
 }
 
