@@ -181,7 +181,7 @@ describe("ao worker --agent claude", () => {
     expect(statuses).not.toContain("needs_approval");
   });
 
-  test("pause stops the real agent and what it started, resume continues it, cancel ends them", async () => {
+  test("pause stops the real agent and what it started, resume continues it, cancel ends them; a retry resumes the session", async () => {
     const t = await newTask("process", { agent: { allow: ["shell:sleep*"] } });
     const pidFile = marker("sleeper.pid");
     await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 60_000, 100);
@@ -200,7 +200,19 @@ describe("ao worker --agent claude", () => {
     await until(() => state(sleeper) !== "T" && state(agentPid) !== "T", 10_000, 50);
     expect((await action(t.id, { action: "cancel" })).status).toBe(200);
     await until(() => !alive(sleeper) && !alive(agentPid), 15_000, 100);
-    expect((await task(t.id)).status).toBe("cancelled");
+    await waitStatus(t.id, "cancelled");
+
+    // A retry continues: the next attempt resumes the cancelled attempt's Claude session.
+    const before = standin.mainRequests().length;
+    expect((await action(t.id, { action: "retry" })).status).toBe(200);
+    const done = await waitStatus(t.id, "completed");
+    expect(done).toMatchObject({ attempt: 2, summary: "process: finished" });
+    const resumed = standin.mainRequests().slice(before).find((r) => JSON.stringify(r.body.messages).includes("SCENARIO:process"))!;
+    // The earlier attempt's prompt is in the conversation, then this attempt's: one session. (The
+    // killed command's call itself was never answered, so Claude Code leaves it out on resume.)
+    const prompts = resumed.body.messages.filter((m: any) => m.role === "user" && JSON.stringify(m.content).includes("SCENARIO:process"));
+    expect(prompts).toHaveLength(2);
+    expect((await events(t.id)).some((e) => e.type === "log" && /^continuing claude session /.test(e.data.line))).toBe(true);
   });
 });
 
