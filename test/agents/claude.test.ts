@@ -298,3 +298,21 @@ describe("claude: questions, follow-ups, the process", () => {
     expect(JSON.stringify(c.standin.mainRequests()[0].body.messages)).not.toContain("pelican");
   });
 });
+
+test("a CLI that is not there fails the run with the reason", async () => {
+  const events: { type: string; data: any }[] = [];
+  const ctx = {
+    claim: { runMode: "fresh" },
+    workdir: tmp,
+    env: {},
+    instructions: "hi",
+    emit: (type: string, data: unknown) => void events.push({ type, data }),
+    summary() {},
+    ask() {},
+    decide: () => ({ decision: "ask", rule: null, by: "default" }),
+    usage() {},
+  } as unknown as AgentContext;
+  const missing = claudeAgent(join(tmp, "no-such-claude")).start(ctx);
+  expect(await missing.exited).toEqual({ code: 127, signal: null });
+  expect(events.find((e) => e.type === "error")!.data.message).toContain("no-such-claude");
+});
