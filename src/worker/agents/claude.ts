@@ -118,7 +118,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         }
       };
 
-      /** Puts the person's answer to the head of the queue, then asks the next one. */
+      /** Queues one thing for the person; only the first is asked, the next once it is answered (or withdrawn). */
       const wait = (kind: Pending["kind"], message: string, signal: AbortSignal) =>
         new Promise<Answer>((resolve) => {
           const entry: Pending = { kind, message, settle: resolve };
