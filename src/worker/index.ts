@@ -4,7 +4,7 @@ import { loadCredential, pair, credentialPath } from "./credential";
 import { parseWorkerOptions, UsageError, type WorkerOptions } from "./options";
 import { WorkerRuntime } from "./runtime";
 import { execAgent } from "./agents/exec";
-import { claudeAgent } from "./agents/claude";
+import { claudeAgent, CLAUDE_DEFAULT_ARGS } from "./agents/claude";
 import { codexAgent, CODEX_DEFAULT_ARGS } from "./agents/codex";
 import type { Agent } from "./agents/types";
 
@@ -12,7 +12,7 @@ import type { Agent } from "./agents/types";
 export function chooseAgent(options: WorkerOptions): Agent {
   const pick = options.agent ?? (Bun.which("claude") ? "claude" : Bun.which("codex") ? "codex" : null);
   if (pick === "exec") return execAgent(options.exec!);
-  if (pick === "claude") return claudeAgent(Bun.which("claude") ?? "claude", options.agentArgs ?? []);
+  if (pick === "claude") return claudeAgent(Bun.which("claude") ?? "claude", options.agentArgs ?? CLAUDE_DEFAULT_ARGS);
   if (pick === "codex") return codexAgent(Bun.which("codex") ?? "codex", options.agentArgs ?? CODEX_DEFAULT_ARGS);
   throw new UsageError("no coding agent found on PATH (claude, codex): install one, or run a command with --exec 'COMMAND'");
 }

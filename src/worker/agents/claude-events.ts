@@ -133,3 +133,8 @@ export function claudeMapper(workdir: string) {
     }
   };
 }
+
+/** One message on its own, with no memory of the run's tool calls (recorded output in tests). */
+export function mapClaudeEvent(event: Record<string, unknown>, out: Emit) {
+  claudeMapper("/")(event, out);
+}

@@ -12,6 +12,7 @@ import { query, type CanUseTool, type HookCallback, type Options, type Permissio
 import type { ToolCall, ToolDecision } from "../policy";
 import { previousSession } from "./claude-session";
 import { ClaudeUsage, claudeMapper } from "./claude-events";
+export { mapClaudeEvent } from "./claude-events";
 import { answeredInput, approvalMessage, BOOKKEEPING, QUESTION_TOOL, questionText, toolCallOf } from "./claude-tools";
 import { feedJsonLine } from "./jsonl";
 import type { Agent, AgentContext, AgentRun, Answer } from "./types";
@@ -30,6 +31,9 @@ export function descendantsOf(root: number): number[] {
   while (queue.length) for (const c of children.get(queue.shift()!) ?? []) out.push(c), queue.push(c);
   return out;
 }
+
+/** No extra flags by default: the permission mode is ao's own (every call goes through the policy). */
+export const CLAUDE_DEFAULT_ARGS: string[] = [];
 
 /** Flags ao sets itself: the protocol and the permission mode that routes every call through the policy. */
 const OWN_FLAGS = new Set(["print", "p", "input-format", "output-format", "permission-mode", "permission-prompt-tool", "dangerously-skip-permissions", "allow-dangerously-skip-permissions", "replay-user-messages", "resume", "continue"]);
