@@ -60,11 +60,12 @@ beforeAll(async () => {
   dataDir = join(tmp, "worker");
   preparedWorker(s, org.orgId, dataDir);
   worker = startWorker(s, dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) });
-  await worker.waitFor(/agent claude/);
-  await worker.waitFor(/connected as/);
+  // Generous: the worker starts from source on a machine other tests load too.
+  await worker.waitFor(/agent claude/, 60_000);
+  await worker.waitFor(/connected as/, 60_000);
   orgId = org.orgId;
   token = org.accessToken;
-});
+}, 150_000);
 
 afterAll(async () => {
   releases.get("follow-up")?.();
