@@ -42,11 +42,11 @@ export function versionOf(text: string): string | null {
   return m ? m[0] : text.trim().split("\n")[0]?.slice(0, 100) || null;
 }
 
-async function probe(name: string, args: string[]): Promise<Found | null> {
+async function probe(name: string, args: string[], timeout = 5000): Promise<Found | null> {
   const path = Bun.which(name);
   if (!path) return null;
   try {
-    const proc = Bun.spawn([path, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout: 5000 });
+    const proc = Bun.spawn([path, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     await proc.exited;
     return { name, version: versionOf(out || err) };
@@ -58,7 +58,8 @@ async function probe(name: string, args: string[]): Promise<Found | null> {
 export async function inventory(env: Record<string, string | undefined> = process.env) {
   const [tools, agents] = await Promise.all([
     Promise.all(TOOLS.map(([n, a]) => probe(n, a))),
-    Promise.all(AGENTS.map((n) => probe(n, ["--version"]))),
+    // Agents are large programs (Claude Code's is a 250 MB executable) whose first start on a busy machine takes seconds.
+    Promise.all(AGENTS.map((n) => probe(n, ["--version"], 20_000))),
   ]);
   return {
     tools: tools.filter((t): t is Found => t !== null),

@@ -57,14 +57,18 @@ async function runWith(agent: string) {
   return { done, events, args };
 }
 
-test("claude: claude -p --output-format stream-json --verbose, mapped to message, tool and log events", async () => {
+test("claude: the CLI driven through the Agent SDK's stream-json control protocol, its recorded output mapped to message, tool and log events", async () => {
   const { done, events, args } = await runWith("claude");
-  expect(args.slice(0, 4)).toEqual(["-p", "--output-format", "stream-json", "--verbose"]);
-  expect(args).toContain("# Fix sum"); // the instructions are the last argument (several lines)
-  expect(args.at(-1)).toBe("sum() is wrong");
+  // The prompt goes on stdin as a stream-json user message; permissions come back over stdio.
+  expect(args.slice(0, 5)).toEqual(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]);
+  expect(args).toContain("--permission-prompt-tool=stdio");
+  expect(args).toContain("--permission-mode=default");
+  expect(args).toContain("--replay-user-messages");
+  expect(args).not.toContain("sum() is wrong");
   expect(done).toMatchObject({ status: "completed", summary: "Fixed: sum() subtracted instead of adding. The test suite passes now." });
   const types = events.map((e: any) => e.type);
   expect(types.filter((t: string) => t === "tool")).toHaveLength(4);
+  expect(types.filter((t: string) => t === "edit")).toHaveLength(1);
   expect(events.filter((e: any) => e.type === "message").map((e: any) => e.data.text)).toEqual([
     "I'll run the tests first.",
     "Fixed: sum() subtracted instead of adding. The test suite passes now.",

@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mapClaudeEvent } from "../../src/worker/agents/claude";
+import { claudeMapper } from "../../src/worker/agents/claude-events";
 import { handleExecLine, programOf } from "../../src/worker/agents/exec";
 import { feedJsonLine } from "../../src/worker/agents/jsonl";
 import { artifactNameOf } from "../../src/worker/attempt";
@@ -21,22 +22,25 @@ function replay(fixture: string, map: Parameters<typeof feedJsonLine>[2]) {
 
 describe("claude stream-json", () => {
   test("a successful run: messages, tool calls with results, the result as summary", () => {
-    const { events, summaries } = replay("claude-stream.jsonl", mapClaudeEvent);
-    expect(events.map((e) => e.type)).toEqual(["log", "log", "message", "tool", "tool", "tool", "tool", "message", "log"]);
+    const { events, summaries } = replay("claude-stream.jsonl", claudeMapper("/tmp/ao/runs/tsk_1-a1/work"));
+    expect(events.map((e) => e.type)).toEqual(["log", "log", "message", "tool", "tool", "tool", "tool", "edit", "message", "log"]);
     expect(events[0].data.line).toBe("claude session 8a2f6f0e-6a43-4d0b-9d3c-2b7f7c6c1e11 started (model claude-sonnet-4-5-20250929)");
     expect(events[1].data).toEqual({ stream: "reasoning", line: "The failing test is probably in sum." });
     expect(events[2].data).toEqual({ role: "assistant", text: "I'll run the tests first." });
     expect(events[3].data).toEqual({ id: "toolu_01A9", name: "Bash", input: { command: "npm test", description: "Run the test suite" }, status: "started" });
-    expect(events[4].data).toMatchObject({ id: "toolu_01A9", status: "failed" });
+    expect(events[4].data).toMatchObject({ id: "toolu_01A9", name: "Bash", status: "failed" });
     expect(events[4].data.output).toContain("1 failing");
     expect(events[5].data).toMatchObject({ id: "toolu_01B3", name: "Edit", status: "started" });
-    expect(events[6].data).toEqual({ id: "toolu_01B3", output: "The file /tmp/ao/runs/tsk_1-a1/work/src/sum.js has been updated.", status: "completed" });
-    expect(events[8].data.line).toBe("claude finished: success, 5 turns, 14231 ms, $0.0412");
+    expect(events[6].data).toEqual({ id: "toolu_01B3", name: "Edit", output: "The file /tmp/ao/runs/tsk_1-a1/work/src/sum.js has been updated.", status: "completed" });
+    // The edit as the timeline shows it: the file and what changed in it.
+    const path = "/tmp/ao/runs/tsk_1-a1/work/src/sum.js";
+    expect(events[7].data).toEqual({ id: "toolu_01B3", path, tool: "Edit", diff: `--- ${path}\n+++ ${path}\n@@\n-return a - b;\n+return a + b;` });
+    expect(events[9].data.line).toBe("claude finished: success, 5 turns, 14231 ms, $0.0412");
     expect(summaries).toEqual(["Fixed: sum() subtracted instead of adding. The test suite passes now."]);
   });
 
   test("an error result is an error event, not a summary", () => {
-    const { events, summaries } = replay("claude-error.jsonl", mapClaudeEvent);
+    const { events, summaries } = replay("claude-error.jsonl", claudeMapper("/tmp/ao/runs/tsk_1-a1/work"));
     expect(summaries).toEqual([]);
     expect(events.find((e) => e.type === "error")?.data).toEqual({ message: "claude ended with error_max_turns" });
   });

@@ -1,0 +1,236 @@
+// End to end: a real server, a real `ao worker --agent claude` running the real `claude` CLI
+// (node_modules/.bin on its PATH) against the Messages API stand-in, answered through ao's API.
+// One stand-in serves every task: each task's prompt names its scenario, and the turn is the
+// number of assistant messages in the conversation so far.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg } from "../helpers/identity";
+import { createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { alive, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
+
+setDefaultTimeout(120_000);
+
+const BIN = join(import.meta.dir, "..", "..", "node_modules", ".bin");
+let s: TestServer;
+let tmp: string;
+let standin: AnthropicStandin;
+let worker: WorkerProcess;
+let dataDir: string;
+const holds = new Map<string, Promise<void>>();
+const releases = new Map<string, () => void>();
+
+const text = (t: string): ScriptTurn => ({ content: [{ type: "text", text: t }] });
+const bash = (command: string, description: string): ScriptTurn => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description } }] });
+const marker = (name: string) => join(tmp, "marks", name);
+
+/** The scenario a conversation belongs to (named in its prompt), and what its next turn says. */
+function script(body: any): ScriptTurn {
+  const all = JSON.stringify(body.messages);
+  const scenario = /SCENARIO:([a-z-]+)/.exec(all)?.[1] ?? "none";
+  const turn = body.messages.filter((m: any) => m.role === "assistant").length;
+  switch (scenario) {
+    case "approve":
+    case "deny":
+    case "policy":
+      return turn === 0 ? bash(`touch ${marker(`${scenario}.txt`)}`, "Leave a mark") : text(`${scenario}: finished`);
+    case "question":
+      return turn === 0
+        ? { content: [{ type: "tool_use", name: "AskUserQuestion", input: { questions: [{ question: "Which colour should the button be?", header: "Colour", options: [{ label: "Red", description: "Warm" }, { label: "Blue", description: "Calm" }], multiSelect: false }] } }] }
+        : text("question: finished");
+    case "follow-up":
+      return turn === 0 ? { ...text("Working on it."), hold: holds.get("follow-up") } : text("follow-up: finished");
+    case "process":
+      return turn === 0 ? bash(`sleep 60 & echo $! > ${marker("sleeper.pid")}; wait`, "Wait a while") : text("process: finished");
+  }
+  return text("no scenario");
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-claude-e2e-"));
+  mkdirSync(join(tmp, "marks"));
+  mkdirSync(join(tmp, "home"));
+  holds.set("follow-up", new Promise((r) => releases.set("follow-up", r)));
+  standin = startAnthropicStandin((body) => script(body));
+  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
+  const org = await newOrg(s);
+  dataDir = join(tmp, "worker");
+  preparedWorker(s, org.orgId, dataDir);
+  worker = startWorker(s, dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) });
+  // Generous: the worker starts from source on a machine other tests load too.
+  await worker.waitFor(/agent claude/, 60_000);
+  await worker.waitFor(/connected as/, 60_000);
+  orgId = org.orgId;
+  token = org.accessToken;
+}, 150_000);
+
+afterAll(async () => {
+  releases.get("follow-up")?.();
+  await worker?.stop();
+  await s?.stop();
+  await standin?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+let orgId: string;
+let token: string;
+
+async function newTask(scenario: string, policy: Record<string, unknown> = {}) {
+  const r = await s.api("POST", `/orgs/${orgId}/projects`, { token, body: { name: `p-${scenario}`, policy } });
+  expect(r.status).toBe(201);
+  const p = { orgId, projectId: r.body.id as string, token };
+  return createTaskApi(s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` });
+}
+const task = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}`, { token })).body;
+const events = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}/events?limit=200`, { token })).body.items as any[];
+const action = (id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${orgId}/tasks/${id}/actions`, { token, body });
+const waitStatus = (id: string, status: string, ms = 60_000) =>
+  until(async () => {
+    const t = await task(id);
+    return t.status === status && t;
+  }, ms, 100);
+const decisions = async (id: string) => (await events(id)).filter((e) => e.type === "decision").map((e) => e.data);
+/** The tool_result blocks the stand-in received in a scenario's conversations. */
+const toolResultsSeen = (scenario: string) =>
+  standin
+    .mainRequests()
+    .filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`))
+    .flatMap((r) => r.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content.filter((b: any) => b.type === "tool_result") : [])));
+const resultText = (b: any) => (typeof b.content === "string" ? b.content : b.content.map((c: any) => c.text ?? "").join(""));
+
+describe("ao worker --agent claude", () => {
+  test("the worker advertises claude with the CLI's version", async () => {
+    const w = (await s.api("GET", `/orgs/${orgId}/workers`, { token })).body.items[0];
+    const version = Bun.spawnSync([join(BIN, "claude"), "--version"]).stdout.toString().split(" ")[0];
+    expect(w.agents).toContainEqual({ name: "claude", version });
+  });
+
+  test("approve: the shell call waits in needs_approval with a clear message, then runs; the task completes", async () => {
+    const t = await newTask("approve");
+    const asking = await waitStatus(t.id, "needs_approval");
+    expect(asking.needs.message).toContain("Claude Code wants to run a shell command (Bash):");
+    expect(asking.needs.message).toContain(`touch ${marker("approve.txt")}`);
+    expect(asking.needs.message).toContain("Its reason: Leave a mark");
+    expect(existsSync(marker("approve.txt"))).toBe(false);
+    expect((await action(t.id, { action: "approve" })).status).toBe(200);
+    const done = await waitStatus(t.id, "completed");
+    expect(done.summary).toBe("approve: finished");
+    expect(existsSync(marker("approve.txt"))).toBe(true);
+    expect(await decisions(t.id)).toEqual([
+      { tool: "Bash", kind: "shell", subject: `touch ${marker("approve.txt")}`, decision: "ask", rule: null, by: "built-in rules" },
+      { tool: "Bash", kind: "shell", subject: `touch ${marker("approve.txt")}`, decision: "allow", rule: null, by: "person" },
+    ]);
+    const ev = await events(t.id);
+    const types = ev.map((e) => e.type);
+    for (const type of ["message", "tool", "decision", "log"]) expect(types).toContain(type);
+    // The person's action is on the timeline with who did it, between the ask and the allow.
+    const seqOf = (pred: (e: any) => boolean) => ev.find(pred)?.seq ?? -1;
+    const approved = ev.find((e) => e.type === "action" && e.data.action === "approve");
+    expect(approved.actor).toBeTruthy();
+    expect(seqOf((e) => e.type === "decision" && e.data.decision === "ask")).toBeLessThan(approved.seq);
+    expect(approved.seq).toBeLessThan(seqOf((e) => e.type === "decision" && e.data.by === "person"));
+    // Cost as Claude reported it, in the run's last line.
+    const finished = ev.find((e) => e.type === "log" && /^claude finished: success/.test(e.data.line));
+    expect(Number(/\$([\d.]+)$/.exec(finished.data.line)![1])).toBeGreaterThan(0);
+  });
+
+  test("deny with a reason: the command does not run, the agent receives the reason, the session goes on", async () => {
+    const t = await newTask("deny");
+    await waitStatus(t.id, "needs_approval");
+    expect((await action(t.id, { action: "deny", reason: "no marks today" })).status).toBe(200);
+    const done = await waitStatus(t.id, "completed");
+    expect(done.summary).toBe("deny: finished");
+    expect(existsSync(marker("deny.txt"))).toBe(false);
+    const results = toolResultsSeen("deny");
+    expect(results.some((b: any) => b.is_error && resultText(b).includes("no marks today"))).toBe(true);
+    expect((await decisions(t.id)).at(-1)).toMatchObject({ decision: "deny", by: "person", reason: "no marks today" });
+  });
+
+  test("a question goes to needs_input; input answers it in the same session", async () => {
+    const t = await newTask("question");
+    const asking = await waitStatus(t.id, "needs_input");
+    expect(asking.needs.message).toContain("[Colour] Which colour should the button be?");
+    expect((await action(t.id, { action: "input", input: "Green, actually" })).status).toBe(200);
+    await waitStatus(t.id, "completed");
+    expect(toolResultsSeen("question").some((b: any) => resultText(b).includes("Green, actually"))).toBe(true);
+  });
+
+  test("input on a running task is a follow-up message to the agent", async () => {
+    const t = await newTask("follow-up");
+    await until(() => standin.mainRequests().some((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up")), 60_000, 100);
+    expect((await task(t.id)).status).toBe("running");
+    expect((await action(t.id, { action: "input", input: "Please also update the changelog." })).status).toBe(200);
+    await Bun.sleep(500);
+    releases.get("follow-up")!();
+    const done = await waitStatus(t.id, "completed");
+    expect(done.summary).toBe("follow-up: finished");
+    const later = standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up"));
+    expect(later.some((r) => JSON.stringify(r.body.messages).includes("Please also update the changelog."))).toBe(true);
+  });
+
+  test("the project's policy allows shell:touch* without asking: a decision by policy", async () => {
+    const t = await newTask("policy", { agent: { allow: ["shell:touch*"] } });
+    const done = await waitStatus(t.id, "completed");
+    expect(done.summary).toBe("policy: finished");
+    expect(existsSync(marker("policy.txt"))).toBe(true);
+    expect(await decisions(t.id)).toEqual([{ tool: "Bash", kind: "shell", subject: `touch ${marker("policy.txt")}`, decision: "allow", rule: "shell:touch*", by: "policy" }]);
+    const statuses = (await events(t.id)).filter((e) => e.type === "status").map((e) => e.data.to);
+    expect(statuses).toContain("completed");
+    expect(statuses).not.toContain("needs_approval");
+  });
+
+  test("pause stops the real agent and what it started, resume continues it, cancel ends them; a retry resumes the session", async () => {
+    const t = await newTask("process", { agent: { allow: ["shell:sleep*"] } });
+    const pidFile = marker("sleeper.pid");
+    await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 60_000, 100);
+    const sleeper = Number(readFileSync(pidFile, "utf8").trim());
+    const agentPid = findAgentPid(t.id);
+    const state = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+      } catch {
+        return "gone";
+      }
+    };
+    expect((await action(t.id, { action: "pause" })).status).toBe(200);
+    await until(() => state(sleeper) === "T" && state(agentPid) === "T", 10_000, 50);
+    expect((await action(t.id, { action: "resume" })).status).toBe(200);
+    await until(() => state(sleeper) !== "T" && state(agentPid) !== "T", 10_000, 50);
+    expect((await action(t.id, { action: "cancel" })).status).toBe(200);
+    await until(() => !alive(sleeper) && !alive(agentPid), 15_000, 100);
+    await waitStatus(t.id, "cancelled");
+
+    // A retry continues: the next attempt resumes the cancelled attempt's Claude session.
+    const before = standin.mainRequests().length;
+    expect((await action(t.id, { action: "retry" })).status).toBe(200);
+    const done = await waitStatus(t.id, "completed");
+    expect(done).toMatchObject({ attempt: 2, summary: "process: finished" });
+    const resumed = standin.mainRequests().slice(before).find((r) => JSON.stringify(r.body.messages).includes("SCENARIO:process"))!;
+    // The earlier attempt's prompt is in the conversation, then this attempt's: one session. (The
+    // killed command's call itself was never answered, so Claude Code leaves it out on resume.)
+    const prompts = resumed.body.messages.filter((m: any) => m.role === "user" && JSON.stringify(m.content).includes("SCENARIO:process"));
+    expect(prompts).toHaveLength(2);
+    expect((await events(t.id)).some((e) => e.type === "log" && /^continuing claude session /.test(e.data.line))).toBe(true);
+  });
+});
+
+/** The agent's pid the worker recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
+function findAgentPid(taskId: string): number {
+  const walk = (dir: string): string | null => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory() && e.name.startsWith(`${taskId}-a`) && existsSync(join(path, "agent.pid"))) return join(path, "agent.pid");
+      if (e.isDirectory() && e.name !== "work") {
+        const found = walk(path);
+        if (found) return found;
+      }
+    }
+    return null;
+  };
+  const file = walk(dataDir);
+  if (!file) throw new Error("no agent.pid recorded");
+  return JSON.parse(readFileSync(file, "utf8")).pid;
+}
