@@ -31,7 +31,20 @@ export type PairResult = Static<typeof PairResult>;
 
 export const ClaimRequest = T.Object({ offerId: T.String({ minLength: 1, maxLength: 100 }) });
 
-export const RepositoryInfo = T.Object({ id: T.String(), url: T.String(), name: T.String(), branch: T.String(), primary: T.Boolean() });
+export const RepositoryInfo = T.Object({
+  id: T.String(),
+  url: T.String(),
+  name: T.String(),
+  branch: T.String(),
+  primary: T.Boolean(),
+  /**
+   * A GitHub installation access token for this repository alone (contents and pull requests
+   * write), minted for this attempt: for git over HTTPS as x-access-token. Never logged or stored.
+   */
+  token: T.Optional(T.String()),
+  /** The server wants the task's branch ao/<taskId> pushed (an app repository whose project opens pull requests). */
+  push: T.Optional(T.Boolean()),
+});
 export type RepositoryInfo = Static<typeof RepositoryInfo>;
 
 export const ClaimedTask = T.Object({

@@ -8,8 +8,9 @@ import tasks from "../modules/tasks";
 import live from "../modules/live";
 import workers from "../modules/workers";
 import integrations from "../modules/integrations";
+import codehost from "../modules/codehost";
 import web from "../modules/web";
 import backup from "../modules/backup";
 import metrics from "../modules/metrics";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, metrics, web];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, codehost, backup, metrics, web];

@@ -76,6 +76,8 @@ export const tasks = sqliteTable(
     needs: text("needs", { mode: "json" }).$type<{ kind: "input" | "approval"; message: string } | null>(),
     plan: text("plan", { mode: "json" }).$type<{ tasks: unknown[] } | null>(),
     source: text("source", { mode: "json" }).$type<Record<string, unknown> | null>(),
+    // The pull request at GitHub that holds the task's result (or that a review task reviewed).
+    pullRequest: text("pull_request", { mode: "json" }).$type<Record<string, unknown> | null>(),
     lastSeq: integer("last_seq").notNull().default(0),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),

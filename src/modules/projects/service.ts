@@ -9,6 +9,7 @@ import { iso } from "../../lib/time";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "../tasks/cursor";
 import { txAddRepository, type NewRepositoryInput } from "./repositories";
 import { isOneLine, LINE_MESSAGE } from "../../lib/text";
+import { assertPullRequestsPolicy } from "../codehost/policy";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RepositoryRow = typeof repositories.$inferSelect;
@@ -78,6 +79,7 @@ export function assertPolicy(policy: unknown): asserts policy is Record<string, 
   if (policy !== undefined && (policy === null || typeof policy !== "object" || Array.isArray(policy))) {
     throw invalid("policy must be a JSON object", [{ field: "policy", message: "a JSON object" }]);
   }
+  assertPullRequestsPolicy(policy as Record<string, unknown> | undefined);
 }
 
 export function cleanName(name: string): string {

@@ -77,6 +77,20 @@ export const TaskRecord = t.Object(
     needs: t.Nullable(t.Object({ kind: Enum(["input", "approval"]), message: t.String() })),
     plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
     source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),
+    pullRequest: t.Nullable(
+      t.Object(
+        {
+          number: t.Integer(),
+          url: t.String(),
+          state: Enum(["open", "closed", "merged"]),
+          headBranch: t.String(),
+          repository: t.String({ description: "owner/name at GitHub" }),
+          draft: t.Optional(t.Boolean()),
+          reviewUrl: t.Optional(t.String({ description: "A review task: the link of the review it posted" })),
+        },
+        { description: "The pull request at GitHub opened with the task's result (branch ao/<taskId>), or the one a review task reviewed" },
+      ),
+    ),
     artifacts: t.Array(ArtifactInfo),
     createdAt: t.String(),
     updatedAt: t.String(),

@@ -26,11 +26,23 @@ export interface TaskRow {
   needs: string | null;
   plan: string | null;
   source: string | null;
+  pull_request: string | null;
   last_seq: number;
   created_at: string;
   updated_at: string;
   started_at: string | null;
   finished_at: string | null;
+}
+
+/** The pull request holding a task's result, or the one a review task reviewed (its review's link in reviewUrl). */
+export interface PullRequestInfo {
+  number: number;
+  url: string;
+  state: "open" | "closed" | "merged";
+  headBranch: string;
+  repository: string;
+  draft?: boolean;
+  reviewUrl?: string;
 }
 
 export interface ArtifactInfo {
@@ -79,6 +91,7 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
     needs: json<{ kind: "input" | "approval"; message: string }>(row.needs),
     plan: json<{ tasks: unknown[] }>(row.plan),
     source: json<Record<string, unknown>>(row.source),
+    pullRequest: json<PullRequestInfo>(row.pull_request ?? null),
     artifacts,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

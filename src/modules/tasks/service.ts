@@ -93,6 +93,7 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
       needs: null,
       plan: null,
       source: input.source ? JSON.stringify(input.source) : null,
+      pull_request: null,
       started_at: null,
       finished_at: null,
     },
