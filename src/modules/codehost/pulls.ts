@@ -183,8 +183,9 @@ async function openPullRequest(core: Core, job: JobRow, payload: Record<string, 
       // 422: one exists for this branch already (an earlier try got through before a restart).
       if (statusOf(err) !== 422) throw err;
       const open = (await octokit.request("GET /repos/{owner}/{repo}/pulls", { owner, repo, head: `${owner}:${branch}`, state: "all" })).data as unknown as GithubPull[];
-      if (!open[0]) throw err;
-      return open[0];
+      const same = open.find((p) => p.head.ref === branch);
+      if (!same) throw err;
+      return same;
     }
   });
   const info: PullRequestInfo = { number: pull.number, url: pull.html_url, state: "open", headBranch: branch, repository: found.fullName, draft: !!pull.draft };
@@ -199,8 +200,9 @@ async function pullOfReview(octokit: import("@octokit/rest").Octokit, task: Task
   if (source?.item?.type === "github_pull_request" && Number.isInteger(source.item.number)) return { number: source.item.number!, url: source.item.url ?? "" };
   const review = task.review ? (JSON.parse(task.review) as { base: string; head: string }) : null;
   if (!review) return null;
-  const pulls = (await octokit.request("GET /repos/{owner}/{repo}/pulls", { owner, repo, head: `${owner}:${review.head}`, base: review.base, state: "open" })).data as unknown as GithubPull[];
-  return pulls[0] ? { number: pulls[0].number, url: pulls[0].html_url } : null;
+  const pulls = (await octokit.request("GET /repos/{owner}/{repo}/pulls", { owner, repo, head: `${owner}:${review.head}`, base: review.base, state: "open" })).data as unknown as (GithubPull & { base: { ref: string } })[];
+  const pull = pulls.find((p) => p.head.ref === review.head && p.base.ref === review.base);
+  return pull ? { number: pull.number, url: pull.html_url } : null;
 }
 
 /** Posts a completed review task's summary as a pull request review (event COMMENT). */
