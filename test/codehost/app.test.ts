@@ -306,7 +306,7 @@ describe("a repository created from ao, a task's token and its pull request", ()
       body: JSON.stringify({ title: "Feature X", head: branch, base: "main" }),
     });
     expect(opened.status).toBe(201);
-    const number = (await opened.json()).number;
+    const number = ((await opened.json()) as { number: number }).number;
 
     const w = makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
