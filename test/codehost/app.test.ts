@@ -11,6 +11,8 @@ import { addMember, createAdmin, newOrg, type Session } from "../helpers/identit
 import { startGitHubStandIn, type GitHubStandIn } from "../helpers/github-standin";
 import { createTaskApi, makeWorker, ProtocolClient, until, workerApi } from "../workers/helpers";
 import { emitTaskCompletedWithBranch } from "../../src/modules/tasks/results";
+import { makeToken } from "../helpers/identity";
+import { newConfigDir, runCli } from "../cli/helpers";
 
 let gh: GitHubStandIn;
 let s: TestServer;
@@ -213,6 +215,7 @@ describe("installations and sync", () => {
 
 let projectId: string;
 let repositoryId: string;
+let prTaskId: string;
 
 describe("a repository created from ao, a task's token and its pull request", () => {
   test("POST codehost/repositories creates it through the installation and a project holding it", async () => {
@@ -237,6 +240,7 @@ describe("a repository created from ao, a task's token and its pull request", ()
     const w = makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken }, { title: "Add a greeting" });
+    prTaskId = task.id;
     const offer = await c.next("offer", (m) => m.taskId === task.id);
     const claim = await workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId });
     expect(claim.status).toBe(200);
@@ -410,5 +414,30 @@ describe("roles and organizations on every codehost route", () => {
     const taken = await visit(`${s.url}/api/v1/codehost/installations/callback?installation_id=${installationId}&setup_action=install&state=${link.body.state}`);
     expect(taken.status).toBe(409);
     expect((await api("GET", `${org()}/codehost`)).body.installations.length).toBe(1);
+  });
+});
+
+describe("the command line", () => {
+  test("ao codehost status and sync; ao task show prints the pull request", async () => {
+    const env = { AO_CONFIG_DIR: newConfigDir(), AO_SERVER: s.url, AO_TOKEN: await makeToken(s, owner) };
+    const status = await runCli(["codehost", "status"], env);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain("ao test app");
+    expect(status.stdout).toContain("connection  octo-admin");
+    expect(status.stdout).toMatch(new RegExp(`${installationId}\\s+acme\\s+Organization\\s+all\\s+13\\d`));
+    const synced = await runCli(["codehost", "sync", "--json"], env);
+    expect(synced.code).toBe(0);
+    expect(JSON.parse(synced.stdout).installations[0].id).toBe(installationId);
+    const show = await runCli(["task", "show", prTaskId], env);
+    expect(show.code).toBe(0);
+    const pull = gh.repository("acme", "widget")!.pulls[0];
+    expect(show.stdout).toMatch(new RegExp(`pull request\\s+#${pull.number} merged .*/acme/widget/pull/${pull.number}`));
+    const events = await runCli(["task", "events", prTaskId], env);
+    expect(events.stdout).toMatch(/pull_request merged #\d+/);
+    // A viewer's sync: refused with the server's words.
+    const viewer = await addMember(s, owner, "viewer");
+    const refused = await runCli(["codehost", "sync"], { ...env, AO_TOKEN: await makeToken(s, viewer) });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/forbidden/);
   });
 });
