@@ -106,6 +106,8 @@ export interface CloneRequest {
   url: string;
   branch: string;
   name: string;
+  /** An installation access token for this repository, as in RepositoryInfo.token. */
+  token?: string;
 }
 
 /** Run the readiness checks on the worker's clone of a project's primary repository. */

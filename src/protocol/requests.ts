@@ -55,6 +55,8 @@ export const ClaimedTask = T.Object({
   kind: T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")]),
   priority: T.String(),
   review: T.Union([T.Object({ base: T.String(), head: T.String() }), T.Null()]),
+  /** The person who created the task (co-author of the task's commit), when there is one. */
+  createdBy: T.Union([T.Object({ name: T.String(), email: T.String() }), T.Null()]),
 });
 export type ClaimedTask = Static<typeof ClaimedTask>;
 
@@ -87,6 +89,20 @@ export const PlanItem = T.Object({
 export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
 export type Plan = Static<typeof Plan>;
 
+/** What an ordinary task changed in its primary repository, reported with to = completed. */
+export const TaskChanges = T.Object({
+  files: T.Integer({ minimum: 0 }),
+  additions: T.Integer({ minimum: 0 }),
+  deletions: T.Integer({ minimum: 0 }),
+  /** ao/<taskId>; null when nothing changed */
+  branch: T.Union([RefName(), T.Null()]),
+  commit: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  /** The commit the task started from; null for a repository with no commits yet */
+  base: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  pushed: T.Boolean(),
+});
+export type TaskChanges = Static<typeof TaskChanges>;
+
 export const WORKER_TARGETS = ["running", "needs_input", "needs_approval", "completed", "failed"] as const;
 
 export const TransitionRequest = T.Object({
@@ -98,6 +114,8 @@ export const TransitionRequest = T.Object({
   needs: T.Optional(Needs),
   /** A plan task's proposal, with to = completed. */
   plan: T.Optional(Plan),
+  /** An ordinary task's changes, with to = completed. */
+  changes: T.Optional(TaskChanges),
 });
 export type TransitionRequest = Static<typeof TransitionRequest>;
 

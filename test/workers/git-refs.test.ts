@@ -83,7 +83,7 @@ describe("the worker hands refs to git after --", () => {
     attempt: 1,
     leaseToken: "l",
     runMode: "fresh",
-    task: { id: `tsk_${crypto.randomUUID()}`, projectId: "prj_1", title: "r", prompt: "p", kind: "review", priority: "MEDIUM", review: { base, head } },
+    task: { id: `tsk_${crypto.randomUUID()}`, projectId: "prj_1", title: "r", prompt: "p", kind: "review", priority: "MEDIUM", review: { base, head }, createdBy: null },
     project: { id: "prj_1", name: "p", knowledge: "", policy: {}, repositories: [{ id: "rep_1", url: origin, name: "origin", branch: "main", primary: true }] },
   });
 

@@ -103,6 +103,13 @@ export function taskRows(tasks: Task[]): string {
   );
 }
 
+/** "3 files, +10 -2 on ao/tsk_… (pushed)", or that nothing changed. */
+export function changesText(c: NonNullable<Task["changes"]>): string {
+  if (!c.branch) return "none (the task changed no file)";
+  const where = `${c.branch}${c.commit ? ` at ${c.commit.slice(0, 12)}` : ""}`;
+  return `${c.files} file${c.files === 1 ? "" : "s"}, +${c.additions} -${c.deletions} on ${where}${c.pushed ? " (pushed)" : " (not pushed)"}`;
+}
+
 export function taskDetails(t: Task): string {
   const rows: [string, string][] = [
     ["status", `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`],
@@ -118,6 +125,7 @@ export function taskDetails(t: Task): string {
   if (t.finishedAt) rows.push(["finished", dateTime(t.finishedAt)]);
   if (t.needs) rows.push(["needs", `${t.needs.kind}: ${t.needs.message}`]);
   if (t.summary) rows.push(["summary", t.summary]);
+  if (t.changes) rows.push(["changes", changesText(t.changes)]);
   if (t.pullRequest) {
     const pr = t.pullRequest;
     rows.push(["pull request", `#${pr.number} ${pr.state}${pr.draft ? " (draft)" : ""} ${pr.url}`]);

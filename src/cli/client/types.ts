@@ -25,6 +25,8 @@ export interface Task {
   parentId: string | null;
   createdBy?: { type: string; id: string; name?: string | null };
   summary: string | null;
+  /** What an ordinary task changed (servers before it have none). */
+  changes?: { files: number; additions: number; deletions: number; branch: string | null; commit: string | null; base: string | null; pushed: boolean } | null;
   needs: { kind: string; message: string } | null;
   plan: { tasks: unknown[] } | null;
   artifacts?: { name: string; contentType: string; size: number; createdAt: string }[];

@@ -73,6 +73,8 @@ export const tasks = sqliteTable(
     createdByType: text("created_by_type").$type<"user" | "token" | "integration" | "plan">().notNull(),
     createdById: text("created_by_id").notNull(),
     summary: text("summary"),
+    // What an ordinary task changed: {files, additions, deletions, branch, commit, base, pushed}.
+    changes: text("changes", { mode: "json" }).$type<Record<string, unknown> | null>(),
     needs: text("needs", { mode: "json" }).$type<{ kind: "input" | "approval"; message: string } | null>(),
     plan: text("plan", { mode: "json" }).$type<{ tasks: unknown[] } | null>(),
     source: text("source", { mode: "json" }).$type<Record<string, unknown> | null>(),

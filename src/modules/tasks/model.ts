@@ -74,6 +74,20 @@ export const TaskRecord = t.Object(
     parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
     createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String(), name: Name }, { description: "name: the user, token, integration, or the plan task's title" }),
     summary: t.Nullable(t.String()),
+    changes: t.Nullable(
+      t.Object(
+        {
+          files: t.Integer(),
+          additions: t.Integer(),
+          deletions: t.Integer(),
+          branch: t.Nullable(t.String({ description: "ao/<taskId>; null when the task changed nothing" })),
+          commit: t.Nullable(t.String()),
+          base: t.Nullable(t.String({ description: "The commit the task started from" })),
+          pushed: t.Boolean({ description: "The branch was pushed to the repository's origin" }),
+        },
+        { description: "What an ordinary task changed in its primary repository (its diff is the artifact changes.diff); null for review and plan tasks and projects without a repository" },
+      ),
+    ),
     needs: t.Nullable(t.Object({ kind: Enum(["input", "approval"]), message: t.String() })),
     plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
     source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),

@@ -1,5 +1,6 @@
 // The task row as SQLite returns it, and the record the API shows.
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
+import type { TaskChanges } from "../../protocol/requests";
 import { nameOf, type Names } from "./names";
 
 export interface TaskRow {
@@ -23,6 +24,7 @@ export interface TaskRow {
   created_by_type: "user" | "token" | "integration" | "plan";
   created_by_id: string;
   summary: string | null;
+  changes: string | null;
   needs: string | null;
   plan: string | null;
   source: string | null;
@@ -88,6 +90,7 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
     parentId: row.parent_id,
     createdBy: { type: row.created_by_type, id: row.created_by_id, name: nameOf(names, row.created_by_type, row.created_by_id) },
     summary: row.summary,
+    changes: json<TaskChanges>(row.changes ?? null),
     needs: json<{ kind: "input" | "approval"; message: string }>(row.needs),
     plan: json<{ tasks: unknown[] }>(row.plan),
     source: json<Record<string, unknown>>(row.source),

@@ -30,14 +30,14 @@ export interface TaskChange {
 export type TaskPatch = Partial<
   Pick<
     TaskRow,
-    "status" | "paused_from" | "attempt" | "run_mode" | "worker_id" | "lease_token_hash" | "summary" | "needs" | "plan" | "pull_request" | "started_at" | "finished_at"
+    "status" | "paused_from" | "attempt" | "run_mode" | "worker_id" | "lease_token_hash" | "summary" | "changes" | "needs" | "plan" | "pull_request" | "started_at" | "finished_at"
   >
 >;
 
 const COLUMNS = [
   "id", "org_id", "project_id", "title", "prompt", "priority", "priority_rank", "kind", "review", "status", "paused_from",
   "attempt", "run_mode", "worker_id", "lease_token_hash", "parent_id", "plan_index", "created_by_type", "created_by_id",
-  "summary", "needs", "plan", "source", "pull_request", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
+  "summary", "changes", "needs", "plan", "source", "pull_request", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
 ] as const;
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
@@ -49,7 +49,7 @@ function prepare(core: Core) {
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
     update: q.query(
       `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
-        needs = ?, plan = ?, pull_request = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+        changes = ?, needs = ?, plan = ?, pull_request = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
     ),
     insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
     artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
@@ -120,7 +120,7 @@ export function txChangeTask(
   if (!changed && events.length === 0) return { before, after, events: [] };
   s.update.run(
     after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
-    after.needs, after.plan, after.pull_request ?? null, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
+    after.changes ?? null, after.needs, after.plan, after.pull_request ?? null, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
   );
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };

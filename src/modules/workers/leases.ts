@@ -9,6 +9,7 @@ import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/mach
 import type { TaskRow } from "../tasks/record";
 import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
 import { parsePlan } from "../tasks/plan";
+import { emitTaskCompletedWithBranch } from "../tasks/results";
 import type { TaskStatus } from "../../db/schema";
 import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
 import { dispatcherOf } from "./dispatcher";
@@ -29,6 +30,12 @@ function prepare(core: Core) {
     repositories: q.query<{ id: string; url: string; name: string; branch: string; is_primary: number }, [string]>(
       "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC",
     ),
+    userOf: q.query<{ name: string; email: string }, [string]>("SELECT name, email FROM users WHERE id = ?"),
+    tokenOwner: q.query<{ name: string; email: string }, [string]>(
+      "SELECT u.name, u.email FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = ?",
+    ),
+    creatorOfTask: q.query<{ created_by_type: string; created_by_id: string }, [string]>("SELECT created_by_type, created_by_id FROM tasks WHERE id = ?"),
+    primaryRepository: q.query<{ id: string }, [string]>("SELECT id FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1"),
     seenSeq: q.query<{ one: number }, [string, number, number]>(
       "SELECT 1 AS one FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq = ?",
     ),
@@ -53,6 +60,24 @@ export function projectForWorker(core: Core, projectId: string): ClaimResult["pr
     .repositories.all(projectId)
     .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
   return { id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories };
+}
+
+/**
+ * The person behind a task, for the co-author line of its commit: the user, a token's owner, or
+ * for a task a plan proposed, whoever made the plan. Integrations have no person.
+ */
+function creatorOf(core: Core, type: string, id: string): { name: string; email: string } | null {
+  const s = stmts(core);
+  // plans propose plans: a few levels up at most, never a loop
+  for (let depth = 0; depth < 5; depth++) {
+    const person = type === "user" ? s.userOf.get(id) : type === "token" ? s.tokenOwner.get(id) : null;
+    if (person) return { name: person.name || person.email.split("@")[0]!, email: person.email };
+    if (type !== "plan") return null;
+    const parent = s.creatorOfTask.get(id);
+    if (!parent) return null;
+    ({ created_by_type: type, created_by_id: id } = parent);
+  }
+  return null;
 }
 
 /** Claims an offered task: queued -> running with attempt + 1 and a new lease, or 409. */
@@ -93,6 +118,7 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
         kind: t.kind,
         priority: t.priority,
         review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
+        createdBy: creatorOf(core, t.created_by_type, t.created_by_id),
       },
       project: projectForWorker(core, t.project_id),
     };
@@ -140,6 +166,14 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
     } else if (row.kind === "plan" && req.to === "completed") {
       throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
     }
+    if (req.changes) {
+      if (row.kind !== "task") throw invalid("only an ordinary task reports changes", [{ field: "changes", message: `not with a ${row.kind} task` }]);
+      if (req.to !== "completed") throw invalid("changes are reported with to = completed", [{ field: "changes", message: "only with completed" }]);
+      if (req.changes.branch !== null && req.changes.branch !== `ao/${row.id}`)
+        throw invalid("a task's branch is ao/<taskId>", [{ field: "changes.branch", message: `must be ao/${row.id} or null` }]);
+      patch.changes = JSON.stringify(req.changes);
+      status.changes = req.changes;
+    }
     // Also in the event: a later attempt clears the record's, the timeline keeps each attempt's.
     if (req.summary !== undefined) patch.summary = status.summary = req.summary;
     if (req.to === "completed" || req.to === "failed") {
@@ -150,6 +184,25 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
     events.push({ type: "status", actor: workerActor(worker), data: status });
     return { patch, events };
   });
+  // After the commit: a pushed branch is a result the code-hosting app turns into a pull request.
+  const changes = req.changes;
+  const completedNow = change.before?.status !== "completed" && change.after.status === "completed";
+  if (completedNow && changes?.pushed && changes.branch) {
+    const repository = stmts(core).primaryRepository.get(change.after.project_id);
+    if (repository)
+      emitTaskCompletedWithBranch(
+        {
+          orgId: change.after.org_id,
+          projectId: change.after.project_id,
+          taskId: change.after.id,
+          repositoryId: repository.id,
+          branch: changes.branch,
+          base: changes.base,
+          commit: changes.commit,
+        },
+        core,
+      );
+  }
   return { status: change.after.status, attempt: change.after.attempt };
 }
 
