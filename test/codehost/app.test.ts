@@ -132,6 +132,11 @@ describe("the app, from ao's manifest", () => {
     expect(JSON.parse(ping.body)).toEqual({ status: "pong" });
     const forged = await gh.deliver(hookUrl, "ping", { zen: "hi" }, { secret: "not-the-apps-secret" });
     expect(forged.status).toBe(401);
+    // The app's integration cannot be deleted from under it.
+    const integrationId = hookUrl.split("/").at(-1);
+    const del = await api("DELETE", `${org()}/integrations/${integrationId}`);
+    expect(del.status).toBe(409);
+    expect((await api("GET", `${org()}/integrations/${integrationId}`)).body).toMatchObject({ kind: "github", name: "GitHub app" });
   });
 });
 
