@@ -5,7 +5,8 @@ import { join, relative } from "node:path";
 import { Value } from "@sinclair/typebox/value";
 import type { Control } from "../protocol/messages";
 import { Plan, type ClaimResult, type TransitionRequest } from "../protocol/requests";
-import { prepareCheckout, keptDir } from "./checkout";
+import { commitTaskChanges } from "./changes";
+import { prepareCheckout, keptDir, type Checkout } from "./checkout";
 import { HttpError, type WorkerClient } from "./client";
 import { EventSink } from "./events";
 import { instructionsFor } from "./instructions";
@@ -126,8 +127,8 @@ export class Attempt {
   }
 
   /** Completes the attempt; a result the server refuses (400, e.g. a plan it cannot apply) fails it with the reason instead. */
-  private async complete(plan: TransitionRequest["plan"]): Promise<boolean> {
-    const refused = await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}) });
+  private async complete(plan: TransitionRequest["plan"], changes: TransitionRequest["changes"]): Promise<boolean> {
+    const refused = await this.transition({ to: "completed", summary: this.summary, ...(plan ? { plan } : {}), ...(changes ? { changes } : {}) });
     if (refused?.status !== 400) return refused === null;
     const fields = Array.isArray(refused.details) ? refused.details.map((d: { field?: string; message?: string }) => `${d.field}: ${d.message}`).join("; ") : "";
     await this.transition({ to: "failed", error: clipText(`the server refused the result: ${refused.message}${fields ? ` (${fields})` : ""}`, MAX_SUMMARY), summary: this.summary });
@@ -177,13 +178,15 @@ export class Attempt {
       const exit = await this.run.exited;
       await this.transitions;
       if (this.stopped) return void (outcome = "stopped");
+      // Before the upload: the diff is one of the artifacts.
+      const changes = exit.code === 0 && t.kind === "task" ? await this.recordChanges(checkout, artifactsDir) : undefined;
       await this.uploadArtifacts(artifactsDir);
       if (exit.code === 0) {
         const plan = t.kind === "plan" ? this.readPlan(artifactsDir) : undefined;
         if (typeof plan === "string") {
           await this.transition({ to: "failed", error: plan, summary: this.summary });
         } else {
-          if (await this.complete(plan)) outcome = "completed";
+          if (await this.complete(plan, changes)) outcome = "completed";
         }
       } else {
         const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
@@ -196,6 +199,31 @@ export class Attempt {
     } finally {
       await this.sink.flush().catch(() => {});
       this.cleanup(outcome);
+    }
+  }
+
+  /**
+   * An ordinary task's changes to its repository, committed on ao/<taskId> (and pushed when the
+   * server asks). A git failure here fails nothing: the task completes without them, and says why.
+   */
+  private async recordChanges(checkout: Checkout, artifactsDir: string): Promise<TransitionRequest["changes"]> {
+    const repository = this.claim.project.repositories[0];
+    if (!checkout.repository || !repository) return undefined;
+    try {
+      const changes = await commitTaskChanges({
+        workdir: checkout.workdir,
+        artifactsDir,
+        task: this.claim.task,
+        repository,
+        agentName: this.deps.agent.name,
+        warn: (message) => this.sink.push("error", { message }),
+      });
+      if (changes.branch)
+        this.deps.log(`${this.taskId}: ${changes.files} file(s) changed on ${changes.branch}${repository.push ? (changes.pushed ? ", pushed" : ", push failed") : ""}`);
+      return changes;
+    } catch (err) {
+      this.sink.push("error", { message: `could not record the task's changes: ${(err as Error).message}` });
+      return undefined;
     }
   }
 

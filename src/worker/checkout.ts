@@ -4,13 +4,21 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { ClaimResult } from "../protocol/requests";
-import { git, gitOk } from "./git";
+import { git, gitOk, type GitAuth } from "./git";
 
 export interface Checkout {
   workdir: string;
+  /** The repository the checkout is a clone of (none for an empty directory). */
+  repository: boolean;
   env: Record<string, string>;
   note: string;
 }
+
+/** The ref that marks the commit a task's checkout started from: its changes are measured from it. */
+export const START_REF = "refs/ao/start";
+
+/** The token of a repository, as git's authentication for that repository's URL. */
+export const authOf = (repo: { url: string; token?: string }): GitAuth | null => (repo.token ? { url: repo.url, token: repo.token } : null);
 
 /** Where a task's last unfinished checkout is kept for a retry that continues it. */
 export const keptDir = (runsDir: string, taskId: string) => join(runsDir, "kept", taskId);
@@ -20,12 +28,12 @@ export const keptDir = (runsDir: string, taskId: string) => join(runsDir, "kept"
  * come from task input: each goes after "--" (rev-parse: --end-of-options, its "--" means paths),
  * so one spelled like an option (--upload-pack=...) is never read as one.
  */
-async function resolveRef(dir: string, ref: string): Promise<string> {
+async function resolveRef(dir: string, ref: string, auth: GitAuth | null): Promise<string> {
   for (const candidate of [`refs/remotes/origin/${ref}`, `${ref}^{commit}`]) {
     const r = await git(["rev-parse", "--verify", "--quiet", "--end-of-options", candidate], dir);
     if (r.code === 0 && r.stdout) return r.stdout;
   }
-  await gitOk(["fetch", "--quiet", "--", "origin", ref], dir);
+  await gitOk(["fetch", "--quiet", "--", "origin", ref], dir, undefined, { auth });
   return gitOk(["rev-parse", "FETCH_HEAD"], dir);
 }
 
@@ -36,31 +44,36 @@ export async function prepareCheckout(claim: ClaimResult, runDir: string, runsDi
   const kept = keptDir(runsDir, claim.task.id);
   if (claim.runMode === "continue" && existsSync(kept)) {
     renameSync(kept, workdir);
-    return { workdir, env: {}, note: "continuing in the previous attempt's checkout" };
+    return { workdir, repository: existsSync(join(workdir, ".git")), env: {}, note: "continuing in the previous attempt's checkout" };
   }
   const repo = claim.project.repositories[0];
   if (!repo) {
     mkdirSync(workdir, { recursive: true });
-    return { workdir, env: {}, note: "the project has no repository: an empty directory" };
+    return { workdir, repository: false, env: {}, note: "the project has no repository: an empty directory" };
   }
+  const auth = authOf(repo);
   const review = claim.task.kind === "review" ? claim.task.review : null;
   if (!review) {
-    const branched = await git(["clone", "--quiet", "--branch", repo.branch, "--", repo.url, workdir], runDir);
+    const branched = await git(["clone", "--quiet", "--branch", repo.branch, "--", repo.url, workdir], runDir, undefined, { auth });
+    let note = `cloned ${repo.url} at ${repo.branch}`;
     if (branched.code !== 0) {
       rmSync(workdir, { recursive: true, force: true });
-      await gitOk(["clone", "--quiet", "--", repo.url, workdir], runDir);
-      return { workdir, env: {}, note: `cloned ${repo.url} (branch ${repo.branch} not found: default branch)` };
+      await gitOk(["clone", "--quiet", "--", repo.url, workdir], runDir, undefined, { auth });
+      note = `cloned ${repo.url} (branch ${repo.branch} not found: default branch)`;
     }
-    return { workdir, env: {}, note: `cloned ${repo.url} at ${repo.branch}` };
+    // A repository with no commit yet has no HEAD to mark: its changes are measured from nothing.
+    await git(["update-ref", "--", START_REF, "HEAD"], workdir);
+    return { workdir, repository: true, env: {}, note };
   }
-  await gitOk(["clone", "--quiet", "--", repo.url, workdir], runDir);
-  const head = await resolveRef(workdir, review.head);
-  const base = await resolveRef(workdir, review.base);
+  await gitOk(["clone", "--quiet", "--", repo.url, workdir], runDir, undefined, { auth });
+  const head = await resolveRef(workdir, review.head, auth);
+  const base = await resolveRef(workdir, review.base, auth);
   await gitOk(["checkout", "--quiet", "--detach", head, "--"], workdir);
   await gitOk(["update-ref", "--", "refs/ao/base", base], workdir);
   await gitOk(["update-ref", "--", "refs/ao/head", head], workdir);
   return {
     workdir,
+    repository: true,
     env: { AO_REVIEW_BASE: review.base, AO_REVIEW_HEAD: review.head, AO_REVIEW_BASE_SHA: base, AO_REVIEW_HEAD_SHA: head },
     note: `cloned ${repo.url} for review: head ${review.head} (${head.slice(0, 12)}), base ${review.base} (${base.slice(0, 12)})`,
   };

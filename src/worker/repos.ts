@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { CloneRequest } from "../protocol/messages";
 import { normalizeRepoUrl } from "../protocol/repo-url";
 import type { WorkerClient } from "./client";
-import { git, gitOk } from "./git";
+import { git, gitOk, type GitAuth } from "./git";
 
 export interface FoundRepo {
   path: string;
@@ -48,18 +48,19 @@ export async function findClone(workspace: string, url: string): Promise<string 
 }
 
 /** Clones (or, when already there, fetches) a repository into the workspace; returns its path. */
-export async function cloneIntoWorkspace(workspace: string, req: Pick<CloneRequest, "url" | "branch" | "name" | "repositoryId">): Promise<string> {
+export async function cloneIntoWorkspace(workspace: string, req: Pick<CloneRequest, "url" | "branch" | "name" | "repositoryId" | "token">): Promise<string> {
   mkdirSync(workspace, { recursive: true });
+  const auth: GitAuth | null = req.token ? { url: req.url, token: req.token } : null;
   const existing = await findClone(workspace, req.url);
   if (existing) {
-    await gitOk(["fetch", "--quiet", "--", "origin"], existing);
+    await gitOk(["fetch", "--quiet", "--", "origin"], existing, undefined, { auth });
     return existing;
   }
   const base = req.name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[.-]+/, "") || "repository";
   let target = join(workspace, base);
   if (existsSync(target)) target = join(workspace, `${base}-${req.repositoryId.slice(-6)}`);
-  const branched = await git(["clone", "--quiet", "--branch", req.branch, "--", req.url, target], workspace);
-  if (branched.code !== 0) await gitOk(["clone", "--quiet", "--", req.url, target], workspace);
+  const branched = await git(["clone", "--quiet", "--branch", req.branch, "--", req.url, target], workspace, undefined, { auth });
+  if (branched.code !== 0) await gitOk(["clone", "--quiet", "--", req.url, target], workspace, undefined, { auth });
   return target;
 }
 

@@ -1,6 +1,6 @@
 // Timeline lines for the event shapes the server and the worker's agents write.
 import { expect, test } from "bun:test";
-import { attentionHint, eventText, printable, table, taskDetails, taskRows, timelineLine } from "../../src/cli/client/format";
+import { attentionHint, changesText, eventText, printable, table, taskDetails, taskRows, timelineLine } from "../../src/cli/client/format";
 import type { Task } from "../../src/cli/client/types";
 
 const ev = (type: string, data: unknown, actor?: { type: string; id: string; name?: string | null }) => ({ seq: 7, type, at: "2030-01-02T03:04:05.000Z", data, ...(actor ? { actor } : {}) });
@@ -65,4 +65,17 @@ test("control characters from the server never reach the terminal raw (escape se
   ];
   for (const out of outputs) expect(out).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
   expect(taskDetails(task)).toContain("Fix\\x1b]0;owned\\x07 the");
+});
+
+test("ao task show: a task's changes in one line (files, lines, branch, pushed), or that it changed nothing", () => {
+  const task = {
+    id: "tsk_1", orgId: "org_1", projectId: "prj_1", title: "t", prompt: "p", priority: "HIGH", kind: "task", review: null,
+    status: "completed", attempt: 1, workerId: null, parentId: null, summary: null, needs: null, plan: null, artifacts: [],
+    createdAt: "2030-01-02T03:04:05.000Z", updatedAt: "2030-01-02T03:04:05.000Z", startedAt: null, finishedAt: null,
+    changes: { files: 3, additions: 10, deletions: 2, branch: "ao/tsk_1", commit: "0123456789abcdef0123456789abcdef01234567", base: null, pushed: true },
+  } as unknown as Task;
+  expect(taskDetails(task)).toContain("changes   3 files, +10 -2 on ao/tsk_1 at 0123456789ab (pushed)");
+  expect(changesText({ files: 1, additions: 1, deletions: 0, branch: "ao/tsk_1", commit: null, base: null, pushed: false })).toBe("1 file, +1 -0 on ao/tsk_1 (not pushed)");
+  expect(changesText({ files: 0, additions: 0, deletions: 0, branch: null, commit: null, base: null, pushed: false })).toBe("none (the task changed no file)");
+  expect(taskDetails({ ...task, changes: null })).not.toContain("changes");
 });

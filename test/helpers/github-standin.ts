@@ -12,7 +12,7 @@ import { sign as signWebhook } from "@octokit/webhooks-methods";
 import * as shapes from "./github/shapes";
 import type { Account, AppRecord, CommentRecord, InstallationRecord, PullRecord, RepositoryRecord, ReviewRecord } from "./github/shapes";
 import { commitFiles, createBareRepository, git, gitService, refSha, serveGit } from "./github/git-http";
-import { checkAppJwt, publicKeyOf } from "./github/jwt";
+import { checkAppJwt } from "./github/jwt";
 
 type Json = any;
 type Permissions = Record<string, string>;
@@ -75,6 +75,9 @@ export interface GitHubStandIn {
   /** The person signed in on the web side (manifest, installation and OAuth pages). */
   signIn(login: string): Account;
   app(slugOrId: string | number): StandInApp;
+  /** Registers an app straight from a manifest (what the manifest flow's page does), for tests
+   *  that need an app but are not about its creation. Owned by `org` or the signed-in person. */
+  createApp(manifest: Json, opts?: { org?: string }): StandInApp;
   /** Installs an app on an account, as a person clicking "Install" does. Delivers the
    *  `installation` webhook when the app has a hook URL (unless webhook: false). */
   install(
@@ -286,6 +289,42 @@ export async function startGitHubStandIn(): Promise<GitHubStandIn> {
     }
   }
 
+  /** Registers an app from a manifest as GitHub's "Create GitHub App" button does; a string says why not. */
+  function createApp(manifest: Json, orgLogin: string | null): StandInApp | string {
+    const name = typeof manifest.name === "string" && manifest.name ? manifest.name : `${signedIn.login}-app`;
+    const slug = slugify(name);
+    if ([...apps.values()].some((a) => a.record.slug === slug)) return "Name is already in use";
+    const owner = orgLogin ? account(orgLogin, { type: "Organization", members: [signedIn.login] }) : signedIn;
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    const a: StandInApp = {
+      record: {
+        id: id(),
+        slug,
+        name,
+        owner,
+        description: manifest.description ?? null,
+        url: manifest.url,
+        permissions: { metadata: "read", ...(manifest.default_permissions ?? {}) },
+        events: manifest.default_events ?? [],
+        createdAt: now(),
+      },
+      clientId: "Iv1." + randomBytes(8).toString("hex"),
+      clientSecret: randomBytes(20).toString("hex"),
+      webhookSecret: randomBytes(20).toString("hex"),
+      pem,
+      publicKey,
+      hookUrl: manifest.hook_attributes?.url && manifest.hook_attributes?.active !== false ? manifest.hook_attributes.url : null,
+      redirectUrl: manifest.redirect_url ?? null,
+      callbackUrls: manifest.callback_urls ?? (manifest.callback_url ? [manifest.callback_url] : []),
+      setupUrl: manifest.setup_url ?? null,
+      installStates: [],
+      manifest,
+    };
+    apps.set(a.record.id, a);
+    return a;
+  }
+
   // ---- web side: github.com ------------------------------------------------------------
 
   async function web(req: Request, u: URL): Promise<Response | null> {
@@ -302,42 +341,12 @@ export async function startGitHubStandIn(): Promise<GitHubStandIn> {
       }
       if (!manifest?.url || typeof manifest.url !== "string")
         return new Response("<p>Invalid GitHub App configuration: url wasn't supplied</p>", { status: 422, headers: HTML });
-      const name = typeof manifest.name === "string" && manifest.name ? manifest.name : `${signedIn.login}-app`;
-      const slug = slugify(name);
-      if ([...apps.values()].some((a) => a.record.slug === slug))
-        return new Response("<p>Name is already in use</p>", { status: 422, headers: HTML });
-      const owner = orgLogin ? account(orgLogin, { type: "Organization", members: [signedIn.login] }) : signedIn;
-      const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-      const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
-      const a: StandInApp = {
-        record: {
-          id: id(),
-          slug,
-          name,
-          owner,
-          description: manifest.description ?? null,
-          url: manifest.url,
-          permissions: { metadata: "read", ...(manifest.default_permissions ?? {}) },
-          events: manifest.default_events ?? [],
-          createdAt: now(),
-        },
-        clientId: "Iv1." + randomBytes(8).toString("hex"),
-        clientSecret: randomBytes(20).toString("hex"),
-        webhookSecret: randomBytes(20).toString("hex"),
-        pem,
-        publicKey,
-        hookUrl: manifest.hook_attributes?.url && manifest.hook_attributes?.active !== false ? manifest.hook_attributes.url : null,
-        redirectUrl: manifest.redirect_url ?? null,
-        callbackUrls: manifest.callback_urls ?? (manifest.callback_url ? [manifest.callback_url] : []),
-        setupUrl: manifest.setup_url ?? null,
-        installStates: [],
-        manifest,
-      };
-      void publicKeyOf;
-      apps.set(a.record.id, a);
+      const made = createApp(manifest, orgLogin);
+      if (typeof made === "string") return new Response(`<p>${made}</p>`, { status: 422, headers: HTML });
+      const a = made;
       const code = randomBytes(20).toString("hex");
       manifestCodes.set(code, a.record.id);
-      const to = new URL(a.redirectUrl ?? `${url}/settings/apps/${slug}`);
+      const to = new URL(a.redirectUrl ?? `${url}/settings/apps/${a.record.slug}`);
       to.searchParams.set("code", code);
       const state = u.searchParams.get("state");
       if (state !== null) to.searchParams.set("state", state);
@@ -951,6 +960,11 @@ export async function startGitHubStandIn(): Promise<GitHubStandIn> {
       return signedIn;
     },
     app,
+    createApp(manifest, opts = {}) {
+      const made = createApp({ url: "http://127.0.0.1/", ...manifest }, opts.org ?? null);
+      if (typeof made === "string") throw new Error(made);
+      return made;
+    },
     install,
     createRepository,
     repository: (owner, name) => repos.get(repoKey(owner, name)),

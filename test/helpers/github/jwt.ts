@@ -1,7 +1,7 @@
 // Checks a GitHub App's JWT the way GitHub does: RS256 over the key GitHub issued, `iss` the
 // app's id (or client id), `iat` not in the future, `exp` after now and at most ten minutes
 // ahead. The messages are GitHub's own, so a client sees what it would see from github.com.
-import { createPublicKey, verify, type KeyObject } from "node:crypto";
+import { verify, type KeyObject } from "node:crypto";
 
 export type JwtCheck = { ok: true; iss: string } | { ok: false; message: string };
 
@@ -31,8 +31,4 @@ export function checkAppJwt(token: string, keyFor: (iss: string) => KeyObject | 
   if (claims.exp > now + 600 + DRIFT_SECONDS || claims.exp - claims.iat > 600 + DRIFT_SECONDS)
     return { ok: false, message: "'Expiration time' claim ('exp') is too far in the future" };
   return { ok: true, iss };
-}
-
-export function publicKeyOf(pem: string): KeyObject {
-  return createPublicKey(pem);
 }
