@@ -129,7 +129,7 @@ describe("the GitHub app through the built executable and a real worker", () => 
     projectId = created.body.project.id;
   }, 60_000);
 
-  test("a task: the real worker clones with the claim's token, pushes ao/<taskId>; the pull request opens after a rate limit; merged by webhook", async () => {
+  test("a task: the real worker clones with the claim's token, pushes ao/<taskId>; the pull request opens; merged by webhook", async () => {
     const workerDir = join(tmp, "worker-data");
     worker = new Proc(
       ["worker", "--server", base, "--data-dir", workerDir, "--name", "e2e", "--exec", `echo "hello from $AO_TASK_ID" > greeting.txt && echo "::ao::summary Added greeting.txt"`],
@@ -150,7 +150,10 @@ describe("the GitHub app through the built executable and a real worker", () => 
     const record = await until(async () => {
       const t = (await api("GET", `/orgs/${orgId}/tasks/${task.id}`)).body;
       return t.pullRequest && t;
-    }, 30_000, "the pull request");
+    }, 30_000, "the pull request").catch(async (err) => {
+      const evs = (await api("GET", `/orgs/${orgId}/tasks/${task.id}/events?limit=200`)).body.items;
+      throw new Error(`${err.message}\nevents: ${JSON.stringify(evs.filter((e: any) => e.type !== "log"), null, 1)}\nserver: ${server.text.slice(-3000)}`);
+    });
     const repo = gh.repository("acme", "e2e-app")!;
     const pull = repo.pulls.find((p) => p.head === `ao/${task.id}`)!;
     expect(pull).toBeDefined();

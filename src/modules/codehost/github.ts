@@ -142,7 +142,10 @@ export function troubleOf(err: unknown): Trouble {
   const retryAfter = Number(headerOf(err, "retry-after"));
   const remaining = headerOf(err, "x-ratelimit-remaining");
   const reset = Number(headerOf(err, "x-ratelimit-reset"));
-  const gh = String((err as { response?: { data?: { message?: unknown } } })?.response?.data?.message ?? (err as Error)?.message ?? err).slice(0, 300);
+  const data = (err as { response?: { data?: { message?: unknown; errors?: { message?: unknown; field?: unknown; code?: unknown }[] } } })?.response?.data;
+  // A 422 says what it refused in errors[] (e.g. "A pull request already exists for ...").
+  const details = Array.isArray(data?.errors) ? data.errors.map((e) => String(e.message ?? [e.field, e.code].filter(Boolean).join(" "))).join("; ") : "";
+  const gh = (String(data?.message ?? (err as Error)?.message ?? err) + (details ? ` (${details})` : "")).slice(0, 300);
   let retryAfterMs: number | null = null;
   if (Number.isFinite(retryAfter) && retryAfter >= 0) retryAfterMs = retryAfter * 1000;
   else if (remaining === "0" && Number.isFinite(reset) && reset > 0) retryAfterMs = Math.max(0, reset * 1000 - Date.now());

@@ -168,7 +168,9 @@ async function openPullRequest(core: Core, job: JobRow, payload: Record<string, 
   const found = repository && codehostRepositoryFor(core, job.org_id, repository.url);
   if (!repository || !found) return "the repository is not on an installation of the app";
   const branch = String(payload.branch);
-  const base = typeof payload.base === "string" && payload.base ? payload.base : repository.branch || found.defaultBranch;
+  // The worker names the base by its commit; GitHub wants a branch: the one the task checked out.
+  const given = typeof payload.base === "string" && payload.base && !/^[0-9a-f]{40}$/.test(payload.base) ? payload.base : null;
+  const base = given ?? (repository.branch || found.defaultBranch);
   const { owner, repo } = splitName(found.fullName);
   const body = [
     task.summary?.trim() || "The agent left no summary.",
