@@ -13,6 +13,13 @@ import { createTaskApi, makeWorker, ProtocolClient, until, workerApi } from "../
 import { emitTaskCompletedWithBranch } from "../../src/modules/tasks/results";
 import { makeToken } from "../helpers/identity";
 import { newConfigDir, runCli } from "../cli/helpers";
+import definitions from "@octokit/webhooks-examples";
+
+/** A recorded GitHub webhook example (event, action), deep-copied. */
+function example(event: string, action: string): any {
+  const def = (definitions as any[]).find((d) => d.name === event);
+  return structuredClone(def.examples.find((e: any) => e.action === action));
+}
 
 let gh: GitHubStandIn;
 let s: TestServer;
@@ -444,5 +451,51 @@ describe("the command line", () => {
     const refused = await runCli(["codehost", "sync"], { ...env, AO_TOKEN: await makeToken(s, viewer) });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/forbidden/);
+  });
+});
+
+describe("the app's webhooks route tasks and keep installations current", () => {
+  test("an issue labeled in an app repository makes a task in the project holding that repository", async () => {
+    const payload = example("issues", "labeled");
+    payload.label.name = "ao";
+    payload.installation = { id: installationId, node_id: "x" };
+    payload.repository.full_name = "acme/widget";
+    payload.repository.clone_url = `${gh.url}/acme/widget.git`;
+    payload.repository.html_url = `${gh.url}/acme/widget`;
+    const r = await gh.deliver(hookUrl, "issues", payload);
+    expect(r.status).toBe(201);
+    const taskId = JSON.parse(r.body).taskId;
+    const task = await api("GET", `${org()}/tasks/${taskId}`);
+    expect(task.body.projectId).toBe(projectId);
+    // A repository no project holds: the app integration's own project (same org).
+    payload.repository.clone_url = `${gh.url}/acme/repo-001.git`;
+    payload.repository.html_url = `${gh.url}/acme/repo-001`;
+    payload.issue.id += 1;
+    const elsewhere = await gh.deliver(hookUrl, "issues", payload);
+    expect(elsewhere.status).toBe(201);
+    const integration = (await api("GET", `${org()}/integrations/${hookUrl.split("/").at(-1)}`)).body;
+    expect((await api("GET", `${org()}/tasks/${JSON.parse(elsewhere.body).taskId}`)).body.projectId).toBe(integration.projectId);
+  });
+
+  test("installation suspended, then deleted at GitHub: claims get no token, then the record and its repositories go", async () => {
+    const suspended = await gh.deliver(hookUrl, "installation", gh.payloads.installation(installationId, "suspend"));
+    expect(JSON.parse(suspended.body)).toMatchObject({ status: "processed" });
+    expect((await api("GET", `${org()}/codehost`)).body.installations[0].suspended).toBe(true);
+    const deleted = await gh.deliver(hookUrl, "installation", gh.payloads.installation(installationId, "deleted"));
+    expect(deleted.status).toBe(200);
+    expect((await api("GET", `${org()}/codehost`)).body.installations).toEqual([]);
+    expect((await api("GET", `${org()}/codehost/repositories`)).body.items).toEqual([]);
+    // Its repositories are no longer app repositories: a claim carries neither token nor push.
+    for (const queued of (await api("GET", `${org()}/tasks?status=queued&limit=200`)).body.items) {
+      expect((await api("POST", `${org()}/tasks/${queued.id}/actions`, { action: "cancel" })).status).toBe(200);
+    }
+    const w = makeWorker(s, owner.orgId);
+    const c = await ProtocolClient.connect(s, w.credential);
+    const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken });
+    const offer = await c.next("offer", (m) => m.taskId === task.id);
+    const claim = await workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId });
+    expect(claim.body.project.repositories[0].token).toBeUndefined();
+    expect(claim.body.project.repositories[0].push).toBeUndefined();
+    c.close();
   });
 });
