@@ -35,9 +35,10 @@ export function txAppEvent(core: Core, event: string | null, payload: unknown): 
   switch (event) {
     case "installation": {
       if (!known) return { handled: "installation not connected to an organization here (install it from ao to connect it)", changes: [] };
+      // Deleted, suspended, new permissions accepted: GitHub has revoked or changed its tokens.
+      forgetInstallationTokens(core, installationId);
       if (action === "deleted") {
         core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, installationId)).run();
-        forgetInstallationTokens(core, installationId);
         return { handled: "installation removed", changes: [] };
       }
       const set: Partial<typeof codehostInstallations.$inferInsert> = { updatedAt: now };
