@@ -116,7 +116,7 @@ export const TaskRecord = t.Object(
 
 export const TaskEvent = t.Object({
   seq: t.Integer({ description: "1, 2, 3... per task, no gaps" }),
-  type: t.String({ description: "status, action, log, message, tool, artifact, error, plan" }),
+  type: t.String({ description: "status, action, log, message, tool, artifact, error, plan; pull_request and review (the GitHub app: opened, merged, closed, reopened, posted, backing_off, failed)" }),
   at: t.String(),
   actor: t.Optional(Actor),
   data: t.Unknown(),
