@@ -30,6 +30,8 @@ function prepare(core: Core) {
   const q = core.sqlite;
   return {
     recover: q.query("UPDATE codehost_jobs SET status = 'pending' WHERE status = 'working'"),
+    // A read first: the poll writes nothing while nothing is due (a full disk, a busy database).
+    due: q.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?"),
     claim: q.query<JobRow, [string, number]>(
       `UPDATE codehost_jobs SET status = 'working', updated_at = ?1
         WHERE id IN (SELECT id FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT 8)
@@ -63,7 +65,7 @@ class Runner {
   constructor(private readonly core: Core) {
     this.s = prepare(core);
     // A job left working by a stopped server is due again (at least once; opening is idempotent below).
-    this.s.recover.run();
+    if (core.sqlite.query("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1").get()) this.s.recover.run();
     this.timer = setInterval(guarded(core.log, "codehost jobs", () => this.wake()), POLL_MS);
     core.onClose.push(() => {
       this.stopped = true;
@@ -82,7 +84,9 @@ class Runner {
   private async drain() {
     for (;;) {
       if (this.stopped) return;
-      const jobs = this.s.claim.all(iso(), Date.now());
+      const now = Date.now();
+      if (this.s.due.get(now)!.n === 0) return;
+      const jobs = this.s.claim.all(iso(), now);
       if (jobs.length === 0) return;
       await Promise.all(jobs.map((job) => this.run(job)));
     }
