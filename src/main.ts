@@ -15,6 +15,7 @@ const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }>
   login: { summary: "sign in to a server by device code", run: async () => (await import("./cli/client")).login },
   logout: { summary: "end the stored session", run: async () => (await import("./cli/client")).logout },
   task: { summary: "create, list, follow and control tasks", run: async () => (await import("./cli/client")).task },
+  codehost: { summary: "the GitHub app: codehost status | sync", run: async () => (await import("./cli/client")).codehost },
   token: { summary: "create a personal API token", run: async () => (await import("./cli/client")).token },
   worker: { summary: "run tasks on this machine: worker --server URL (pairs on first start)", run: async () => (await import("./worker")).worker },
 };

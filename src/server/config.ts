@@ -26,9 +26,22 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     connections: overrides.connections ?? { perAddress: countEnv("AO_MAX_CONNECTIONS_PER_ADDRESS", 256), idleSec: 10, requestSec: 60 },
     log: overrides.log ?? logSettingsFromEnv(env),
     metricsToken: overrides.metricsToken !== undefined ? overrides.metricsToken : env.AO_METRICS_TOKEN || null,
+    github: overrides.github ?? githubFromEnv(),
     // 8 tries over about a day: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 15 h after the first (jittered).
     callbacks: overrides.callbacks ?? { retryDelaysMs: [10_000, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 54_000_000], timeoutMs: 10_000 },
   };
+}
+
+function githubFromEnv(): Config["github"] {
+  const env = process.env;
+  const url = (env.AO_GITHUB_URL || "https://github.com").replace(/\/+$/, "");
+  // GitHub Enterprise Server answers its API under /api/v3 of its own host.
+  const apiDefault = url === "https://github.com" ? "https://api.github.com" : `${url}/api/v3`;
+  const apiUrl = (env.AO_GITHUB_API_URL || apiDefault).replace(/\/+$/, "");
+  for (const [name, value] of [["AO_GITHUB_URL", url], ["AO_GITHUB_API_URL", apiUrl]]) {
+    if (!/^https?:\/\/[^\s/]+/.test(value)) throw new Error(`${name} must be an http(s) URL, got ${value}`);
+  }
+  return { url, apiUrl, retryBaseMs: 2_000, maxTries: 10 };
 }
 
 function numberEnv(name: string, fallback: number): number {

@@ -37,6 +37,12 @@ export interface Config {
   log: { level: LogLevel; format: LogFormat };
   /** AO_METRICS_TOKEN: the bearer token of GET /metrics; null (unset) hides the route. */
   metricsToken: string | null;
+  /**
+   * GitHub (SPEC §10): AO_GITHUB_URL (web, default https://github.com) and AO_GITHUB_API_URL
+   * (default https://api.github.com; GHES: https://HOST/api/v3). retryBaseMs: the first backoff of
+   * a pull request or review GitHub refused for the moment (5xx, rate limit), doubling per try.
+   */
+  github: { url: string; apiUrl: string; retryBaseMs: number; maxTries: number };
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */

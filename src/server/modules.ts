@@ -8,9 +8,10 @@ import tasks from "../modules/tasks";
 import live from "../modules/live";
 import workers from "../modules/workers";
 import integrations from "../modules/integrations";
+import codehost from "../modules/codehost";
 import web from "../modules/web";
 import backup from "../modules/backup";
 import metrics from "../modules/metrics";
 import usage from "../modules/usage";
 
-export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, backup, metrics, usage, web];
+export const MODULES: ((core: Core) => any)[] = [auth, orgs, projects, tasks, live, workers, integrations, codehost, backup, metrics, usage, web];

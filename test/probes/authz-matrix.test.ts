@@ -24,6 +24,8 @@ const org = (permission: Permission | "member"): Need => ({ kind: "org", permiss
 const NEEDS: [string, RegExp, Need][] = [
   ["GET", /^\/api\/v1\/(health|setup)$/, { kind: "public" }],
   ["POST", /^\/api\/v1\/(setup|auth\/(login|refresh|device\/(start|poll))|worker\/pair(\/poll)?|hooks\/\{id\})$/, { kind: "public" }],
+  // GitHub's browser redirects: the flow's single-use state is the credential.
+  ["GET", /^\/api\/v1\/codehost\/(app|installations|user)\/callback$/, { kind: "public" }],
   ["GET", /^\/api\/v1\/ws$/, { kind: "socket" }],
   ["GET", /^\/metrics$/, { kind: "metrics" }],
   ["*", /^\/api\/v1\/worker\//, { kind: "worker" }],
@@ -32,6 +34,9 @@ const NEEDS: [string, RegExp, Need][] = [
   ["*", /^\/api\/v1\/(me\/|auth\/|pairing\/|orgs$)/, { kind: "session" }],
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}\/(integrations|plugins)/, org("settings.manage")],
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}/, org("member")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\/user$/, org("member")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\/repositories$/, org("project.create")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\//, org("settings.manage")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}$/, org("settings.manage")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}\/(members|integrations|plugins)/, org("settings.manage")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/projects$/, org("project.create")],
@@ -51,7 +56,10 @@ const NEEDS: [string, RegExp, Need][] = [
  * repository needs project.create, dismissing one and running readiness project.update. A new
  * write open to viewers must be added here on purpose.
  */
-const VIEWER_WRITES = new Set<string>();
+const VIEWER_WRITES = new Set<string>([
+  // A link to connect one's own GitHub account (SPEC §3: any member); it changes nothing of the org.
+  "POST /api/v1/orgs/{orgId}/codehost/user",
+]);
 
 /** Where a route asks more than its row: pairing a worker into org A (named in the body) needs more than a viewer. */
 const OVERRIDES: Record<string, Partial<Record<Caller, Expect>>> = {

@@ -42,6 +42,10 @@ const PUBLIC = [
   "POST /api/v1/worker/pair",
   "POST /api/v1/worker/pair/poll",
   "POST /api/v1/hooks/{id}",
+  // GitHub's browser redirects: the single-use state made for a signed-in caller is the credential.
+  "GET /api/v1/codehost/app/callback",
+  "GET /api/v1/codehost/installations/callback",
+  "GET /api/v1/codehost/user/callback",
 ];
 // The live socket authenticates at the upgrade or in its first message (test/live); its GET only
 // documents the upgrade and answers 400 to anything else.

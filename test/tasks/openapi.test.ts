@@ -75,13 +75,15 @@ describe("schemas", () => {
     "createdBy", "summary", "needs", "plan", "artifacts", "createdAt", "updatedAt", "startedAt", "finishedAt",
   ];
 
-  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from; worker, the named workerId; agent, usage, allowanceUsd and waitingReason of issue 10; changes, what an ordinary task changed), all present in every answer", () => {
+  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from; worker, the named workerId; agent, usage, allowanceUsd and waitingReason of issue 10; changes, what an ordinary task changed; pullRequest, its pull request at GitHub), all present in every answer", () => {
     const task = doc.paths["/api/v1/orgs/{orgId}/tasks"].post.responses["201"].content["application/json"].schema;
-    const extra = ["source", "worker", "agent", "usage", "allowanceUsd", "waitingReason", "changes"];
+    const extra = ["source", "worker", "agent", "usage", "allowanceUsd", "waitingReason", "changes", "pullRequest"];
     expect(Object.keys(task.properties).sort()).toEqual([...SPEC_TASK_FIELDS, ...extra].sort());
     expect([...task.required].sort()).toEqual([...SPEC_TASK_FIELDS, ...extra].sort());
     expect(task.properties.needs.properties.kind.enum).toEqual(["input", "approval", "budget"]);
     expect(Object.keys(task.properties.changes.properties).sort()).toEqual(["additions", "base", "branch", "commit", "deletions", "files", "pushed"]);
+    expect(Object.keys(task.properties.pullRequest.properties).sort()).toEqual(["draft", "headBranch", "number", "repository", "reviewUrl", "state", "url"]);
+    expect(task.properties.pullRequest.properties.state.enum).toEqual(["open", "closed", "merged"]);
     expect(task.properties.status.enum).toEqual(["queued", "running", "paused", "needs_input", "needs_approval", "completed", "failed", "cancelled"]);
     expect(task.properties.priority.enum).toEqual(["LOW", "MEDIUM", "HIGH", "URGENT"]);
     expect(task.properties.kind.enum).toEqual(["task", "review", "plan"]);

@@ -69,6 +69,10 @@ export function eventText(e: TaskEvent): string {
       if (d.output !== undefined && d.output !== null) parts.push(`-> ${truncate(s(d.output), 120)}`);
       return parts.filter(Boolean).join(" ");
     }
+    case "pull_request":
+    case "review":
+      // Written by the code-hosting app: opened / merged / closed / reopened / posted, or backing off and failed with a message.
+      return d.message ? `${s(d.action)}: ${s(d.message)}` : `${s(d.action)}${d.number ? ` #${s(d.number)}` : ""}${d.url ? ` ${s(d.url)}` : ""}${d.by ? ` by ${s(d.by)}` : ""}`;
     case "artifact":
       return `${s(d.name)}${typeof d.size === "number" ? ` (${d.size} bytes)` : ""}`;
     case "plan":
@@ -126,6 +130,11 @@ export function taskDetails(t: Task): string {
   if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `$${t.allowanceUsd.toFixed(2)} for the task`]);
   if (t.summary) rows.push(["summary", t.summary]);
   if (t.changes) rows.push(["changes", changesText(t.changes)]);
+  if (t.pullRequest) {
+    const pr = t.pullRequest;
+    rows.push(["pull request", `#${pr.number} ${pr.state}${pr.draft ? " (draft)" : ""} ${pr.url}`]);
+    if (pr.reviewUrl) rows.push(["review", pr.reviewUrl]);
+  }
   for (const a of t.artifacts ?? []) rows.push(["artifact", `${a.name} (${a.contentType}, ${a.size} bytes)`]);
   if (t.plan?.tasks?.length) rows.push(["plan", `${t.plan.tasks.length} proposed task(s)`]);
   const width = Math.max(...rows.map(([k]) => k.length));

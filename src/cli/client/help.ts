@@ -66,7 +66,17 @@ Prints the timeline, one line per event: #seq time type text.
 
 Creates a personal API token (aot_...) for the organization, from a signed-in session.
 The value is printed once; use it as AO_TOKEN with AO_SERVER in scripts and CI.`,
+
+  codehost: `usage: ao codehost status [--json] [--org ORG]
+       ao codehost sync [--json] [--org ORG]
+
+status  the server's GitHub app, this organization's installations and your own connection
+sync    list the app's installations and every page of their repositories now (settings.manage)
+
+The app is created, installed and connected from the web app's GitHub page (README "Connect GitHub").`,
 };
 
 HELP["token create"] = HELP.token!;
+HELP["codehost status"] = HELP.codehost!;
+HELP["codehost sync"] = HELP.codehost!;
 for (const a of ["pause", "resume", "cancel", "retry", "restart", "input", "approve", "deny"]) HELP[`task ${a}`] = HELP["task action"]!;

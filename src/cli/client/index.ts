@@ -2,3 +2,4 @@
 export { login, logout } from "./commands/login";
 export { task } from "./commands/task";
 export { token } from "./commands/token";
+export { codehost } from "./commands/codehost";

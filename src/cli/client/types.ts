@@ -36,6 +36,8 @@ export interface Task {
   usage?: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number; model: string | null } | null;
   allowanceUsd?: number | null;
   waitingReason?: string | null;
+  /** The pull request at GitHub with the task's result (or the one a review task reviewed). */
+  pullRequest?: { number: number; url: string; state: string; headBranch: string; repository?: string; draft?: boolean; reviewUrl?: string } | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
@@ -53,4 +55,11 @@ export interface TaskEvent {
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+}
+
+export interface CodehostStatus {
+  app: { slug: string; name: string; htmlUrl: string; appId: number; ownedByThisOrg: boolean } | null;
+  installations: { id: number; account: { login: string; type: string }; repositorySelection: string; suspended: boolean; repositories: number; syncedAt: string | null }[];
+  connection: { login: string } | null;
+  githubUrl: string;
 }

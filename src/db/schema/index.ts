@@ -3,3 +3,4 @@ export * from "./identity";
 export * from "./tasks";
 export * from "./workers";
 export * from "./integrations";
+export * from "./codehost";

@@ -82,6 +82,8 @@ export const tasks = sqliteTable(
     agent: text("agent"),
     // The task's own cost allowance once a person approved going over budget; null: the project's perTaskUsd.
     budgetUsd: real("budget_usd"),
+    // The pull request at GitHub that holds the task's result (or that a review task reviewed).
+    pullRequest: text("pull_request", { mode: "json" }).$type<Record<string, unknown> | null>(),
     lastSeq: integer("last_seq").notNull().default(0),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),

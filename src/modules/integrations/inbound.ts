@@ -15,6 +15,7 @@ import { interpretGitlab } from "./gitlab";
 import { interpretSignedJson } from "./signed-json";
 import type { Interpretation } from "./interpret";
 import type { HookAnswer } from "./model";
+import { appTaskTarget, isAppIntegration, txAppEvent } from "../codehost/webhooks";
 
 interface HookRow {
   id: string;
@@ -130,6 +131,16 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
   const { deliveryId, signature } = authenticate(core, row, headers, raw);
   if (!row.enabled) return { status: 200, body: { status: "ignored", reason: "the integration is disabled" } };
   const payload = parseJson(raw);
+  // The GitHub app's own events (installations, its pull requests), and where its tasks go.
+  let target = { orgId: row.org_id, projectId: row.project_id };
+  if (row.kind === "github" && isAppIntegration(core, row.id)) {
+    const app = core.sqlite.transaction(() => txAppEvent(core, headers.get("x-github-event"), payload)).immediate();
+    publishChanges(core, app.changes);
+    if (app.handled !== null) return { status: 200, body: { status: "processed", reason: app.handled } };
+    const to = appTaskTarget(core, row, payload);
+    if ("refused" in to) return { status: 200, body: { status: "ignored", reason: to.refused } };
+    target = to;
+  }
   const meaning = interpret(row, headers, payload);
   if (meaning.kind === "pong") return { status: 200, body: { status: "pong" } };
   if (meaning.kind === "ignored") return { status: 200, body: { status: "ignored", reason: meaning.reason } };
@@ -149,8 +160,8 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
   try {
     const change = core.sqlite
       .transaction(() => {
-        const change = txCreateTask(core, row.org_id, {
-          projectId: row.project_id,
+        const change = txCreateTask(core, target.orgId, {
+          projectId: target.projectId,
           title: task.title,
           prompt: task.prompt,
           priority: task.priority,

@@ -118,7 +118,9 @@ export const PageQuery = t.Object({
 });
 
 export const HookAnswer = t.Object({
-  status: t.Union([t.Literal("created"), t.Literal("duplicate"), t.Literal("ignored"), t.Literal("pong")]),
+  status: t.Union([t.Literal("created"), t.Literal("duplicate"), t.Literal("ignored"), t.Literal("pong"), t.Literal("processed")], {
+    description: "processed: an event of the GitHub app (installation, installation_repositories, pull_request closed or reopened) was recorded",
+  }),
   taskId: t.Optional(t.String()),
   reason: t.Optional(t.String()),
 });

@@ -164,6 +164,9 @@ export function deleteIntegration(core: Core, orgId: string, id: string): void {
   core.sqlite
     .transaction(() => {
       findRow(core, orgId, id);
+      if (core.sqlite.query("SELECT 1 FROM codehost_apps WHERE integration_id = ?").get(id)) {
+        throw new ApiError(409, "conflict", "this integration receives the GitHub app's webhooks: it stays while the app exists (disable it instead)");
+      }
       // Callbacks not yet sent have nowhere to go any more; sent ones stay in the log.
       core.sqlite
         .query("UPDATE deliveries SET status = 'failed', last_error = 'the integration was deleted', updated_at = ? WHERE target_id = ? AND status = 'pending'")

@@ -10,6 +10,7 @@ import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "../tasks/cursor";
 import { txAddRepository, type NewRepositoryInput } from "./repositories";
 import { isOneLine, LINE_MESSAGE } from "../../lib/text";
 import { checkProjectPolicy } from "./policy";
+import { assertPullRequestsPolicy } from "../codehost/policy";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RepositoryRow = typeof repositories.$inferSelect;
@@ -81,6 +82,7 @@ export function assertPolicy(policy: unknown): asserts policy is Record<string, 
   }
   // The keys ao acts on (agent, budget, preferredAgent, ...): src/modules/projects/policy.ts.
   if (policy !== undefined) checkProjectPolicy(policy as Record<string, unknown>);
+  assertPullRequestsPolicy(policy as Record<string, unknown> | undefined);
 }
 
 export function cleanName(name: string): string {

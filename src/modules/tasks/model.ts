@@ -115,6 +115,20 @@ export const TaskRecord = t.Object(
     ),
     plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
     source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),
+    pullRequest: t.Nullable(
+      t.Object(
+        {
+          number: t.Integer(),
+          url: t.String(),
+          state: Enum(["open", "closed", "merged"]),
+          headBranch: t.String(),
+          repository: t.String({ description: "owner/name at GitHub" }),
+          draft: t.Optional(t.Boolean()),
+          reviewUrl: t.Optional(t.String({ description: "A review task: the link of the review it posted" })),
+        },
+        { description: "The pull request at GitHub opened with the task's result (branch ao/<taskId>), or the one a review task reviewed" },
+      ),
+    ),
     artifacts: t.Array(ArtifactInfo),
     agent: t.Nullable(t.String({ description: "The agent the task asked for (claude, codex, exec); null: the project's preferred one, or any" })),
     usage: t.Nullable(Usage),
@@ -132,7 +146,7 @@ export const TaskRecord = t.Object(
 
 export const TaskEvent = t.Object({
   seq: t.Integer({ description: "1, 2, 3... per task, no gaps" }),
-  type: t.String({ description: "status, action, log, message, tool, artifact, error, plan" }),
+  type: t.String({ description: "status, action, log, message, tool, artifact, error, plan; pull_request and review (the GitHub app: opened, merged, closed, reopened, posted, backing_off, failed)" }),
   at: t.String(),
   actor: t.Optional(Actor),
   data: t.Unknown(),

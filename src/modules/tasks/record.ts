@@ -31,11 +31,23 @@ export interface TaskRow {
   source: string | null;
   agent: string | null;
   budget_usd: number | null;
+  pull_request: string | null;
   last_seq: number;
   created_at: string;
   updated_at: string;
   started_at: string | null;
   finished_at: string | null;
+}
+
+/** The pull request holding a task's result, or the one a review task reviewed (its review's link in reviewUrl). */
+export interface PullRequestInfo {
+  number: number;
+  url: string;
+  state: "open" | "closed" | "merged";
+  headBranch: string;
+  repository: string;
+  draft?: boolean;
+  reviewUrl?: string;
 }
 
 export interface ArtifactInfo {
@@ -85,6 +97,7 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
     needs: json<{ kind: "input" | "approval" | "budget"; message: string; costUsd?: number; allowanceUsd?: number | null }>(row.needs),
     plan: json<{ tasks: unknown[] }>(row.plan),
     source: json<Record<string, unknown>>(row.source),
+    pullRequest: json<PullRequestInfo>(row.pull_request ?? null),
     artifacts,
     agent: row.agent,
     // Filled by the readers that know them (list.ts decorate): the record alone cannot.

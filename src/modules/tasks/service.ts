@@ -100,6 +100,7 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
       source: input.source ? JSON.stringify(input.source) : null,
       agent: input.agent ?? null,
       budget_usd: null,
+      pull_request: null,
       started_at: null,
       finished_at: null,
     },

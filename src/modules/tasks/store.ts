@@ -41,6 +41,7 @@ export type TaskPatch = Partial<
     | "changes"
     | "needs"
     | "plan"
+    | "pull_request"
     | "started_at"
     | "finished_at"
     | "budget_usd"
@@ -50,7 +51,7 @@ export type TaskPatch = Partial<
 const COLUMNS = [
   "id", "org_id", "project_id", "title", "prompt", "priority", "priority_rank", "kind", "review", "status", "paused_from",
   "attempt", "run_mode", "worker_id", "lease_token_hash", "parent_id", "plan_index", "created_by_type", "created_by_id",
-  "summary", "changes", "needs", "plan", "source", "agent", "budget_usd", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
+  "summary", "changes", "needs", "plan", "source", "pull_request", "agent", "budget_usd", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
 ] as const;
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
@@ -62,7 +63,7 @@ function prepare(core: Core) {
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
     update: q.query(
       `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
-        changes = ?, needs = ?, plan = ?, budget_usd = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
+        changes = ?, needs = ?, plan = ?, pull_request = ?, budget_usd = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
     ),
     insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
     artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
@@ -133,7 +134,7 @@ export function txChangeTask(
   if (!changed && events.length === 0) return { before, after, events: [] };
   s.update.run(
     after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
-    after.changes ?? null, after.needs, after.plan, after.budget_usd, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
+    after.changes ?? null, after.needs, after.plan, after.pull_request ?? null, after.budget_usd, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
   );
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };

@@ -19,6 +19,7 @@ import {
   UsageResult,
 } from "../../protocol/requests";
 import { CloneReport, ReadinessReport, ReposReport } from "../../protocol/requests";
+import { withRepositoryTokens } from "../codehost/claims";
 import { appendEvents, claimTask, leaseForUpload, reportUsage, transitionTask, workerActor } from "./leases";
 import { reportClone, reportRepos } from "./clones";
 import { reportReadiness } from "./readiness";
@@ -60,14 +61,15 @@ export default (core: Core) =>
       response: { 200: WorkerRecord, 401: ErrorBody },
       detail: { summary: "The calling worker's own record", tags },
     })
-    .post("/worker/tasks/:taskId/claim", ({ worker, params, body }) => claimTask(core, worker, params.taskId, body.offerId), {
+    .post("/worker/tasks/:taskId/claim", ({ worker, params, body }) => withRepositoryTokens(core, worker.org_id, claimTask(core, worker, params.taskId, body.offerId)), {
       worker: true,
       params: TaskParams,
       body: ClaimRequest,
       response: { 200: ClaimResult, ...errors, 409: ErrorBody },
       detail: {
         summary: "Claim an offered task",
-        description: "Atomic: the task becomes running with attempt + 1 and a new lease, or 409 (offer expired, taken, or not this worker's).",
+        description:
+          "Atomic: the task becomes running with attempt + 1 and a new lease, or 409 (offer expired, taken, or not this worker's). Repositories of a GitHub app installation carry a token minted for this attempt and that repository alone, and push when the project opens pull requests.",
         tags,
       },
     })

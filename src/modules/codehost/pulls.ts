@@ -1,0 +1,254 @@
+// Pull requests and reviews as a task's result, written at GitHub through the app's installation.
+// Each is a row of codehost_jobs, claimed by this server's runner and retried with backoff when
+// GitHub answers 5xx or a rate limit (Retry-After and x-ratelimit-reset honoured), so neither a
+// restart nor a bad minute at GitHub loses it. Each back-off is logged and put on the task's timeline.
+import type { Core } from "../../server/core";
+import { guarded } from "../../server/core";
+import { codehostJobs, type CodehostJobKind } from "../../db/schema";
+import { newId } from "../../lib/ids";
+import { iso } from "../../lib/time";
+import type { PullRequestInfo, TaskRow } from "../tasks/record";
+import { changeTask, findTask, type TaskChange } from "../tasks/store";
+import { appRow, credentialsOf } from "./app";
+import { statusOf, troubleOf, withInstallation } from "./github";
+import { pullRequestMode } from "./policy";
+import { codehostRepositoryFor } from "./service";
+
+const POLL_MS = 1000;
+const MAX_BACKOFF_MS = 3600_000;
+
+interface JobRow {
+  id: string;
+  org_id: string;
+  task_id: string;
+  kind: CodehostJobKind;
+  payload: string;
+  attempts: number;
+}
+
+function prepare(core: Core) {
+  const q = core.sqlite;
+  return {
+    recover: q.query("UPDATE codehost_jobs SET status = 'pending' WHERE status = 'working'"),
+    // A read first: the poll writes nothing while nothing is due (a full disk, a busy database).
+    due: q.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?"),
+    claim: q.query<JobRow, [string, number]>(
+      `UPDATE codehost_jobs SET status = 'working', updated_at = ?1
+        WHERE id IN (SELECT id FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT 8)
+        RETURNING id, org_id, task_id, kind, payload, attempts`,
+    ),
+    finish: q.query<unknown, [string, string, string | null, number, string]>(
+      "UPDATE codehost_jobs SET status = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?",
+    ),
+    later: q.query<unknown, [number, string, string, number, string]>(
+      "UPDATE codehost_jobs SET status = 'pending', next_attempt_at = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?",
+    ),
+    existing: q.query<{ id: string }, [string, string]>("SELECT id FROM codehost_jobs WHERE task_id = ? AND kind = ? AND status IN ('pending', 'working')"),
+    repository: q.query<{ url: string; branch: string }, [string, string]>("SELECT url, branch FROM repositories WHERE id = ? AND org_id = ?"),
+    primary: q.query<{ id: string; url: string; branch: string }, [string]>("SELECT id, url, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id LIMIT 1"),
+    policy: q.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
+  };
+}
+
+const runners = new WeakMap<Core, Runner>();
+
+export function runnerOf(core: Core): Runner | undefined {
+  return runners.get(core);
+}
+
+class Runner {
+  private timer: ReturnType<typeof setInterval>;
+  private busy = false;
+  private stopped = false;
+  readonly s: ReturnType<typeof prepare>;
+
+  constructor(private readonly core: Core) {
+    this.s = prepare(core);
+    // A job left working by a stopped server is due again (at least once; opening is idempotent below).
+    if (core.sqlite.query("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1").get()) this.s.recover.run();
+    this.timer = setInterval(guarded(core.log, "codehost jobs", () => this.wake()), POLL_MS);
+    core.onClose.push(() => {
+      this.stopped = true;
+      clearInterval(this.timer);
+    });
+  }
+
+  wake() {
+    if (this.busy || this.stopped) return;
+    this.busy = true;
+    void this.drain()
+      .catch((error) => this.core.log.error("codehost jobs failed", { error: String((error as Error)?.stack ?? error) }))
+      .finally(() => (this.busy = false));
+  }
+
+  private async drain() {
+    for (;;) {
+      if (this.stopped) return;
+      const now = Date.now();
+      if (this.s.due.get(now)!.n === 0) return;
+      const jobs = this.s.claim.all(iso(), now);
+      if (jobs.length === 0) return;
+      await Promise.all(jobs.map((job) => this.run(job)));
+    }
+  }
+
+  private async run(job: JobRow) {
+    const core = this.core;
+    const attempts = job.attempts + 1;
+    try {
+      const payload = JSON.parse(job.payload) as Record<string, unknown>;
+      const done = job.kind === "open_pull_request" ? await openPullRequest(core, job, payload) : await postReview(core, job);
+      this.s.finish.run("done", iso(), done, attempts, job.id);
+    } catch (err) {
+      const trouble = troubleOf(err);
+      const what = job.kind === "open_pull_request" ? "opening the pull request" : "posting the review";
+      if (trouble.transient && attempts < core.config.github.maxTries) {
+        const backoff = Math.min(MAX_BACKOFF_MS, core.config.github.retryBaseMs * 2 ** (attempts - 1));
+        const delay = Math.min(MAX_BACKOFF_MS, Math.max(backoff, trouble.retryAfterMs ?? 0));
+        this.s.later.run(Date.now() + delay, iso(), trouble.message, attempts, job.id);
+        const seconds = Math.ceil(delay / 1000);
+        core.log.warn(`GitHub: ${what} backs off`, { taskId: job.task_id, attempt: attempts, retryInSec: seconds, reason: trouble.message });
+        note(core, job, { action: "backing_off", message: `${what}: ${trouble.message}; backing off, next try in ${seconds} s`, attempt: attempts, retryInSec: seconds });
+        return;
+      }
+      this.s.finish.run("failed", iso(), trouble.message, attempts, job.id);
+      core.log.warn(`GitHub: ${what} failed`, { taskId: job.task_id, attempt: attempts, reason: trouble.message });
+      note(core, job, { action: "failed", message: `${what} failed: ${trouble.message}`, attempt: attempts });
+    }
+  }
+}
+
+/** A timeline event about a job; the task may be gone (deleted org), which is no reason to fail. */
+function note(core: Core, job: JobRow, data: Record<string, unknown>, patch?: { pull_request: string }) {
+  try {
+    changeTask(core, job.org_id, job.task_id, () => ({ patch, events: [{ type: job.kind === "post_review" ? "review" : "pull_request", data }] }));
+  } catch (error) {
+    core.log.warn("could not record a pull request event", { taskId: job.task_id, error: String(error) });
+  }
+}
+
+export function startRunner(core: Core): Runner {
+  let r = runners.get(core);
+  if (!r) runners.set(core, (r = new Runner(core)));
+  return r;
+}
+
+/** Queues a job (inside or outside a transaction); a job of that kind already waiting for the task is enough. */
+export function enqueueJob(core: Core, orgId: string, taskId: string, kind: CodehostJobKind, payload: Record<string, unknown>): boolean {
+  const s = runnerOf(core)?.s ?? prepare(core);
+  if (s.existing.get(taskId, kind)) return false;
+  const now = iso();
+  core.db.insert(codehostJobs).values({ id: newId("evt"), orgId, taskId, kind, payload, status: "pending", attempts: 0, nextAttemptAt: Date.now(), createdAt: now, updatedAt: now }).run();
+  return true;
+}
+
+function taskLink(core: Core, taskId: string) {
+  return `${core.config.publicUrl}/tasks/${taskId}`;
+}
+
+function splitName(fullName: string) {
+  const [owner, repo] = fullName.split("/");
+  return { owner, repo };
+}
+
+interface GithubPull {
+  number: number;
+  html_url: string;
+  state: string;
+  draft?: boolean;
+  merged?: boolean;
+  head: { ref: string };
+}
+
+/** Opens the pull request of a task's pushed branch; returns a note for the job row. */
+async function openPullRequest(core: Core, job: JobRow, payload: Record<string, unknown>): Promise<string> {
+  const task = findTask(core, job.org_id, job.task_id);
+  const app = appRow(core);
+  if (!task || !app) return "nothing to do: the task or the app is gone";
+  const s = runnerOf(core)!.s;
+  const mode = pullRequestMode(JSON.parse(s.policy.get(task.project_id)?.policy ?? "{}"));
+  if (mode === "off") return "the project's policy says pullRequests: off";
+  const repository = s.repository.get(String(payload.repositoryId), job.org_id);
+  const found = repository && codehostRepositoryFor(core, job.org_id, repository.url);
+  if (!repository || !found) return "the repository is not on an installation of the app";
+  const branch = String(payload.branch);
+  // The worker names the base by its commit; GitHub wants a branch: the one the task checked out.
+  const given = typeof payload.base === "string" && payload.base && !/^[0-9a-f]{40}$/.test(payload.base) ? payload.base : null;
+  const base = given ?? (repository.branch || found.defaultBranch);
+  const { owner, repo } = splitName(found.fullName);
+  const body = [
+    task.summary?.trim() || "The agent left no summary.",
+    "",
+    `---`,
+    `Opened by [ao](${taskLink(core, task.id)}) for task [${task.id}](${taskLink(core, task.id)}).`,
+  ].join("\n");
+  const pull = await withInstallation(core, credentialsOf(core, app), found.installationId, async (octokit) => {
+    try {
+      return (await octokit.request("POST /repos/{owner}/{repo}/pulls", { owner, repo, title: task.title, head: branch, base, body, draft: mode === "draft" })).data as unknown as GithubPull;
+    } catch (err) {
+      // 422: one exists for this branch already (an earlier try got through before a restart).
+      if (statusOf(err) !== 422) throw err;
+      const open = (await octokit.request("GET /repos/{owner}/{repo}/pulls", { owner, repo, head: `${owner}:${branch}`, state: "all" })).data as unknown as GithubPull[];
+      const same = open.find((p) => p.head.ref === branch);
+      if (!same) throw err;
+      return same;
+    }
+  });
+  const info: PullRequestInfo = { number: pull.number, url: pull.html_url, state: "open", headBranch: branch, repository: found.fullName, draft: !!pull.draft };
+  core.log.info("pull request opened", { taskId: task.id, repository: found.fullName, number: pull.number });
+  note(core, job, { action: "opened", number: pull.number, url: pull.html_url, draft: !!pull.draft, headBranch: branch, base }, { pull_request: JSON.stringify(info) });
+  return `opened #${pull.number}`;
+}
+
+/** The pull request a review task is about: the one its webhook named, else the open one of its head. */
+async function pullOfReview(octokit: import("@octokit/rest").Octokit, task: TaskRow, owner: string, repo: string): Promise<{ number: number; url: string } | null> {
+  const source = task.source ? (JSON.parse(task.source) as { item?: { type?: string; number?: number; url?: string } }) : null;
+  if (source?.item?.type === "github_pull_request" && Number.isInteger(source.item.number)) return { number: source.item.number!, url: source.item.url ?? "" };
+  const review = task.review ? (JSON.parse(task.review) as { base: string; head: string }) : null;
+  if (!review) return null;
+  const pulls = (await octokit.request("GET /repos/{owner}/{repo}/pulls", { owner, repo, head: `${owner}:${review.head}`, base: review.base, state: "open" })).data as unknown as (GithubPull & { base: { ref: string } })[];
+  const pull = pulls.find((p) => p.head.ref === review.head && p.base.ref === review.base);
+  return pull ? { number: pull.number, url: pull.html_url } : null;
+}
+
+/** Posts a completed review task's summary as a pull request review (event COMMENT). */
+async function postReview(core: Core, job: JobRow): Promise<string> {
+  const task = findTask(core, job.org_id, job.task_id);
+  const app = appRow(core);
+  if (!task || !app) return "nothing to do: the task or the app is gone";
+  const s = runnerOf(core)!.s;
+  const repository = s.primary.get(task.project_id);
+  const found = repository && codehostRepositoryFor(core, job.org_id, repository.url);
+  if (!found) return "the repository is not on an installation of the app";
+  const { owner, repo } = splitName(found.fullName);
+  const body = [task.summary?.trim() || "The review left no summary.", "", "---", `Review by [ao](${taskLink(core, task.id)}), task ${task.id}.`].join("\n");
+  const posted = await withInstallation(core, credentialsOf(core, app), found.installationId, async (octokit) => {
+    const pull = await pullOfReview(octokit, task, owner, repo);
+    if (!pull) return null;
+    const review = (await octokit.request("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", { owner, repo, pull_number: pull.number, event: "COMMENT", body }))
+      .data as unknown as { id: number; html_url: string };
+    return { pull, review };
+  });
+  if (!posted) {
+    note(core, job, { action: "skipped", message: "no open pull request matches the review's head and base" });
+    return "no pull request to review";
+  }
+  const head = task.review ? (JSON.parse(task.review) as { head: string }).head : "";
+  const info: PullRequestInfo = { number: posted.pull.number, url: posted.pull.url, state: "open", headBranch: head, repository: found.fullName, reviewUrl: posted.review.html_url };
+  note(core, job, { action: "posted", number: posted.pull.number, url: posted.review.html_url }, { pull_request: JSON.stringify(info) });
+  return `review posted on #${posted.pull.number}`;
+}
+
+/**
+ * The task hook (inside the change's transaction): a review task that completes on an app
+ * repository queues its review, so the completion and the review commit together.
+ */
+export function reviewHook(core: Core, change: TaskChange) {
+  const { before, after } = change;
+  if (after.kind !== "review" || after.status !== "completed" || before?.status === "completed") return;
+  if (!appRow(core)) return;
+  const s = runnerOf(core)?.s ?? prepare(core);
+  const repository = s.primary.get(after.project_id);
+  if (!repository || !codehostRepositoryFor(core, after.org_id, repository.url)) return;
+  enqueueJob(core, after.org_id, after.id, "post_review", {});
+}

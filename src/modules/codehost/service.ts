@@ -1,0 +1,300 @@
+// Installations, the person's connection, sync, and the synced repositories (SPEC §10). GitHub
+// calls happen outside transactions; what they return is written in one short transaction after.
+import { and, asc, eq, gt, like, or, sql } from "drizzle-orm";
+import type { Octokit } from "@octokit/rest";
+import type { Core } from "../../server/core";
+import { conflict, invalid } from "../../server/errors";
+import { codehostConnections, codehostInstallations, codehostRepositories } from "../../db/schema";
+import { iso } from "../../lib/time";
+import { normalizeRepoUrl } from "../../protocol/repo-url";
+import { pageOf } from "../orgs/paging";
+import { appRow, consumeState, credentialsOf, newState, requireApp, type AppRow } from "./app";
+import { apiClient, appClient, githubFailure, oauthApp, withInstallation } from "./github";
+
+export type InstallationRow = typeof codehostInstallations.$inferSelect;
+export type CodehostRepositoryRow = typeof codehostRepositories.$inferSelect;
+
+export function installationRecord(core: Core, row: InstallationRow) {
+  const count = core.sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?").get(row.id)!.n;
+  return {
+    id: row.id,
+    account: { login: row.accountLogin, type: row.accountType, id: row.accountId },
+    repositorySelection: row.repositorySelection,
+    suspended: row.suspended,
+    repositories: count,
+    syncedAt: row.syncedAt,
+  };
+}
+
+export function installationsOf(core: Core, orgId: string): InstallationRow[] {
+  return core.db.select().from(codehostInstallations).where(eq(codehostInstallations.orgId, orgId)).orderBy(asc(codehostInstallations.id)).all();
+}
+
+export function codehostStatus(core: Core, orgId: string, userId: string) {
+  const app = appRow(core);
+  const connection = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+  const owned = !!app && app.orgId === orgId;
+  return {
+    app: app ? { slug: app.slug, name: app.name, htmlUrl: app.htmlUrl, appId: app.appId, ownedByThisOrg: owned, integrationId: owned ? app.integrationId : null } : null,
+    installations: installationsOf(core, orgId).map((r) => installationRecord(core, r)),
+    connection: connection ? { login: connection.login } : null,
+    githubUrl: core.config.github.url,
+  };
+}
+
+/** A link that installs the app on a GitHub account; GitHub returns to the setup URL with the state. */
+export function startInstallation(core: Core, orgId: string, userId: string) {
+  const app = requireApp(core);
+  const state = newState(core, "install", orgId, userId);
+  return { url: `${core.config.github.url}/apps/${encodeURIComponent(app.slug)}/installations/new?state=${encodeURIComponent(state)}`, state };
+}
+
+interface GithubInstallation {
+  id: number;
+  account: { login: string; type: string; id: number } | null;
+  repository_selection: string;
+  suspended_at?: string | null;
+}
+
+interface GithubRepository {
+  id: number;
+  full_name: string;
+  private: boolean;
+  clone_url: string;
+  html_url: string;
+  default_branch?: string;
+}
+
+function installationValues(orgId: string, gh: GithubInstallation, now: string) {
+  return {
+    orgId,
+    accountLogin: gh.account?.login ?? "",
+    accountType: gh.account?.type ?? "User",
+    accountId: gh.account?.id ?? 0,
+    repositorySelection: gh.repository_selection,
+    suspended: !!gh.suspended_at,
+    updatedAt: now,
+  };
+}
+
+/** Records an installation for the org; one bound to another org is refused (one installation, one org). */
+function txBindInstallation(core: Core, orgId: string, gh: GithubInstallation) {
+  const existing = core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, gh.id)).get();
+  if (existing && existing.orgId !== orgId) throw conflict("this installation is already connected to another organization of this server", { reason: "installation_taken" });
+  const now = iso();
+  const values = installationValues(orgId, gh, now);
+  if (existing) core.db.update(codehostInstallations).set(values).where(eq(codehostInstallations.id, gh.id)).run();
+  else core.db.insert(codehostInstallations).values({ id: gh.id, ...values, createdAt: now }).run();
+}
+
+export function repositoryValues(orgId: string, installationId: number, r: GithubRepository, now: string): CodehostRepositoryRow {
+  return {
+    installationId,
+    id: r.id,
+    orgId,
+    fullName: r.full_name,
+    private: r.private,
+    cloneUrl: r.clone_url,
+    htmlUrl: r.html_url,
+    defaultBranch: r.default_branch ?? "main",
+    urlKey: normalizeRepoUrl(r.clone_url),
+    syncedAt: now,
+  };
+}
+
+/** Every repository the installation can reach, every page of them (octokit.paginate follows the Link headers). */
+async function fetchRepositories(core: Core, app: AppRow, installationId: number): Promise<GithubRepository[]> {
+  return withInstallation(core, credentialsOf(core, app), installationId, (octokit: Octokit) =>
+    octokit.paginate("GET /installation/repositories", { per_page: 100 }) as Promise<GithubRepository[]>,
+  );
+}
+
+/** Replaces the installation's recorded repositories with GitHub's list. */
+function txReplaceRepositories(core: Core, orgId: string, installationId: number, repos: GithubRepository[]) {
+  const now = iso();
+  core.db.delete(codehostRepositories).where(eq(codehostRepositories.installationId, installationId)).run();
+  for (const r of repos) core.db.insert(codehostRepositories).values(repositoryValues(orgId, installationId, r, now)).run();
+  core.db.update(codehostInstallations).set({ syncedAt: now, updatedAt: now }).where(eq(codehostInstallations.id, installationId)).run();
+}
+
+async function syncRepositories(core: Core, app: AppRow, orgId: string, installationId: number): Promise<number> {
+  let repos: GithubRepository[];
+  try {
+    repos = await fetchRepositories(core, app, installationId);
+  } catch (err) {
+    throw githubFailure(err, `listing the repositories of installation ${installationId}`);
+  }
+  core.sqlite.transaction(() => txReplaceRepositories(core, orgId, installationId, repos)).immediate();
+  return repos.length;
+}
+
+/**
+ * The setup URL: GitHub's browser redirect after an installation (or its change). The state says
+ * which org asked; without one (a change made at GitHub) only an installation known here is refreshed.
+ */
+export async function finishInstallation(core: Core, query: { installation_id?: string; setup_action?: string; state?: string }) {
+  const app = requireApp(core);
+  const id = Number(query.installation_id);
+  if (!query.installation_id || !Number.isSafeInteger(id) || id <= 0) throw invalid("installation_id is missing or not a number", [{ field: "installation_id", message: "GitHub's installation id" }]);
+  let orgId: string;
+  if (query.state) orgId = consumeState(core, "install", query.state).orgId;
+  else {
+    const known = core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, id)).get();
+    // No state: nothing binds this browser to an org, so an unknown installation is not taken.
+    if (!known) orgId = consumeState(core, "install", undefined).orgId;
+    else orgId = known.orgId;
+  }
+  let gh: GithubInstallation;
+  try {
+    // Asked of GitHub as the app: the id must be an installation of this app, whatever the browser says.
+    gh = (await appClient(core, credentialsOf(core, app)).request("GET /app/installations/{installation_id}", { installation_id: id })).data as unknown as GithubInstallation;
+  } catch (err) {
+    throw githubFailure(err, `reading installation ${id}`);
+  }
+  core.sqlite.transaction(() => txBindInstallation(core, orgId, gh)).immediate();
+  await syncRepositories(core, app, orgId, id);
+  return { orgId, installationId: id };
+}
+
+/** Sync now: the app's installations (all pages), and every page of each of this org's installations' repositories. */
+export async function syncOrg(core: Core, orgId: string) {
+  const app = requireApp(core);
+  let all: GithubInstallation[];
+  try {
+    all = (await appClient(core, credentialsOf(core, app)).paginate("GET /app/installations", { per_page: 100 })) as unknown as GithubInstallation[];
+  } catch (err) {
+    throw githubFailure(err, "listing the app's installations");
+  }
+  const atGithub = new Map(all.map((i) => [i.id, i]));
+  const bound = new Map(core.sqlite.query<{ id: number; org_id: string }, []>("SELECT id, org_id FROM codehost_installations").all().map((r) => [r.id, r.org_id]));
+  const ours = installationsOf(core, orgId);
+  core.sqlite
+    .transaction(() => {
+      const now = iso();
+      for (const row of ours) {
+        const gh = atGithub.get(row.id);
+        // Uninstalled at GitHub while no webhook reached us: its repositories go with it.
+        if (!gh) core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, row.id)).run();
+        else core.db.update(codehostInstallations).set(installationValues(orgId, gh, now)).where(eq(codehostInstallations.id, row.id)).run();
+      }
+    })
+    .immediate();
+  for (const row of ours) if (atGithub.has(row.id)) await syncRepositories(core, app, orgId, row.id);
+  const installations = installationsOf(core, orgId).map((r) => installationRecord(core, r));
+  return {
+    installations,
+    repositories: installations.reduce((n, i) => n + i.repositories, 0),
+    unclaimed: all.filter((i) => !bound.has(i.id)).length,
+  };
+}
+
+export function listRepositories(core: Core, orgId: string, q: { limit?: number; cursor?: string; q?: string }) {
+  const needle = q.q?.trim().toLowerCase();
+  return pageOf(
+    q,
+    2,
+    (after, n) =>
+      core.db
+        .select()
+        .from(codehostRepositories)
+        .where(
+          and(
+            eq(codehostRepositories.orgId, orgId),
+            needle ? like(sql`lower(${codehostRepositories.fullName})`, `%${needle.replace(/[%_\\]/g, "\\$&")}%`) : undefined,
+            after
+              ? or(gt(codehostRepositories.fullName, after[0]), and(eq(codehostRepositories.fullName, after[0]), gt(codehostRepositories.id, Number(after[1]))))
+              : undefined,
+          ),
+        )
+        .orderBy(asc(codehostRepositories.fullName), asc(codehostRepositories.id))
+        .limit(n)
+        .all(),
+    (r) => [r.fullName, String(r.id)],
+    repositoryRecord,
+  );
+}
+
+export const repositoryRecord = (r: CodehostRepositoryRow) => ({
+  id: r.id,
+  installationId: r.installationId,
+  fullName: r.fullName,
+  private: r.private,
+  cloneUrl: r.cloneUrl,
+  htmlUrl: r.htmlUrl,
+  defaultBranch: r.defaultBranch,
+});
+
+/** The synced repository a project's repository URL names, in this org, on a live installation. */
+export function codehostRepositoryFor(core: Core, orgId: string, url: string): (CodehostRepositoryRow & { suspended: boolean }) | null {
+  const row = core.sqlite
+    .query<{ installation_id: number; id: number; full_name: string; clone_url: string; html_url: string; default_branch: string; private: number; suspended: number }, [string, string]>(
+      `SELECT r.installation_id, r.id, r.full_name, r.clone_url, r.html_url, r.default_branch, r.private, i.suspended
+       FROM codehost_repositories r JOIN codehost_installations i ON i.id = r.installation_id
+       WHERE r.org_id = ? AND r.url_key = ? ORDER BY i.suspended ASC LIMIT 1`,
+    )
+    .get(orgId, normalizeRepoUrl(url));
+  if (!row) return null;
+  return {
+    installationId: row.installation_id,
+    id: row.id,
+    orgId,
+    fullName: row.full_name,
+    private: row.private === 1,
+    cloneUrl: row.clone_url,
+    htmlUrl: row.html_url,
+    defaultBranch: row.default_branch,
+    urlKey: normalizeRepoUrl(url),
+    syncedAt: "",
+    suspended: row.suspended === 1,
+  };
+}
+
+// --- The person's own connection (OAuth web flow of the app) ---
+
+export async function startUserConnection(core: Core, orgId: string, userId: string) {
+  const app = requireApp(core);
+  const state = newState(core, "user", orgId, userId);
+  const { url } = oauthApp(core, credentialsOf(core, app)).getWebFlowAuthorizationUrl({
+    state,
+    redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback`,
+  });
+  return { url, state };
+}
+
+export async function finishUserConnection(core: Core, code: string | undefined, state: string | undefined) {
+  const app = requireApp(core);
+  const flow = consumeState(core, "user", state);
+  if (!code) throw invalid("the callback has no code", [{ field: "code", message: "required" }]);
+  let auth: { token: string; refreshToken?: string; expiresAt?: string };
+  let user: { login: string; id: number };
+  try {
+    const created = await oauthApp(core, credentialsOf(core, app)).createToken({ code, state: state!, redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback` } as any);
+    auth = created.authentication as typeof auth;
+    user = (await apiClient(core, auth.token).request("GET /user")).data as { login: string; id: number };
+  } catch (err) {
+    throw githubFailure(err, "authorizing your GitHub account");
+  }
+  const now = iso();
+  const values = {
+    login: user.login,
+    githubUserId: user.id,
+    tokenSealed: core.sealer.seal(auth.token),
+    refreshTokenSealed: auth.refreshToken ? core.sealer.seal(auth.refreshToken) : null,
+    expiresAt: auth.expiresAt ?? null,
+    updatedAt: now,
+  };
+  core.db
+    .insert(codehostConnections)
+    .values({ userId: flow.userId, ...values, createdAt: now })
+    .onConflictDoUpdate({ target: codehostConnections.userId, set: values })
+    .run();
+  return { orgId: flow.orgId, login: user.login };
+}
+
+/** The person's own GitHub token, or 409 saying how to connect. */
+export function userToken(core: Core, userId: string): { login: string; token: string } {
+  const c = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+  if (!c) throw conflict("connect your GitHub account first (POST /orgs/:orgId/codehost/user)", { reason: "no_connection", field: "owner" });
+  return { login: c.login, token: core.sealer.open(c.tokenSealed) };
+}
+

@@ -1,0 +1,147 @@
+// The app's own webhook events, after the integration checked their signature with the app's
+// webhook secret: installation and installation_repositories keep the record current without a
+// sync; pull_request closed / reopened move the pull request of a task. Other events (issues,
+// comments, labeled pull requests) go on to the github integration's usual interpretation.
+import { and, eq, inArray } from "drizzle-orm";
+import type { Core } from "../../server/core";
+import { codehostInstallations, codehostRepositories } from "../../db/schema";
+import { iso } from "../../lib/time";
+import type { PullRequestInfo, TaskRow } from "../tasks/record";
+import { txChangeTask, type TaskChange } from "../tasks/store";
+import { appRow } from "./app";
+import { forgetInstallationTokens } from "./github";
+import { repositoryValues } from "./service";
+import { normalizeRepoUrl } from "../../protocol/repo-url";
+
+export interface AppEventResult {
+  /** Why this delivery is done with (answered 200 ignored with this reason), or null: interpret it as usual. */
+  handled: string | null;
+  changes: TaskChange[];
+}
+
+/** Whether this integration receives the app's webhooks. */
+export function isAppIntegration(core: Core, integrationId: string): boolean {
+  return appRow(core)?.integrationId === integrationId;
+}
+
+const field = (value: unknown, path: string): any => path.split(".").reduce((v: any, k) => (v && typeof v === "object" ? v[k] : undefined), value);
+
+/** Runs inside the delivery's transaction (synchronous). */
+export function txAppEvent(core: Core, event: string | null, payload: unknown): AppEventResult {
+  const action = field(payload, "action");
+  const installationId = Number(field(payload, "installation.id"));
+  const known = Number.isSafeInteger(installationId) ? core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, installationId)).get() : undefined;
+  const now = iso();
+  switch (event) {
+    case "installation": {
+      if (!known) return { handled: "installation not connected to an organization here (install it from ao to connect it)", changes: [] };
+      // Deleted, suspended, new permissions accepted: GitHub has revoked or changed its tokens.
+      forgetInstallationTokens(core, installationId);
+      if (action === "deleted") {
+        core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, installationId)).run();
+        return { handled: "installation removed", changes: [] };
+      }
+      const set: Partial<typeof codehostInstallations.$inferInsert> = { updatedAt: now };
+      if (action === "suspend") set.suspended = true;
+      if (action === "unsuspend") set.suspended = false;
+      const selection = field(payload, "installation.repository_selection");
+      if (typeof selection === "string") set.repositorySelection = selection;
+      core.db.update(codehostInstallations).set(set).where(eq(codehostInstallations.id, installationId)).run();
+      // "created" lists the repositories the installation can reach.
+      const repos = field(payload, "repositories");
+      if (action === "created" && Array.isArray(repos)) addRepositories(core, known.orgId, installationId, repos, now);
+      return { handled: `installation ${String(action)} recorded`, changes: [] };
+    }
+    case "installation_repositories": {
+      if (!known) return { handled: "installation not connected to an organization here", changes: [] };
+      const added = field(payload, "repositories_added");
+      const removed = field(payload, "repositories_removed");
+      if (Array.isArray(added)) addRepositories(core, known.orgId, installationId, added, now);
+      if (Array.isArray(removed) && removed.length) {
+        const ids = removed.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
+        if (ids.length) core.db.delete(codehostRepositories).where(and(eq(codehostRepositories.installationId, installationId), inArray(codehostRepositories.id, ids))).run();
+      }
+      return { handled: `repositories of installation ${installationId} updated`, changes: [] };
+    }
+    case "pull_request": {
+      if (action !== "closed" && action !== "reopened") return { handled: null, changes: [] };
+      if (!known) return { handled: "installation not connected to an organization here", changes: [] };
+      const state: PullRequestInfo["state"] = action === "reopened" ? "open" : field(payload, "pull_request.merged") ? "merged" : "closed";
+      const number = Number(field(payload, "pull_request.number"));
+      const repository = String(field(payload, "repository.full_name") ?? "");
+      const changes: TaskChange[] = [];
+      for (const task of tasksOfPull(core, known.orgId, repository, number, String(field(payload, "pull_request.head.ref") ?? ""))) {
+        const current = JSON.parse(task.pull_request!) as PullRequestInfo;
+        if (current.state === state) continue;
+        const next = { ...current, state };
+        const actor = field(payload, "sender.login");
+        changes.push(
+          txChangeTask(core, known.orgId, task.id, () => ({
+            patch: { pull_request: JSON.stringify(next) },
+            events: [{ type: "pull_request", data: { action: state === "open" ? "reopened" : state, number, url: current.url, ...(actor ? { by: String(actor) } : {}) } }],
+          })),
+        );
+      }
+      return { handled: changes.length ? `pull request #${number} is ${state}` : `no task has pull request #${number} of ${repository}`, changes };
+    }
+    default:
+      return { handled: null, changes: [] };
+  }
+}
+
+function addRepositories(core: Core, orgId: string, installationId: number, repos: any[], now: string) {
+  for (const r of repos) {
+    const id = Number(r?.id);
+    const fullName = typeof r?.full_name === "string" ? r.full_name : null;
+    if (!Number.isSafeInteger(id) || !fullName) continue;
+    // Webhook payloads carry the short form of a repository: its URLs follow from the web host.
+    const htmlUrl = typeof r.html_url === "string" ? r.html_url : `${core.config.github.url}/${fullName}`;
+    const cloneUrl = typeof r.clone_url === "string" ? r.clone_url : `${core.config.github.url}/${fullName}.git`;
+    core.db
+      .insert(codehostRepositories)
+      .values(repositoryValues(orgId, installationId, { id, full_name: fullName, private: !!r.private, clone_url: cloneUrl, html_url: htmlUrl, default_branch: r.default_branch }, now))
+      .onConflictDoNothing()
+      .run();
+  }
+}
+
+/** The tasks of the org whose pull request this is: by its head branch ao/<taskId>, else by number. */
+function tasksOfPull(core: Core, orgId: string, repository: string, number: number, headRef: string): TaskRow[] {
+  const matches = (t: TaskRow | null): t is TaskRow => {
+    if (!t || t.org_id !== orgId || !t.pull_request) return false;
+    const pr = JSON.parse(t.pull_request) as PullRequestInfo;
+    return pr.number === number && pr.repository.toLowerCase() === repository.toLowerCase();
+  };
+  const m = /^ao\/(tsk_[0-9a-z]+)$/.exec(headRef);
+  if (m) {
+    const t = core.sqlite.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?").get(m[1]);
+    if (matches(t)) return [t];
+  }
+  return core.sqlite
+    .query<TaskRow, [string, number]>("SELECT * FROM tasks WHERE org_id = ? AND pull_request IS NOT NULL AND json_extract(pull_request, '$.number') = ?")
+    .all(orgId, number)
+    .filter(matches);
+}
+
+/**
+ * Where a task from the app's webhook goes: the organization the installation is connected to, and
+ * its project holding the repository; the integration's own project when that is the same
+ * organization and no project holds it. Null: no organization here takes it.
+ */
+export function appTaskTarget(core: Core, integration: { org_id: string; project_id: string }, payload: unknown): { orgId: string; projectId: string } | { refused: string } {
+  const installationId = Number(field(payload, "installation.id"));
+  const known = Number.isSafeInteger(installationId) ? core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, installationId)).get() : undefined;
+  const orgId = known?.orgId ?? integration.org_id;
+  const urls = [field(payload, "repository.clone_url"), field(payload, "repository.html_url")].filter((u): u is string => typeof u === "string").map(normalizeRepoUrl);
+  if (urls.length) {
+    const held = core.sqlite
+      .query<{ project_id: string; url: string }, [string]>(
+        "SELECT r.project_id, r.url FROM repositories r JOIN projects p ON p.id = r.project_id WHERE r.org_id = ? AND p.archived = 0 ORDER BY r.is_primary DESC, r.id",
+      )
+      .all(orgId)
+      .find((r) => urls.includes(normalizeRepoUrl(r.url)));
+    if (held) return { orgId, projectId: held.project_id };
+  }
+  if (orgId === integration.org_id) return { orgId, projectId: integration.project_id };
+  return { refused: `no project of the installation's organization holds ${String(field(payload, "repository.full_name"))}` };
+}
