@@ -47,11 +47,11 @@ function prepare(core: Core) {
   return {
     byId: q.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?"),
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
-    update: q.query(
-      `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
-        needs = ?, plan = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
-    ),
     insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+    /** A transaction around any function, made once (run with .immediate(fn)). */
+    tx: q.transaction((fn: () => TaskChange) => fn()),
+    /** UPDATE statements by the list of columns they set (a change writes only what it changed). */
+    updates: new Map<string, ReturnType<typeof q.query>>(),
     artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
       "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name",
     ),
@@ -118,10 +118,21 @@ export function txChangeTask(
   const updatedAt = now > before.updated_at ? now : iso(Date.parse(before.updated_at) + 1);
   const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? updatedAt : before.updated_at };
   if (!changed && events.length === 0) return { before, after, events: [] };
-  s.update.run(
-    after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
-    after.needs, after.plan, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
-  );
+  // Only the columns that changed: SQLite rewrites an index whenever its column is SET, even to the
+  // same value, so a full-row update paid for the status and worker indexes on every event batch.
+  // The patch's keys are TaskRow column names (typed, never from a request).
+  const columns: string[] = [];
+  const values: (string | number | null)[] = [];
+  for (const c of [...Object.keys(patch), "last_seq", "updated_at"] as (keyof TaskRow)[]) {
+    if (after[c] !== before[c] && !columns.includes(c)) {
+      columns.push(c);
+      values.push(after[c] as string | number | null);
+    }
+  }
+  const key = columns.join(",");
+  let update = s.updates.get(key);
+  if (!update) s.updates.set(key, (update = core.sqlite.query(`UPDATE tasks SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`)));
+  update.run(...values, taskId);
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };
   if (changed) for (const hook of core.taskHooks) hook(change);
@@ -130,7 +141,7 @@ export function txChangeTask(
 
 /** txChangeTask in its own IMMEDIATE transaction, published after commit. */
 export function changeTask(core: Core, orgId: string | null, taskId: string, decide: Parameters<typeof txChangeTask>[3]): TaskChange {
-  const change = core.sqlite.transaction(() => txChangeTask(core, orgId, taskId, decide)).immediate();
+  const change = taskStatements(core).tx.immediate(() => txChangeTask(core, orgId, taskId, decide));
   publishChanges(core, [change]);
   return change;
 }

@@ -67,6 +67,13 @@ export class Dispatcher {
   private readonly offerByTask = new Map<string, OfferState>();
   readonly mailbox: Mailbox;
   private readonly q;
+  /**
+   * Orgs whose queue is known to hold no task without an offer: a worker's freed slot then needs no
+   * scan of the queue (it used to cost a 100-row read after every completion). An org is taken out
+   * (may have some) whenever a queued task could not be placed or lost its offer; only a scan that
+   * saw the whole queue puts it back. fillAll's safety net scans regardless.
+   */
+  private readonly allOffered = new Set<string>();
   /** No offers before `until` (ms): a claim could not be written (full disk). */
   private storagePause = { until: 0, ms: 0 };
 
@@ -136,6 +143,7 @@ export class Dispatcher {
   // --- offers ------------------------------------------------------------------------------
 
   private dropOffer(offer: OfferState) {
+    this.allOffered.delete(offer.orgId);
     clearTimeout(offer.timer);
     this.offers.delete(offer.offerId);
     if (this.offerByTask.get(offer.taskId) === offer) this.offerByTask.delete(offer.taskId);
@@ -160,12 +168,20 @@ export class Dispatcher {
     this.core.log.info("offers resumed: the disk takes writes again");
   }
 
-  /** Takes the offer out for a claim: the caller then owns the outcome. */
+  /** Takes the offer out for a claim: the caller then owns the outcome (mayHaveUnoffered when the claim fails). */
   takeOffer(offerId: string, workerId: string, taskId: string): OfferState | null {
     const offer = this.offers.get(offerId);
     if (!offer || offer.workerId !== workerId || offer.taskId !== taskId) return null;
+    const allOffered = this.allOffered.has(offer.orgId);
     this.dropOffer(offer);
+    // A claim in progress: the task leaves the queue when it commits.
+    if (allOffered) this.allOffered.add(offer.orgId);
     return offer;
+  }
+
+  /** The org's queue may hold a task without an offer (a claim failed, a task was placed nowhere). */
+  mayHaveUnoffered(orgId: string) {
+    this.allOffered.delete(orgId);
   }
 
   /**
@@ -216,7 +232,10 @@ export class Dispatcher {
   offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
     if (this.offerByTask.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
-    if (!candidates || candidates.size === 0) return false;
+    if (!candidates || candidates.size === 0) {
+      this.allOffered.delete(task.org_id);
+      return false;
+    }
     const required = requiredLabels(this.core, task.project_id);
     let best: Conn | null = null;
     let fallback: Conn | null = null;
@@ -230,7 +249,9 @@ export class Dispatcher {
       if (!best || free > this.free(best) || (free === this.free(best) && conn.lastOfferAt < best.lastOfferAt)) best = conn;
     }
     const target = best ?? fallback;
-    return target ? this.makeOffer(target, task) : false;
+    if (target && this.makeOffer(target, task)) return true;
+    this.allOffered.delete(task.org_id);
+    return false;
   }
 
   private offerTaskById(taskId: string, avoidWorkerId?: string) {
@@ -240,23 +261,37 @@ export class Dispatcher {
     if (row && row.status === "queued") this.offerTask(row, avoidWorkerId);
   }
 
-  /** Fills a worker's free slots from its org's queue, highest priority and oldest first. */
-  fill(conn: Conn) {
+  /**
+   * Fills a worker's free slots from its org's queue, highest priority and oldest first. Skipped
+   * when every queued task of the org has an offer already, unless `force`.
+   */
+  fill(conn: Conn, force = false) {
     if (!conn.active || this.free(conn) <= 0) return;
+    if (!force && this.allOffered.has(conn.orgId)) return;
     const cache = new Map<string, string[]>();
     let rows = this.q.queuedFirst.all(conn.orgId, 100);
     let scanned = 0;
+    let unoffered = 0;
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id)) continue;
-        if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) continue;
-        this.makeOffer(conn, row);
+        if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
+          unoffered++;
+          continue;
+        }
+        if (!this.makeOffer(conn, row)) unoffered++;
         if (this.free(conn) <= 0) return;
+      }
+      if (rows.length < 100) {
+        // The whole queue was seen: with nothing left unoffered, freed slots need no scan.
+        if (unoffered === 0) this.allOffered.add(conn.orgId);
+        return;
       }
       const last = rows[rows.length - 1];
       rows = this.q.queuedAfter.all(conn.orgId, last.priority_rank, last.priority_rank, last.id, 100);
     }
+    if (rows.length === 0 && unoffered === 0 && scanned < SCAN_LIMIT) this.allOffered.add(conn.orgId);
   }
 
   /** Safety net: every worker with a free slot gets a look at its org's queue (one probe per org). */
@@ -266,10 +301,13 @@ export class Dispatcher {
       for (const conn of conns) {
         if (!conn.active || this.free(conn) <= 0) continue;
         if (!probed) {
-          if (!this.q.anyQueued.get(orgId)) break;
+          if (!this.q.anyQueued.get(orgId)) {
+            this.allOffered.add(orgId);
+            break;
+          }
           probed = true;
         }
-        this.fill(conn);
+        this.fill(conn, true);
       }
     }
   }

@@ -7,7 +7,8 @@ import { iso } from "../../lib/time";
 import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
 import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
 import type { TaskRow } from "../tasks/record";
-import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { changeTaskBatched } from "../tasks/batch";
 import { parsePlan } from "../tasks/plan";
 import type { TaskStatus } from "../../db/schema";
 import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
@@ -29,8 +30,8 @@ function prepare(core: Core) {
     repositories: q.query<{ id: string; url: string; name: string; branch: string; is_primary: number }, [string]>(
       "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC",
     ),
-    seenSeq: q.query<{ one: number }, [string, number, number]>(
-      "SELECT 1 AS one FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq = ?",
+    seenSeqs: q.query<{ worker_seq: number }, [string, number, number, number]>(
+      "SELECT worker_seq FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq BETWEEN ? AND ?",
     ),
   };
 }
@@ -56,15 +57,19 @@ export function projectForWorker(core: Core, projectId: string): ClaimResult["pr
 }
 
 /** Claims an offered task: queued -> running with attempt + 1 and a new lease, or 409. */
-export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId: string): ClaimResult {
-  if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
-  if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
+export async function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId: string): Promise<ClaimResult> {
   const dispatcher = dispatcherOf(core);
-  const offer = dispatcher.takeOffer(offerId, worker.id, taskId);
-  if (!offer) throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
+  // An offer names a task of the worker's org, so a taken offer answers "the task exists": the
+  // task is read only to tell 404 from 403 and 409 when there is none.
+  const offer = worker.approved_at ? dispatcher.takeOffer(offerId, worker.id, taskId) : null;
+  if (!offer) {
+    if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
+    if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
+    throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
+  }
   const leaseToken = randomSecret(43);
   try {
-    const change = changeTask(core, worker.org_id, taskId, (row) => {
+    const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
       if (row.status !== "queued" || row.attempt + 1 !== offer.attempt) throw conflict("the task is no longer queued for this attempt", { reason: "taken", status: row.status });
       const patch: TaskPatch = {
         status: "running",
@@ -98,7 +103,8 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
     };
   } catch (err) {
     if (isStorageFull(err)) dispatcher.pauseForStorage();
-    // The slot the offer held is free again.
+    // The slot the offer held is free again, and the task may still be queued without an offer.
+    dispatcher.mayHaveUnoffered(worker.org_id);
     const conn = dispatcher.conns.get(worker.id);
     if (conn) dispatcher.fill(conn);
     throw err;
@@ -113,8 +119,8 @@ function invalidTransition(from: TaskStatus, to: string) {
 }
 
 /** A worker reports where its attempt went (through WORKER_TRANSITIONS). Repeating a terminal report is a no-op. */
-export function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
-  const change = changeTask(core, worker.org_id, taskId, (row) => {
+export async function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
+  const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
     if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
     if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
@@ -154,26 +160,30 @@ export function transitionTask(core: Core, worker: WorkerRow, taskId: string, re
 }
 
 /** Appends an attempt's events; a seq already written for this attempt is skipped (resends are safe). */
-export function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
+export async function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
   let written = 0;
   let duplicates = 0;
-  const serialised = req.events.map((e, i) => {
+  let low = Infinity;
+  let high = -Infinity;
+  req.events.forEach((e, i) => {
     const size = JSON.stringify(e.data ?? null).length;
     if (size > MAX_EVENT_BYTES) throw invalid("an event is too large", [{ field: `events.${i}.data`, message: `at most ${MAX_EVENT_BYTES} bytes` }]);
-    return e;
+    if (e.seq < low) low = e.seq;
+    if (e.seq > high) high = e.seq;
   });
-  changeTask(core, worker.org_id, taskId, (row) => {
+  await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
-    const seen = stmts(core).seenSeq;
-    const inBatch = new Set<number>();
+    // The seqs of this attempt already written within the batch's range, in one read.
+    const seen = new Set<number>();
+    if (req.events.length > 0) for (const r of stmts(core).seenSeqs.all(taskId, row.attempt, low, high)) seen.add(r.worker_seq);
     const events: EventInput[] = [];
-    for (const e of serialised) {
-      if (inBatch.has(e.seq) || seen.get(taskId, row.attempt, e.seq)) {
+    for (const e of req.events) {
+      if (seen.has(e.seq)) {
         duplicates++;
         continue;
       }
-      inBatch.add(e.seq);
+      seen.add(e.seq);
       events.push({ type: e.type, data: e.data ?? null, attempt: row.attempt, workerSeq: e.seq });
     }
     written = events.length;
