@@ -13,6 +13,7 @@ import { parsePlan } from "../tasks/plan";
 import type { TaskStatus } from "../../db/schema";
 import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest } from "../../protocol/requests";
 import { dispatcherOf } from "./dispatcher";
+import { projectCached } from "../projects/cache";
 import type { WorkerRow } from "./registry";
 
 /** Largest `data` of one worker event, serialised. */
@@ -48,12 +49,16 @@ function checkLease(row: TaskRow, worker: WorkerRow, leaseToken: string) {
   if (row.worker_id !== worker.id || !row.lease_token_hash || !constantTimeEqual(row.lease_token_hash, sha256Hex(leaseToken))) throw staleLease();
 }
 
+/** The project a claim carries. Cached (projects/cache.ts); each claim gets its own copy to serialise. */
 export function projectForWorker(core: Core, projectId: string): ClaimResult["project"] {
-  const p = stmts(core).project.get(projectId)!;
-  const repositories: RepositoryInfo[] = stmts(core)
-    .repositories.all(projectId)
-    .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
-  return { id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories };
+  const json = projectCached(core, `claim:${projectId}`, () => {
+    const p = stmts(core).project.get(projectId)!;
+    const repositories: RepositoryInfo[] = stmts(core)
+      .repositories.all(projectId)
+      .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
+    return JSON.stringify({ id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories });
+  })!;
+  return JSON.parse(json) as ClaimResult["project"];
 }
 
 /** Claims an offered task: queued -> running with attempt + 1 and a new lease, or 409. */
