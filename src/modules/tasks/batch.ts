@@ -22,7 +22,8 @@ interface Batcher {
   queue: Pending[] | null;
   /** The batch's transaction and each write's savepoint (a nested transaction() is a savepoint), made once. */
   outer: ReturnType<Database["transaction"]>;
-  savepoint: (run: () => TaskChange) => TaskChange;
+  /** Called inside `outer`, a savepoint; called alone (.immediate), a transaction of its own. */
+  savepoint: ReturnType<Database["transaction"]>;
 }
 
 const batchers = new WeakMap<Core, Batcher>();
@@ -53,6 +54,20 @@ function flush(core: Core, b: Batcher) {
   const batch = b.queue;
   b.queue = null;
   if (!batch || batch.length === 0) return;
+  if (batch.length === 1) {
+    // Alone in its turn (no load): its own transaction, no savepoint; a refusal rolls it all back.
+    const p = batch[0];
+    let change: TaskChange;
+    try {
+      change = b.savepoint.immediate(p.run) as TaskChange;
+    } catch (error) {
+      p.reject(error);
+      return;
+    }
+    publishChanges(core, [change]);
+    p.resolve(change);
+    return;
+  }
   const results: (TaskChange | { error: unknown })[] = [];
   try {
     b.outer.immediate(batch, results);

@@ -47,7 +47,8 @@ function prepare(core: Core) {
   return {
     byId: q.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?"),
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
-    insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+    /** Multi-row event inserts by row count (1..EVENT_ROWS), made when first needed. */
+    insertEvents: [] as ReturnType<typeof q.query>[],
     /** A transaction around any function, made once (run with .immediate(fn)). */
     tx: q.transaction((fn: () => TaskChange) => fn()),
     /** UPDATE statements by the list of columns they set (a change writes only what it changed). */
@@ -76,13 +77,31 @@ export function findTask(core: Core, orgId: string, taskId: string): TaskRow | n
   return row && row.org_id === orgId ? row : null;
 }
 
+/** Rows per multi-row event INSERT: a worker's batch of events is one statement, not one per event. */
+const EVENT_ROWS = 16;
+
+function insertEvents(core: Core, rows: number) {
+  const s = taskStatements(core);
+  let q = s.insertEvents[rows];
+  if (!q) {
+    const values = Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
+    q = s.insertEvents[rows] = core.sqlite.query(`INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES ${values}`);
+  }
+  return q;
+}
+
 function writeEvents(core: Core, taskId: string, firstSeq: number, inputs: EventInput[], at: string): TaskEvent[] {
-  const insert = taskStatements(core).insertEvent;
-  return inputs.map((e, i) => {
+  const params: (string | number | null)[] = [];
+  const written = inputs.map((e, i) => {
     const seq = firstSeq + i;
-    insert.run(taskId, seq, e.type, at, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.data ?? null), e.attempt ?? null, e.workerSeq ?? null);
+    params.push(taskId, seq, e.type, at, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.data ?? null), e.attempt ?? null, e.workerSeq ?? null);
     return { seq, type: e.type, at, ...(e.actor ? { actor: e.actor } : {}), data: e.data ?? null };
   });
+  for (let i = 0; i < inputs.length; i += EVENT_ROWS) {
+    const rows = Math.min(EVENT_ROWS, inputs.length - i);
+    insertEvents(core, rows).run(...params.slice(i * 8, (i + rows) * 8));
+  }
+  return written;
 }
 
 /** Inserts a new task with its first events. Call inside a transaction; publish the result after commit. */
