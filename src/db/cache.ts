@@ -10,6 +10,8 @@ import type { Database, Statement } from "bun:sqlite";
 interface Watch {
   version: Statement<{ data_version: number }, []>;
   seen: number;
+  /** Looked in this event-loop turn already: the requests of one turn share one look. */
+  looked: boolean;
   caches: Set<RowCache<unknown>>;
 }
 
@@ -19,13 +21,19 @@ function watchOf(sqlite: Database): Watch {
   let w = watches.get(sqlite);
   if (!w) {
     const version = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
-    watches.set(sqlite, (w = { version, seen: version.get()!.data_version, caches: new Set() }));
+    watches.set(sqlite, (w = { version, seen: version.get()!.data_version, looked: false, caches: new Set() }));
   }
   return w;
 }
 
-/** Empties every cache of this database when another connection has committed since the last look. */
+/**
+ * Empties every cache of this database when another connection has committed since the last look.
+ * Once per event-loop turn: a request arriving after another process's commit is in a later turn.
+ */
 function checkOtherWriters(w: Watch) {
+  if (w.looked) return;
+  w.looked = true;
+  setImmediate(() => (w.looked = false));
   const now = w.version.get()!.data_version;
   if (now === w.seen) return;
   w.seen = now;
