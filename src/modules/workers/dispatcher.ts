@@ -74,6 +74,14 @@ export class Dispatcher {
    * saw the whole queue puts it back. fillAll's safety net scans regardless.
    */
   private readonly allOffered = new Set<string>();
+  /**
+   * Tasks whose offer was taken by a claim that has not committed yet (claims wait for the group
+   * commit): not offered to anyone else meanwhile, or a second worker would get an offer that the
+   * commit then voids.
+   */
+  private readonly claiming = new Map<string, string>();
+  /** Claims in flight per worker: they hold a slot as the offer did. */
+  private readonly claimingBy = new Map<string, number>();
   /** No offers before `until` (ms): a claim could not be written (full disk). */
   private storagePause = { until: 0, ms: 0 };
 
@@ -126,7 +134,7 @@ export class Dispatcher {
   free(conn: Conn): number {
     if (this.storagePause.until > 0 && this.storagePause.until > Date.now()) return 0;
     if (conn.restUntil > 0 && conn.restUntil > Date.now()) return 0;
-    return conn.capacity - conn.held.size - conn.offers.size;
+    return conn.capacity - conn.held.size - conn.offers.size - (this.claimingBy.get(conn.workerId) ?? 0);
   }
 
   /** Sends to a worker that is connected and greeted; false otherwise (nothing is kept). */
@@ -176,7 +184,19 @@ export class Dispatcher {
     this.dropOffer(offer);
     // A claim in progress: the task leaves the queue when it commits.
     if (allOffered) this.allOffered.add(offer.orgId);
+    this.claiming.set(taskId, workerId);
+    this.claimingBy.set(workerId, (this.claimingBy.get(workerId) ?? 0) + 1);
     return offer;
+  }
+
+  /** The claim of a taken offer committed or failed (then call mayHaveUnoffered: the task may still be queued). */
+  claimSettled(taskId: string) {
+    const workerId = this.claiming.get(taskId);
+    if (workerId === undefined) return;
+    this.claiming.delete(taskId);
+    const n = (this.claimingBy.get(workerId) ?? 1) - 1;
+    if (n > 0) this.claimingBy.set(workerId, n);
+    else this.claimingBy.delete(workerId);
   }
 
   /** The org's queue may hold a task without an offer (a claim failed, a task was placed nowhere). */
@@ -230,7 +250,7 @@ export class Dispatcher {
 
   /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
   offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
-    if (this.offerByTask.has(task.id)) return true;
+    if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
     if (!candidates || candidates.size === 0) {
       this.allOffered.delete(task.org_id);
@@ -275,7 +295,7 @@ export class Dispatcher {
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
       for (const row of rows) {
         scanned++;
-        if (this.offerByTask.has(row.id)) continue;
+        if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
         if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
           unoffered++;
           continue;
@@ -334,6 +354,8 @@ export class Dispatcher {
     for (const offer of this.offers.values()) clearTimeout(offer.timer);
     this.offers.clear();
     this.offerByTask.clear();
+    this.claiming.clear();
+    this.claimingBy.clear();
   }
 }
 

@@ -73,8 +73,9 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
     throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
   }
   const leaseToken = randomSecret(43);
+  let change;
   try {
-    const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
+    change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
       if (row.status !== "queued" || row.attempt + 1 !== offer.attempt) throw conflict("the task is no longer queued for this attempt", { reason: "taken", status: row.status });
       const patch: TaskPatch = {
         status: "running",
@@ -88,25 +89,8 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
       };
       return { patch, events: [{ type: "status", actor: workerActor(worker), data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
-    dispatcher.storageWorks();
-    core.metrics.claims.inc();
-    const t = change.after;
-    return {
-      attempt: t.attempt,
-      leaseToken,
-      runMode: t.run_mode,
-      task: {
-        id: t.id,
-        projectId: t.project_id,
-        title: t.title,
-        prompt: t.prompt,
-        kind: t.kind,
-        priority: t.priority,
-        review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
-      },
-      project: projectForWorker(core, t.project_id),
-    };
   } catch (err) {
+    dispatcher.claimSettled(taskId);
     if (isStorageFull(err)) dispatcher.pauseForStorage();
     // The slot the offer held is free again, and the task may still be queued without an offer.
     dispatcher.mayHaveUnoffered(worker.org_id);
@@ -114,6 +98,26 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
     if (conn) dispatcher.fill(conn);
     throw err;
   }
+  // Committed: the task left the queue (the change's listeners ran before this continuation).
+  dispatcher.claimSettled(taskId);
+  dispatcher.storageWorks();
+  core.metrics.claims.inc();
+  const t = change.after;
+  return {
+    attempt: t.attempt,
+    leaseToken,
+    runMode: t.run_mode,
+    task: {
+      id: t.id,
+      projectId: t.project_id,
+      title: t.title,
+      prompt: t.prompt,
+      kind: t.kind,
+      priority: t.priority,
+      review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
+    },
+    project: projectForWorker(core, t.project_id),
+  };
 }
 
 function invalidTransition(from: TaskStatus, to: string) {
