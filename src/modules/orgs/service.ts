@@ -171,6 +171,8 @@ export function changeMemberRole(core: Core, orgId: string, actorRole: Role, use
     })
     .immediate();
   // The member's API tokens act with min(token role, member role): their holders re-check.
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   core.events.emit("access.changed", { userId, reason: "role_changed" });
   return changed;
 }
@@ -187,6 +189,8 @@ export function removeMember(core: Core, orgId: string, actorRole: Role, userId:
       core.db.delete(apiTokens).where(and(eq(apiTokens.orgId, orgId), eq(apiTokens.userId, userId))).run();
     })
     .immediate();
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   core.events.emit("access.changed", { userId, reason: "membership_removed" });
 }
 
