@@ -41,7 +41,10 @@ const PASSWORD = "bench password 123";
 export async function startAo(binary?: string, existingDataDir?: string): Promise<AoServer> {
   const dataDir = existingDataDir ?? mkdtempSync(join(tmpdir(), "ao-bench-"));
   const port = freePort();
-  const cmd = binary ? [binary, "serve"] : [BUN, join(ROOT, "src/main.ts"), "serve"];
+  // AO_BENCH_BUN_ARGS: extra Bun flags for a server from source, e.g. a profile of the server alone:
+  // AO_BENCH_BUN_ARGS="--cpu-prof-md --cpu-prof-dir=/tmp/prof" (written when the server stops).
+  const bunArgs = (process.env.AO_BENCH_BUN_ARGS ?? "").split(" ").filter(Boolean);
+  const cmd = binary ? [binary, "serve"] : [BUN, ...bunArgs, join(ROOT, "src/main.ts"), "serve"];
   const proc = Bun.spawn([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
     cwd: dataDir,
     // Every simulated client comes from loopback: the per-address connection cap would measure itself.

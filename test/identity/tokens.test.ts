@@ -1,6 +1,8 @@
 // Personal API tokens (SPEC §4): creation rules, listing, revocation, and how a token acts:
 // its own org only, min(token role, owner's current role), refused on account and admin paths.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, makeToken, newOrg, type Session } from "../helpers/identity";
 import { isWellFormedToken } from "../../src/lib/tokens";
@@ -152,7 +154,11 @@ describe("a token at work", () => {
   test("expired: 401", async () => {
     const r = await s.api("POST", "/me/tokens", { token: owner.accessToken, body: { name: "short", orgId: owner.orgId, expiresAt: new Date(Date.now() + 60_000).toISOString() } });
     expect((await s.api("GET", `/orgs/${owner.orgId}`, { token: r.body.token })).status).toBe(200);
-    s.core.sqlite.query("UPDATE api_tokens SET expires_at = ? WHERE id = ?").run(new Date(Date.now() - 1000).toISOString(), r.body.id);
+    // Through a second connection, as another process on the same file would: the server's token
+    // cache sees the commit (PRAGMA data_version) and reads the row afresh.
+    const other = new Database(join(s.dataDir, "ao.db"));
+    other.query("UPDATE api_tokens SET expires_at = ? WHERE id = ?").run(new Date(Date.now() - 1000).toISOString(), r.body.id);
+    other.close();
     const after = await s.api("GET", `/orgs/${owner.orgId}`, { token: r.body.token });
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe("unauthorized");

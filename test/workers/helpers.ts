@@ -7,6 +7,7 @@ import { createWorker } from "../../src/modules/workers/registry";
 import { newId } from "../../src/lib/ids";
 import { iso } from "../../src/lib/time";
 import { PROTOCOL_VERSION } from "../../src/protocol/messages";
+import { forgetProjects } from "../../src/modules/projects/cache";
 
 export const FAST = { offerMs: 400, offlineMs: 800, heartbeatMs: 200 };
 
@@ -24,6 +25,8 @@ export function addRepositoryRow(s: TestServer, orgId: string, projectId: string
   s.core.sqlite
     .query("INSERT INTO repositories (id, org_id, project_id, url, name, branch, is_primary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
     .run(id, orgId, projectId, url, opts.name ?? "repo", opts.branch ?? "main", opts.primary === false ? 0 : 1, now, now);
+  // A write behind the server's back in its own connection: tell its project cache, as its own writers do.
+  forgetProjects(s.core);
   return id;
 }
 

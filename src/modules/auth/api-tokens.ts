@@ -1,6 +1,7 @@
 // Personal API tokens (SPEC §4): `aot_` values shown once, stored as SHA-256. A token acts in
 // one org with min(its role, its owner's current role), re-evaluated on every request
 // (see principal.ts).
+import { forgetTokens } from "./principal";
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { apiTokens, memberships } from "../../db/schema";
@@ -93,5 +94,7 @@ export function listApiTokens(core: Core, userId: string, q: PageQuery): Page<Ap
 export function deleteApiToken(core: Core, userId: string, id: string) {
   const gone = core.db.delete(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId))).returning({ id: apiTokens.id }).all();
   if (gone.length === 0) throw notFound("token");
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   core.events.emit("access.changed", { userId, reason: "token_revoked" });
 }

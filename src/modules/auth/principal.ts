@@ -4,6 +4,7 @@ import type { Core } from "../../server/core";
 import { isWellFormedToken, sha256Hex } from "../../lib/tokens";
 import { lesserRole, type Role } from "../orgs/roles";
 import { iso } from "../../lib/time";
+import { RowCache } from "../../db/cache";
 
 // `name` is what the caller is called as an actor (tasks/names.ts): read with the credential, so
 // a task's create answer needs no second query for its creator's name.
@@ -59,15 +60,36 @@ function stmts(core: Core) {
   return s;
 }
 
+const tokenCaches = new WeakMap<Core, RowCache<TokenRow>>();
+function tokenCache(core: Core) {
+  let c = tokenCaches.get(core);
+  if (!c) {
+    const cache = (c = new RowCache<TokenRow>(core.sqlite));
+    tokenCaches.set(core, cache);
+    // A deleted token, a changed role or a removed membership: the next request reads afresh.
+    core.events.on("access.changed", () => cache.clear());
+  }
+  return c;
+}
+
+/** After a write that changes what a token row joins to and that emits no access.changed (a member added). */
+export function forgetTokens(core: Core) {
+  tokenCaches.get(core)?.clear();
+}
+
 /** Resolves a personal API token, or null when it is unknown, malformed or expired. */
 export function principalFromApiToken(core: Core, value: string): Principal | null {
   if (!isWellFormedToken(value, "aot_")) return null; // no database read for garbage
-  const row = stmts(core).token.get(sha256Hex(value));
+  const hash = sha256Hex(value);
+  const row = tokenCache(core).get(hash, () => stmts(core).token.get(hash));
   if (!row) return null;
   const now = iso();
   if (row.expires_at && row.expires_at <= now) return null;
   // lastUsedAt to the minute: one write a minute per token, not one per request.
-  if (!row.last_used_at || Date.parse(now) - Date.parse(row.last_used_at) >= 60_000) stmts(core).touchToken.run(now, row.id);
+  if (!row.last_used_at || Date.parse(now) - Date.parse(row.last_used_at) >= 60_000) {
+    stmts(core).touchToken.run(now, row.id);
+    row.last_used_at = now;
+  }
   return {
     kind: "token",
     userId: row.user_id,

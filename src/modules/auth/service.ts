@@ -1,5 +1,6 @@
 // Sign-in: password login, sessions (one per sign-in: the family of its refresh and access
 // tokens), refresh-token rotation with reuse detection, logout.
+import { forgetTokens } from "./principal";
 import type { Core } from "../../server/core";
 import { sessions } from "../../db/schema";
 import { ApiError, unauthorized } from "../../server/errors";
@@ -72,6 +73,8 @@ export function startSession(core: Core, userId: string, client: SessionClient):
 /** Revokes a sign-in family; its access tokens and live sockets stop at once. Not inside a transaction (it announces the change). */
 export function revokeSession(core: Core, sessionId: string, reason: string) {
   const revoked = stmts(core).revoke.get(iso(), reason, sessionId);
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   if (revoked) core.events.emit("access.changed", { userId: revoked.user_id, reason: "session_revoked" });
 }
 

@@ -3,16 +3,26 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { manageRoutes } from "./manage-routes";
 import { hooksRoute } from "./hooks-route";
-import { callbackEventOf, writeOutbox } from "./outbox";
+import { writeOutbox } from "./outbox";
 import { relayOf, startRelay } from "./relay";
 
-/** Outbox rows are written inside every task change's transaction; the relay is woken after commit. */
+/**
+ * Outbox rows are written inside every task change's transaction; the relay is woken after a
+ * commit that wrote some (not after every status change: a wake costs the relay a transaction).
+ */
 function wireCallbacks(core: Core) {
   if (relayOf(core)) return;
-  core.taskHooks.push((change) => writeOutbox(core, change));
+  // Set by a change that wrote rows, cleared by the wake after commit. A rolled-back change may
+  // leave it set: one extra wake, never a missed one.
+  let written = false;
+  core.taskHooks.push((change) => {
+    if (writeOutbox(core, change) > 0) written = true;
+  });
   const relay = startRelay(core);
-  core.events.on("task.changed", (change) => {
-    if (callbackEventOf(change)) relay.wake();
+  core.events.on("task.changed", () => {
+    if (!written) return;
+    written = false;
+    relay.wake();
   });
 }
 

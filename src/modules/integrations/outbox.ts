@@ -93,16 +93,17 @@ function targetsOf(core: Core, task: TaskRow): { type: "integration" | "plugin";
   return targets;
 }
 
-/** The task hook: runs inside the change's transaction. */
-export function writeOutbox(core: Core, change: TaskChange): void {
+/** The task hook: runs inside the change's transaction. Returns how many outbox rows it wrote. */
+export function writeOutbox(core: Core, change: TaskChange): number {
   const event = callbackEventOf(change);
-  if (!event) return;
+  if (!event) return 0;
   const targets = targetsOf(core, change.after);
-  if (targets.length === 0) return;
+  if (targets.length === 0) return 0;
   const payload = JSON.stringify(callbackPayload(core, change.after, event));
   const now = iso();
   const due = Date.now();
   for (const target of targets) {
     stmts(core).insert.run(newId("dlv"), change.after.org_id, target.type, target.id, change.after.id, event, payload, due, now, now);
   }
+  return targets.length;
 }

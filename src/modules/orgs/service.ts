@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { conflict, forbidden, notFound } from "../../server/errors";
 import { findUserByEmail, type IdentityStore } from "../auth/users";
+import { forgetTokens } from "../auth/principal";
 import { pageOf, type Page, type PageQuery } from "./paging";
 import type { Role } from "./roles";
 
@@ -142,13 +143,16 @@ export function addMember(core: Core, orgId: string, actorRole: Role, input: { e
   if (input.role === "owner" && actorRole !== "owner") throw forbidden("only an owner can make someone an owner");
   const user = findUserByEmail(core, input.email);
   if (!user) throw notFound("user");
-  return core.sqlite
+  const added = core.sqlite
     .transaction(() => {
       if (member(core, orgId, user.id)) throw conflict("this user is already a member");
       core.db.insert(memberships).values({ orgId, userId: user.id, role: input.role, createdAt: iso() }).run();
       return member(core, orgId, user.id)!;
     })
     .immediate();
+  // Token rows join the membership: none is cached as "not a member" any more.
+  forgetTokens(core);
+  return added;
 }
 
 export function changeMemberRole(core: Core, orgId: string, actorRole: Role, userId: string, role: Role): MemberView {
@@ -167,6 +171,8 @@ export function changeMemberRole(core: Core, orgId: string, actorRole: Role, use
     })
     .immediate();
   // The member's API tokens act with min(token role, member role): their holders re-check.
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   core.events.emit("access.changed", { userId, reason: "role_changed" });
   return changed;
 }
@@ -183,6 +189,8 @@ export function removeMember(core: Core, orgId: string, actorRole: Role, userId:
       core.db.delete(apiTokens).where(and(eq(apiTokens.orgId, orgId), eq(apiTokens.userId, userId))).run();
     })
     .immediate();
+  // Before the listeners: the live sockets re-check through the token cache.
+  forgetTokens(core);
   core.events.emit("access.changed", { userId, reason: "membership_removed" });
 }
 

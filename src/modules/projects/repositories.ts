@@ -2,6 +2,7 @@
 // Invariant: a project that has repositories has exactly one primary (the first one added, until
 // another is made primary); moving or splitting one out fixes the primaries on both sides. The
 // partial unique index repositories_one_primary guards it in the database.
+import { forgetProjects } from "./cache";
 import { and, asc, eq, ne } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
@@ -85,6 +86,8 @@ function run<T>(core: Core, fn: () => T): T {
     return core.sqlite.transaction(fn).immediate();
   } catch (err) {
     uniqueConflict(err);
+  } finally {
+    forgetProjects(core);
   }
 }
 

@@ -1,5 +1,6 @@
 // Projects (SPEC §8): create, read, update, archive. Repositories are in repositories.ts.
 // Every query is scoped by orgId: another org's project is "not found".
+import { forgetProjects } from "./cache";
 import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
@@ -149,6 +150,8 @@ export function updateProject(
       .immediate();
   } catch (err) {
     uniqueConflict(err);
+  } finally {
+    forgetProjects(core);
   }
   if (patch.policy !== undefined) core.events.emit("project.policyChanged", { orgId, projectId });
   return getProject(core, orgId, projectId);
@@ -158,5 +161,6 @@ export function updateProject(
 export function archiveProject(core: Core, orgId: string, projectId: string): ProjectRecord {
   const p = projectRow(core, orgId, projectId);
   if (!p.archived) core.db.update(projects).set({ archived: true, updatedAt: iso() }).where(eq(projects.id, projectId)).run();
+  forgetProjects(core);
   return getProject(core, orgId, projectId);
 }

@@ -1,42 +1,76 @@
-// Group commit for task creation. A create's cost is mostly its commit (the WAL write of every
-// b-tree page it touched), so creates that arrive in the same event-loop turn share one
-// IMMEDIATE transaction, each in its own savepoint: one refused create (unknown project,
-// archived) rolls back alone. Every caller still gets its answer only after the commit, so
-// nothing is acknowledged that is not durable. Under no load a batch is a single create that
-// waits only for the end of the current turn.
+// Group commit for task writes. A write's cost is mostly its commit (the WAL write of every
+// b-tree page it touched), so the task writes that arrive in the same event-loop turn (creates,
+// and a worker's claims, transitions and events) share one IMMEDIATE transaction, each in its own
+// savepoint: one refused write (unknown project, stale lease) rolls back alone. Every caller still
+// gets its answer only after the commit, so nothing is acknowledged that is not durable. Under no
+// load a batch is a single write that waits only for the end of the current turn.
+import type { Database } from "bun:sqlite";
 import type { Core } from "../../server/core";
-import { publishChanges, type TaskChange } from "./store";
+import { publishChanges, txChangeTask, type TaskChange } from "./store";
 import { txCreateTask, type NewTask } from "./service";
 
 const MAX_BATCH = 256;
 
 interface Pending {
-  orgId: string;
-  input: NewTask;
+  /** The write, run inside the batch's transaction; returns the changes to publish after commit. */
+  run: () => TaskChange;
   resolve: (c: TaskChange) => void;
   reject: (e: unknown) => void;
 }
 
-const queues = new WeakMap<Core, Pending[]>();
+interface Batcher {
+  queue: Pending[] | null;
+  /** The batch's transaction and each write's savepoint (a nested transaction() is a savepoint), made once. */
+  outer: ReturnType<Database["transaction"]>;
+  /** Called inside `outer`, a savepoint; called alone (.immediate), a transaction of its own. */
+  savepoint: ReturnType<Database["transaction"]>;
+}
 
-function flush(core: Core) {
-  const batch = queues.get(core);
-  queues.delete(core);
-  if (!batch || batch.length === 0) return;
-  const results: (TaskChange | { error: unknown })[] = [];
-  try {
-    core.sqlite
-      .transaction(() => {
+const batchers = new WeakMap<Core, Batcher>();
+
+function batcherOf(core: Core): Batcher {
+  let b = batchers.get(core);
+  if (!b) {
+    const savepoint = core.sqlite.transaction((run: () => TaskChange) => run());
+    b = {
+      queue: null,
+      savepoint,
+      outer: core.sqlite.transaction((batch: Pending[], results: (TaskChange | { error: unknown })[]) => {
         for (const p of batch) {
           try {
-            // A nested transaction() is a savepoint.
-            results.push(core.sqlite.transaction(() => txCreateTask(core, p.orgId, p.input))());
+            results.push(savepoint(p.run));
           } catch (error) {
             results.push({ error });
           }
         }
-      })
-      .immediate();
+      }),
+    };
+    batchers.set(core, b);
+  }
+  return b;
+}
+
+function flush(core: Core, b: Batcher) {
+  const batch = b.queue;
+  b.queue = null;
+  if (!batch || batch.length === 0) return;
+  if (batch.length === 1) {
+    // Alone in its turn (no load): its own transaction, no savepoint; a refusal rolls it all back.
+    const p = batch[0];
+    let change: TaskChange;
+    try {
+      change = b.savepoint.immediate(p.run) as TaskChange;
+    } catch (error) {
+      p.reject(error);
+      return;
+    }
+    publishChanges(core, [change]);
+    p.resolve(change);
+    return;
+  }
+  const results: (TaskChange | { error: unknown })[] = [];
+  try {
+    b.outer.immediate(batch, results);
   } catch (error) {
     // The commit itself failed: none of them happened.
     for (const p of batch) p.reject(error);
@@ -53,15 +87,30 @@ function flush(core: Core) {
   });
 }
 
-/** createTask, committed together with the other creates of this event-loop turn. */
-export function createTaskBatched(core: Core, orgId: string, input: NewTask): Promise<TaskChange> {
+/** Runs `run` in the group commit of this event-loop turn; resolves after the commit. */
+function groupCommit(core: Core, run: () => TaskChange): Promise<TaskChange> {
   return new Promise((resolve, reject) => {
-    let queue = queues.get(core);
-    if (!queue) {
-      queues.set(core, (queue = []));
-      setImmediate(() => flush(core));
+    const b = batcherOf(core);
+    if (!b.queue) {
+      b.queue = [];
+      setImmediate(() => flush(core, b));
     }
-    queue.push({ orgId, input, resolve, reject });
-    if (queue.length >= MAX_BATCH) flush(core);
+    b.queue.push({ run, resolve, reject });
+    if (b.queue.length >= MAX_BATCH) flush(core, b);
   });
+}
+
+/** createTask, committed together with the other task writes of this event-loop turn. */
+export function createTaskBatched(core: Core, orgId: string, input: NewTask): Promise<TaskChange> {
+  return groupCommit(core, () => txCreateTask(core, orgId, input));
+}
+
+/** changeTask, committed together with the other task writes of this event-loop turn. */
+export function changeTaskBatched(
+  core: Core,
+  orgId: string | null,
+  taskId: string,
+  decide: Parameters<typeof txChangeTask>[3],
+): Promise<TaskChange> {
+  return groupCommit(core, () => txChangeTask(core, orgId, taskId, decide));
 }

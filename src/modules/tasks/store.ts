@@ -61,11 +61,12 @@ function prepare(core: Core) {
   return {
     byId: q.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?"),
     insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
-    update: q.query(
-      `UPDATE tasks SET status = ?, paused_from = ?, attempt = ?, run_mode = ?, worker_id = ?, lease_token_hash = ?, summary = ?,
-        changes = ?, needs = ?, plan = ?, pull_request = ?, budget_usd = ?, last_seq = ?, updated_at = ?, started_at = ?, finished_at = ? WHERE id = ?`,
-    ),
-    insertEvent: q.query("INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+    /** Multi-row event inserts by row count (1..EVENT_ROWS), made when first needed. */
+    insertEvents: [] as ReturnType<typeof q.query>[],
+    /** A transaction around any function, made once (run with .immediate(fn)). */
+    tx: q.transaction((fn: () => TaskChange) => fn()),
+    /** UPDATE statements by the list of columns they set (a change writes only what it changed). */
+    updates: new Map<string, ReturnType<typeof q.query>>(),
     artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
       "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name",
     ),
@@ -90,13 +91,31 @@ export function findTask(core: Core, orgId: string, taskId: string): TaskRow | n
   return row && row.org_id === orgId ? row : null;
 }
 
+/** Rows per multi-row event INSERT: a worker's batch of events is one statement, not one per event. */
+const EVENT_ROWS = 16;
+
+function insertEvents(core: Core, rows: number) {
+  const s = taskStatements(core);
+  let q = s.insertEvents[rows];
+  if (!q) {
+    const values = Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
+    q = s.insertEvents[rows] = core.sqlite.query(`INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES ${values}`);
+  }
+  return q;
+}
+
 function writeEvents(core: Core, taskId: string, firstSeq: number, inputs: EventInput[], at: string): TaskEvent[] {
-  const insert = taskStatements(core).insertEvent;
-  return inputs.map((e, i) => {
+  const params: (string | number | null)[] = [];
+  const written = inputs.map((e, i) => {
     const seq = firstSeq + i;
-    insert.run(taskId, seq, e.type, at, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.data ?? null), e.attempt ?? null, e.workerSeq ?? null);
+    params.push(taskId, seq, e.type, at, e.actor ? JSON.stringify(e.actor) : null, JSON.stringify(e.data ?? null), e.attempt ?? null, e.workerSeq ?? null);
     return { seq, type: e.type, at, ...(e.actor ? { actor: e.actor } : {}), data: e.data ?? null };
   });
+  for (let i = 0; i < inputs.length; i += EVENT_ROWS) {
+    const rows = Math.min(EVENT_ROWS, inputs.length - i);
+    insertEvents(core, rows).run(...params.slice(i * 8, (i + rows) * 8));
+  }
+  return written;
 }
 
 /** Inserts a new task with its first events. Call inside a transaction; publish the result after commit. */
@@ -132,10 +151,21 @@ export function txChangeTask(
   const updatedAt = now > before.updated_at ? now : iso(Date.parse(before.updated_at) + 1);
   const after: TaskRow = { ...before, ...patch, last_seq: before.last_seq + events.length, updated_at: changed ? updatedAt : before.updated_at };
   if (!changed && events.length === 0) return { before, after, events: [] };
-  s.update.run(
-    after.status, after.paused_from, after.attempt, after.run_mode, after.worker_id, after.lease_token_hash, after.summary,
-    after.changes ?? null, after.needs, after.plan, after.pull_request ?? null, after.budget_usd, after.last_seq, after.updated_at, after.started_at, after.finished_at, taskId,
-  );
+  // Only the columns that changed: SQLite rewrites an index whenever its column is SET, even to the
+  // same value, so a full-row update paid for the status and worker indexes on every event batch.
+  // The patch's keys are TaskRow column names (typed, never from a request).
+  const columns: string[] = [];
+  const values: (string | number | null)[] = [];
+  for (const c of [...Object.keys(patch), "last_seq", "updated_at"] as (keyof TaskRow)[]) {
+    if (after[c] !== before[c] && !columns.includes(c)) {
+      columns.push(c);
+      values.push(after[c] as string | number | null);
+    }
+  }
+  const key = columns.join(",");
+  let update = s.updates.get(key);
+  if (!update) s.updates.set(key, (update = core.sqlite.query(`UPDATE tasks SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`)));
+  update.run(...values, taskId);
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };
   if (changed) for (const hook of core.taskHooks) hook(change);
@@ -144,7 +174,7 @@ export function txChangeTask(
 
 /** txChangeTask in its own IMMEDIATE transaction, published after commit. */
 export function changeTask(core: Core, orgId: string | null, taskId: string, decide: Parameters<typeof txChangeTask>[3]): TaskChange {
-  const change = core.sqlite.transaction(() => txChangeTask(core, orgId, taskId, decide)).immediate();
+  const change = taskStatements(core).tx.immediate(() => txChangeTask(core, orgId, taskId, decide));
   publishChanges(core, [change]);
   return change;
 }

@@ -8,6 +8,7 @@ import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf, type PageQuery } from "../orgs/paging";
 import { getProject, projectRow, txInsertProject, uniqueConflict, type ProjectRecord } from "../projects/service";
 import { txAddRepository } from "../projects/repositories";
+import { forgetProjects } from "../projects/cache";
 import { cloneStatements } from "./clones";
 
 interface DiscoveredRow {
@@ -116,6 +117,7 @@ export function acceptDiscovered(core: Core, orgId: string, ids: string[], proje
       return projectIds;
     })
     .immediate();
+  forgetProjects(core);
   return { projects: touched.map((id) => getProject(core, orgId, id)) };
 }
 

@@ -72,6 +72,21 @@ export class Dispatcher {
   readonly mailbox: Mailbox;
   private readonly budgets: DailyBudgets;
   private readonly q;
+  /**
+   * Orgs whose queue is known to hold no task without an offer: a worker's freed slot then needs no
+   * scan of the queue (it used to cost a 100-row read after every completion). An org is taken out
+   * (may have some) whenever a queued task could not be placed or lost its offer; only a scan that
+   * saw the whole queue puts it back. fillAll's safety net scans regardless.
+   */
+  private readonly allOffered = new Set<string>();
+  /**
+   * Tasks whose offer was taken by a claim that has not committed yet (claims wait for the group
+   * commit): not offered to anyone else meanwhile, or a second worker would get an offer that the
+   * commit then voids.
+   */
+  private readonly claiming = new Map<string, string>();
+  /** Claims in flight per worker: they hold a slot as the offer did. */
+  private readonly claimingBy = new Map<string, number>();
   /** No offers before `until` (ms): a claim could not be written (full disk). */
   private storagePause = { until: 0, ms: 0 };
 
@@ -131,7 +146,7 @@ export class Dispatcher {
   free(conn: Conn): number {
     if (this.storagePause.until > 0 && this.storagePause.until > Date.now()) return 0;
     if (conn.restUntil > 0 && conn.restUntil > Date.now()) return 0;
-    return conn.capacity - conn.held.size - conn.offers.size;
+    return conn.capacity - conn.held.size - conn.offers.size - (this.claimingBy.get(conn.workerId) ?? 0);
   }
 
   /** Sends to a worker that is connected and greeted; false otherwise (nothing is kept). */
@@ -148,6 +163,7 @@ export class Dispatcher {
   // --- offers ------------------------------------------------------------------------------
 
   private dropOffer(offer: OfferState) {
+    this.allOffered.delete(offer.orgId);
     clearTimeout(offer.timer);
     this.offers.delete(offer.offerId);
     if (this.offerByTask.get(offer.taskId) === offer) this.offerByTask.delete(offer.taskId);
@@ -172,12 +188,32 @@ export class Dispatcher {
     this.core.log.info("offers resumed: the disk takes writes again");
   }
 
-  /** Takes the offer out for a claim: the caller then owns the outcome. */
+  /** Takes the offer out for a claim: the caller then owns the outcome (mayHaveUnoffered when the claim fails). */
   takeOffer(offerId: string, workerId: string, taskId: string): OfferState | null {
     const offer = this.offers.get(offerId);
     if (!offer || offer.workerId !== workerId || offer.taskId !== taskId) return null;
+    const allOffered = this.allOffered.has(offer.orgId);
     this.dropOffer(offer);
+    // A claim in progress: the task leaves the queue when it commits.
+    if (allOffered) this.allOffered.add(offer.orgId);
+    this.claiming.set(taskId, workerId);
+    this.claimingBy.set(workerId, (this.claimingBy.get(workerId) ?? 0) + 1);
     return offer;
+  }
+
+  /** The claim of a taken offer committed or failed (then call mayHaveUnoffered: the task may still be queued). */
+  claimSettled(taskId: string) {
+    const workerId = this.claiming.get(taskId);
+    if (workerId === undefined) return;
+    this.claiming.delete(taskId);
+    const n = (this.claimingBy.get(workerId) ?? 1) - 1;
+    if (n > 0) this.claimingBy.set(workerId, n);
+    else this.claimingBy.delete(workerId);
+  }
+
+  /** The org's queue may hold a task without an offer (a claim failed, a task was placed nowhere). */
+  mayHaveUnoffered(orgId: string) {
+    this.allOffered.delete(orgId);
   }
 
   /**
@@ -226,10 +262,12 @@ export class Dispatcher {
 
   /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
   offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
-    if (this.offerByTask.has(task.id)) return true;
+    if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
-    if (!candidates || candidates.size === 0) return false;
-    if (this.budgets.over(task.project_id)) return false;
+    if (!candidates || candidates.size === 0 || this.budgets.over(task.project_id)) {
+      this.allOffered.delete(task.org_id);
+      return false;
+    }
     const required = requiredLabels(this.core, task.project_id);
     let best: Conn | null = null;
     let fallback: Conn | null = null;
@@ -243,7 +281,9 @@ export class Dispatcher {
       if (!best || free > this.free(best) || (free === this.free(best) && conn.lastOfferAt < best.lastOfferAt)) best = conn;
     }
     const target = best ?? fallback;
-    return target ? this.makeOffer(target, task) : false;
+    if (target && this.makeOffer(target, task)) return true;
+    this.allOffered.delete(task.org_id);
+    return false;
   }
 
   private offerTaskById(taskId: string, avoidWorkerId?: string) {
@@ -253,24 +293,37 @@ export class Dispatcher {
     if (row && row.status === "queued") this.offerTask(row, avoidWorkerId);
   }
 
-  /** Fills a worker's free slots from its org's queue, highest priority and oldest first. */
-  fill(conn: Conn) {
+  /**
+   * Fills a worker's free slots from its org's queue, highest priority and oldest first. Skipped
+   * when every queued task of the org has an offer already, unless `force`.
+   */
+  fill(conn: Conn, force = false) {
     if (!conn.active || this.free(conn) <= 0) return;
+    if (!force && this.allOffered.has(conn.orgId)) return;
     const cache = new Map<string, string[]>();
     let rows = this.q.queuedFirst.all(conn.orgId, 100);
     let scanned = 0;
+    let unoffered = 0;
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
       for (const row of rows) {
         scanned++;
-        if (this.offerByTask.has(row.id)) continue;
-        if (this.budgets.over(row.project_id)) continue;
-        if (!eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) continue;
-        this.makeOffer(conn, row);
+        if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
+        if (this.budgets.over(row.project_id) || !eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
+          unoffered++;
+          continue;
+        }
+        if (!this.makeOffer(conn, row)) unoffered++;
         if (this.free(conn) <= 0) return;
+      }
+      if (rows.length < 100) {
+        // The whole queue was seen: with nothing left unoffered, freed slots need no scan.
+        if (unoffered === 0) this.allOffered.add(conn.orgId);
+        return;
       }
       const last = rows[rows.length - 1];
       rows = this.q.queuedAfter.all(conn.orgId, last.priority_rank, last.priority_rank, last.id, 100);
     }
+    if (rows.length === 0 && unoffered === 0 && scanned < SCAN_LIMIT) this.allOffered.add(conn.orgId);
   }
 
   /** Safety net: every worker with a free slot gets a look at its org's queue (one probe per org). */
@@ -280,10 +333,13 @@ export class Dispatcher {
       for (const conn of conns) {
         if (!conn.active || this.free(conn) <= 0) continue;
         if (!probed) {
-          if (!this.q.anyQueued.get(orgId)) break;
+          if (!this.q.anyQueued.get(orgId)) {
+            this.allOffered.add(orgId);
+            break;
+          }
           probed = true;
         }
-        this.fill(conn);
+        this.fill(conn, true);
       }
     }
   }
@@ -310,6 +366,8 @@ export class Dispatcher {
     for (const offer of this.offers.values()) clearTimeout(offer.timer);
     this.offers.clear();
     this.offerByTask.clear();
+    this.claiming.clear();
+    this.claimingBy.clear();
   }
 }
 

@@ -5,6 +5,7 @@ import type { Core } from "../../server/core";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, type Conn } from "./dispatcher";
 import { dailyBudgetsOf } from "../usage/budgets";
+import { projectCached } from "../projects/cache";
 
 const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
 function prepare(core: Core) {
@@ -20,14 +21,18 @@ function stmts(core: Core) {
 export function requiredLabels(core: Core, projectId: string, cache?: Map<string, string[]>): string[] {
   const cached = cache?.get(projectId);
   if (cached) return cached;
-  const row = stmts(core).projectPolicy.get(projectId);
-  let labels: string[] = [];
-  if (row) {
-    try {
-      const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
-      if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
-    } catch {}
-  }
+  const labels =
+    projectCached(core, `labels:${projectId}`, () => {
+      const row = stmts(core).projectPolicy.get(projectId);
+      let labels: string[] = [];
+      if (row) {
+        try {
+          const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
+          if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
+        } catch {}
+      }
+      return labels;
+    }) ?? [];
   cache?.set(projectId, labels);
   return labels;
 }

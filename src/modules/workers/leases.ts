@@ -7,7 +7,8 @@ import { iso } from "../../lib/time";
 import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
 import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
 import type { TaskRow } from "../tasks/record";
-import { changeTask, findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { changeTaskBatched } from "../tasks/batch";
 import { parsePlan } from "../tasks/plan";
 import { emitTaskCompletedWithBranch } from "../tasks/results";
 import type { TaskStatus } from "../../db/schema";
@@ -15,6 +16,7 @@ import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest, Usa
 import { recordUsage, taskBudget, taskUsage } from "../usage/service";
 import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
+import { projectCached } from "../projects/cache";
 import type { WorkerRow } from "./registry";
 
 /** Largest `data` of one worker event, serialised. */
@@ -38,8 +40,8 @@ function prepare(core: Core) {
     ),
     creatorOfTask: q.query<{ created_by_type: string; created_by_id: string }, [string]>("SELECT created_by_type, created_by_id FROM tasks WHERE id = ?"),
     primaryRepository: q.query<{ id: string }, [string]>("SELECT id FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1"),
-    seenSeq: q.query<{ one: number }, [string, number, number]>(
-      "SELECT 1 AS one FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq = ?",
+    seenSeqs: q.query<{ worker_seq: number }, [string, number, number, number]>(
+      "SELECT worker_seq FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq BETWEEN ? AND ?",
     ),
   };
 }
@@ -56,12 +58,16 @@ function checkLease(row: TaskRow, worker: WorkerRow, leaseToken: string) {
   if (row.worker_id !== worker.id || !row.lease_token_hash || !constantTimeEqual(row.lease_token_hash, sha256Hex(leaseToken))) throw staleLease();
 }
 
+/** The project a claim carries. Cached (projects/cache.ts); each claim gets its own copy to serialise. */
 export function projectForWorker(core: Core, projectId: string): ClaimResult["project"] {
-  const p = stmts(core).project.get(projectId)!;
-  const repositories: RepositoryInfo[] = stmts(core)
-    .repositories.all(projectId)
-    .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
-  return { id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories };
+  const json = projectCached(core, `claim:${projectId}`, () => {
+    const p = stmts(core).project.get(projectId)!;
+    const repositories: RepositoryInfo[] = stmts(core)
+      .repositories.all(projectId)
+      .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
+    return JSON.stringify({ id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories });
+  })!;
+  return JSON.parse(json) as ClaimResult["project"];
 }
 
 /**
@@ -83,15 +89,20 @@ function creatorOf(core: Core, type: string, id: string): { name: string; email:
 }
 
 /** Claims an offered task: queued -> running with attempt + 1 and a new lease, or 409. */
-export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId: string): ClaimResult {
-  if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
-  if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
+export async function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId: string): Promise<ClaimResult> {
   const dispatcher = dispatcherOf(core);
-  const offer = dispatcher.takeOffer(offerId, worker.id, taskId);
-  if (!offer) throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
+  // An offer names a task of the worker's org, so a taken offer answers "the task exists": the
+  // task is read only to tell 404 from 403 and 409 when there is none.
+  const offer = worker.approved_at ? dispatcher.takeOffer(offerId, worker.id, taskId) : null;
+  if (!offer) {
+    if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
+    if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
+    throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
+  }
   const leaseToken = randomSecret(43);
+  let change;
   try {
-    const change = changeTask(core, worker.org_id, taskId, (row) => {
+    change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
       if (row.status !== "queued" || row.attempt + 1 !== offer.attempt) throw conflict("the task is no longer queued for this attempt", { reason: "taken", status: row.status });
       const patch: TaskPatch = {
         status: "running",
@@ -105,35 +116,39 @@ export function claimTask(core: Core, worker: WorkerRow, taskId: string, offerId
       };
       return { patch, events: [{ type: "status", actor: workerActor(worker), data: { from: "queued", to: "running", attempt: offer.attempt, workerId: worker.id } }] };
     });
-    dispatcher.storageWorks();
-    core.metrics.claims.inc();
-    const t = change.after;
-    const project = projectForWorker(core, t.project_id);
-    return {
-      attempt: t.attempt,
-      leaseToken,
-      runMode: t.run_mode,
-      task: {
-        id: t.id,
-        projectId: t.project_id,
-        title: t.title,
-        prompt: t.prompt,
-        kind: t.kind,
-        priority: t.priority,
-        review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
-        agent: t.agent,
-        createdBy: creatorOf(core, t.created_by_type, t.created_by_id),
-      },
-      project,
-      budget: taskBudget(core, t, project.policy, t.attempt),
-    };
   } catch (err) {
+    dispatcher.claimSettled(taskId);
     if (isStorageFull(err)) dispatcher.pauseForStorage();
-    // The slot the offer held is free again.
+    // The slot the offer held is free again, and the task may still be queued without an offer.
+    dispatcher.mayHaveUnoffered(worker.org_id);
     const conn = dispatcher.conns.get(worker.id);
     if (conn) dispatcher.fill(conn);
     throw err;
   }
+  // Committed: the task left the queue (the change's listeners ran before this continuation).
+  dispatcher.claimSettled(taskId);
+  dispatcher.storageWorks();
+  core.metrics.claims.inc();
+  const t = change.after;
+  const project = projectForWorker(core, t.project_id);
+  return {
+    attempt: t.attempt,
+    leaseToken,
+    runMode: t.run_mode,
+    task: {
+      id: t.id,
+      projectId: t.project_id,
+      title: t.title,
+      prompt: t.prompt,
+      kind: t.kind,
+      priority: t.priority,
+      review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
+      agent: t.agent,
+      createdBy: creatorOf(core, t.created_by_type, t.created_by_id),
+    },
+    project,
+    budget: taskBudget(core, t, project.policy, t.attempt),
+  };
 }
 
 function invalidTransition(from: TaskStatus, to: string) {
@@ -144,8 +159,8 @@ function invalidTransition(from: TaskStatus, to: string) {
 }
 
 /** A worker reports where its attempt went (through WORKER_TRANSITIONS). Repeating a terminal report is a no-op. */
-export function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
-  const change = changeTask(core, worker.org_id, taskId, (row) => {
+export async function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
+  const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
     if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
     if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
@@ -233,26 +248,30 @@ export function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: 
 }
 
 /** Appends an attempt's events; a seq already written for this attempt is skipped (resends are safe). */
-export function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
+export async function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
   let written = 0;
   let duplicates = 0;
-  const serialised = req.events.map((e, i) => {
+  let low = Infinity;
+  let high = -Infinity;
+  req.events.forEach((e, i) => {
     const size = JSON.stringify(e.data ?? null).length;
     if (size > MAX_EVENT_BYTES) throw invalid("an event is too large", [{ field: `events.${i}.data`, message: `at most ${MAX_EVENT_BYTES} bytes` }]);
-    return e;
+    if (e.seq < low) low = e.seq;
+    if (e.seq > high) high = e.seq;
   });
-  changeTask(core, worker.org_id, taskId, (row) => {
+  await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
-    const seen = stmts(core).seenSeq;
-    const inBatch = new Set<number>();
+    // The seqs of this attempt already written within the batch's range, in one read.
+    const seen = new Set<number>();
+    if (req.events.length > 0) for (const r of stmts(core).seenSeqs.all(taskId, row.attempt, low, high)) seen.add(r.worker_seq);
     const events: EventInput[] = [];
-    for (const e of serialised) {
-      if (inBatch.has(e.seq) || seen.get(taskId, row.attempt, e.seq)) {
+    for (const e of req.events) {
+      if (seen.has(e.seq)) {
         duplicates++;
         continue;
       }
-      inBatch.add(e.seq);
+      seen.add(e.seq);
       events.push({ type: e.type, data: e.data ?? null, attempt: row.attempt, workerSeq: e.seq });
     }
     written = events.length;

@@ -7,7 +7,7 @@ import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttemp
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
 import { failInterruptedReadinessRuns, failReadinessRuns, loseAttempts } from "./recovery";
-import { getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
+import { forgetWorkers, getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
 import { pendingClones } from "./clones";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
@@ -52,6 +52,7 @@ export class Presence {
     this.dispatcher.remove(conn);
     this.missing.delete(conn.workerId);
     workerStatements(this.core).seen.run(iso(conn.lastSeen), conn.workerId);
+    forgetWorkers(this.core);
     this.departed.set(conn.workerId, conn.lastSeen);
     this.publish(conn.orgId, conn.workerId);
   }
@@ -69,6 +70,7 @@ export class Presence {
     workerStatements(this.core).hello.run(
       JSON.stringify(hello.tools), JSON.stringify(hello.agents), JSON.stringify(hello.providers), hello.version, hello.capacity, iso(now), iso(now), conn.workerId,
     );
+    forgetWorkers(this.core);
     const row = getWorkerRow(this.core, conn.orgId, conn.workerId);
     if (!row || row.revoked_at) return void conn.ws.close(CLOSE.revoked, "revoked");
     this.resync(conn, hello.running ?? []);
@@ -213,6 +215,7 @@ export class Presence {
     this.core.sqlite.transaction(() => {
       for (const c of conns) seen.run(iso(c.lastSeen), c.workerId);
     })();
+    forgetWorkers(this.core);
   }
 
   close() {

@@ -61,7 +61,7 @@ export default (core: Core) =>
       response: { 200: WorkerRecord, 401: ErrorBody },
       detail: { summary: "The calling worker's own record", tags },
     })
-    .post("/worker/tasks/:taskId/claim", ({ worker, params, body }) => withRepositoryTokens(core, worker.org_id, claimTask(core, worker, params.taskId, body.offerId)), {
+    .post("/worker/tasks/:taskId/claim", async ({ worker, params, body }) => withRepositoryTokens(core, worker.org_id, await claimTask(core, worker, params.taskId, body.offerId)), {
       worker: true,
       params: TaskParams,
       body: ClaimRequest,

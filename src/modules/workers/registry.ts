@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { isWellFormedToken, newChecksummedToken, sha256Hex } from "../../lib/tokens";
 import type { AgentInfo, ToolInfo } from "../../db/schema";
+import { RowCache } from "../../db/cache";
 
 export interface WorkerRow {
   id: string;
@@ -83,10 +84,26 @@ export function createWorker(core: Core, w: NewWorker): { worker: WorkerRow; cre
   return { worker: workerStatements(core).byId.get(id)!, credential };
 }
 
+const credentialCaches = new WeakMap<Core, RowCache<WorkerRow>>();
+function credentialCache(core: Core) {
+  let c = credentialCaches.get(core);
+  if (!c) credentialCaches.set(core, (c = new RowCache<WorkerRow>(core.sqlite)));
+  return c;
+}
+
+/**
+ * Every write to a worker row calls this after it (revocation, approval, labels and policy, hello,
+ * last seen), so the next request reads the row afresh: a revoked credential is refused at once.
+ */
+export function forgetWorkers(core: Core) {
+  credentialCaches.get(core)?.clear();
+}
+
 /** The worker a credential names. 401 for anything malformed, unknown or revoked (no database read for garbage). */
 export function workerByCredential(core: Core, credential: string | null | undefined): WorkerRow {
   if (!credential || !isWellFormedToken(credential, "aow_")) throw unauthorized("the worker credential is missing or malformed");
-  const row = workerStatements(core).byCredential.get(sha256Hex(credential));
+  const hash = sha256Hex(credential);
+  const row = credentialCache(core).get(hash, () => workerStatements(core).byCredential.get(hash));
   if (!row) throw unauthorized("the worker credential is unknown");
   if (row.revoked_at) throw unauthorized("the worker credential was revoked");
   return row;

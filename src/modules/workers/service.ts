@@ -5,7 +5,7 @@ import { iso } from "../../lib/time";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 import { presenceOf } from "./presence";
 import { txForgetSightings } from "./clones";
-import { getWorkerRow, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
+import { forgetWorkers, getWorkerRow, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
 
 export interface WorkerUpdate {
   name?: string;
@@ -81,6 +81,7 @@ export function updateWorker(core: Core, orgId: string, workerId: string, update
   const labels = update.labels ?? (JSON.parse(row.labels) as string[]);
   const policy = update.policy !== undefined ? checkPolicy(core, orgId, update.policy) : (JSON.parse(row.policy) as NonNullable<WorkerUpdate["policy"]>);
   stmts(core).update.run(name, JSON.stringify(labels), JSON.stringify(policy), iso(), workerId);
+  forgetWorkers(core);
   const presence = presenceOf(core);
   presence.refresh(workerId, { labels: new Set(labels), projects: policy.projects ? new Set(policy.projects) : null });
   presence.publish(orgId, workerId);
@@ -92,6 +93,7 @@ export function approveWorker(core: Core, orgId: string, workerId: string, appro
   if (row.revoked_at) throw conflict("the worker was revoked");
   if (!row.approved_at) {
     stmts(core).approve.run(iso(), approvedBy, iso(), workerId);
+    forgetWorkers(core);
     const presence = presenceOf(core);
     presence.refresh(workerId, { approved: true });
     presence.publish(orgId, workerId);
@@ -108,6 +110,7 @@ export function revokeWorker(core: Core, orgId: string, workerId: string): Worke
       // What it reported of its workspace can no longer be reached through it.
       txForgetSightings(core, orgId, workerId);
     })();
+    forgetWorkers(core);
     const presence = presenceOf(core);
     presence.revoke(workerId);
     presence.publish(orgId, workerId);

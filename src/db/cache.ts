@@ -1,0 +1,69 @@
+// Rows read on every request (credentials, API tokens, project policies), kept in memory. A cache
+// is only as good as its invalidation, so two rules make it safe:
+// - the code that writes those rows in this process calls clear() after its write;
+// - any commit by another connection (the admin CLI on the same file, a restore) is seen through
+//   SQLite's PRAGMA data_version, which changes when another connection has committed, and empties
+//   every cache of that database before the next read.
+// Misses are not cached: an unknown credential is read from the database every time, as before.
+import type { Database, Statement } from "bun:sqlite";
+
+interface Watch {
+  version: Statement<{ data_version: number }, []>;
+  seen: number;
+  /** Looked in this event-loop turn already: the requests of one turn share one look. */
+  looked: boolean;
+  caches: Set<RowCache<unknown>>;
+}
+
+const watches = new WeakMap<Database, Watch>();
+
+function watchOf(sqlite: Database): Watch {
+  let w = watches.get(sqlite);
+  if (!w) {
+    const version = sqlite.query<{ data_version: number }, []>("PRAGMA data_version");
+    watches.set(sqlite, (w = { version, seen: version.get()!.data_version, looked: false, caches: new Set() }));
+  }
+  return w;
+}
+
+/**
+ * Empties every cache of this database when another connection has committed since the last look.
+ * Once per event-loop turn: a request arriving after another process's commit is in a later turn.
+ */
+function checkOtherWriters(w: Watch) {
+  if (w.looked) return;
+  w.looked = true;
+  setImmediate(() => (w.looked = false));
+  const now = w.version.get()!.data_version;
+  if (now === w.seen) return;
+  w.seen = now;
+  for (const c of w.caches) c.clear();
+}
+
+export class RowCache<V> {
+  private readonly rows = new Map<string, V>();
+  private readonly watch: Watch;
+
+  /** `max`: past this many rows the cache starts over (bounded memory whatever the callers do). */
+  constructor(sqlite: Database, private readonly max = 10_000) {
+    this.watch = watchOf(sqlite);
+    this.watch.caches.add(this as RowCache<unknown>);
+  }
+
+  /** The cached row, or what `load` reads (cached when not null). */
+  get(key: string, load: () => V | null): V | null {
+    checkOtherWriters(this.watch);
+    const hit = this.rows.get(key);
+    if (hit !== undefined) return hit;
+    const row = load();
+    if (row !== null && row !== undefined) {
+      if (this.rows.size >= this.max) this.rows.clear();
+      this.rows.set(key, row);
+    }
+    return row ?? null;
+  }
+
+  clear() {
+    this.rows.clear();
+  }
+}
