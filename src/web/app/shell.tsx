@@ -119,7 +119,7 @@ function PersonMenu() {
   return (
     <details class="person">
       <summary>
-        <span class="person-name">{me.name || me.email}</span>
+        <span class="person-name" id="who-name">{me.name ? `${me.name} (${me.email})` : me.email}</span>
         {org.value ? <span class="muted person-role">{org.value.role}</span> : null}
       </summary>
       <ul>
