@@ -66,7 +66,7 @@ describeBrowser("web: the app", () => {
       { type: "error", data: { message: "the network call to registry.example was refused by the policy" } },
       { type: "message", data: { role: "assistant", text: "The total now sums the prices; the test passes." } },
     ]);
-    await storeArtifact(s.core, orgId, t.id, "changes.diff", new TextEncoder().encode(orgId === w.owner.orgId ? DIFF : DIFF.split(`diff --git a/${XSS}`)[0]!), 1);
+    await storeArtifact(s.core, orgId, t.id, "changes.diff", new TextEncoder().encode(orgId === w.owner.orgId ? DIFF : DIFF.split(`diff --git a/${XSS}`)[0]!.replace(`function ${XSS}`, "export function total(items) {")), 1);
     return t;
   }
 
