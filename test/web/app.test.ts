@@ -114,7 +114,7 @@ describeBrowser("web: the app", () => {
       await page.locator("#waiting-count", { hasText: /^2$/ }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, 90_000);
 
   test("the board: a column per status; cards move live when a task changes, new ones arrive live", async () => {
     const { id: orgId } = { id: w.owner.orgId };
@@ -143,7 +143,7 @@ describeBrowser("web: the app", () => {
       await page.locator(`.column[data-status='needs_approval'] .task-card[data-id='${t.id}']`).waitFor();
       expect(problems).toEqual([]);
     }, DESKTOP);
-  }, 60_000);
+  }, 90_000);
 
   test("the task page's session: messages, tools, edits, decisions, errors and coloured log lines, readable and as text", async () => {
     const t = await richTask();
@@ -177,7 +177,7 @@ describeBrowser("web: the app", () => {
       expect(dialogs).toEqual([]);
       expect(problems).toEqual([]);
     }, DESKTOP);
-  }, 60_000);
+  }, 90_000);
 
   test("a long session shows its last 300 entries, earlier ones on demand, and stays live", async () => {
     const t = await task("Chatty");
@@ -194,7 +194,7 @@ describeBrowser("web: the app", () => {
       await expect(page.locator("#timeline li").last().getAttribute("data-seq")).resolves.toBe("702");
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, 90_000);
 
   test("every page: no console error and no CSP violation, on a desktop and on a phone, where nothing sticks out sideways", async () => {
     const t = await richTask();
@@ -216,7 +216,7 @@ describeBrowser("web: the app", () => {
         viewport,
       );
     }
-  }, 90_000);
+  }, 150_000);
 
   test("on a phone the sidebar folds behind the menu button; the list keeps one line per date", async () => {
     await task("A title long enough to need more than one line on a narrow phone screen, surely");
@@ -241,7 +241,7 @@ describeBrowser("web: the app", () => {
       },
       PHONE,
     );
-  }, 60_000);
+  }, 90_000);
 
   test("the README's screenshots: the tasks list, the board and a task's session (light theme, 1280x800)", async () => {
     // An organization of its own, so that the pictures show only what they are meant to.
@@ -285,5 +285,5 @@ describeBrowser("web: the app", () => {
       },
       DESKTOP,
     );
-  }, 60_000);
+  }, 90_000);
 });

@@ -145,7 +145,8 @@ export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) =>
   }
 }
 
-const DEADLINE_MS = 25_000;
+// CI runs these on 2 shared cores beside other suites: a page step can take seconds there.
+const DEADLINE_MS = 50_000;
 
 /** What the context's pages show (address, visible sections, alerts) and its last requests. */
 async function pageReport({ context, problems }: OpenedPage): Promise<string> {

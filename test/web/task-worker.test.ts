@@ -40,7 +40,7 @@ describeBrowser("web: answering a real worker's question from the task page", ()
     preparedWorker(s, p.orgId, dataDir);
     worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
     await worker.waitFor(/connected as/, 20_000);
-  }, 60_000);
+  }, 90_000);
   afterAll(async () => {
     await worker?.stop();
     await browser?.close();
@@ -73,7 +73,7 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       expect(problems).toEqual([]);
     }, { width: 1280, height: 900 });
     expect(await get(id)).toMatchObject({ status: "completed", summary: "deployed" });
-  }, 60_000);
+  }, 90_000);
 
   test("Deny with a reason, from the keyboard (d): the agent reads the reason and fails as it decides", async () => {
     const id = await create("Deploy on Friday");
@@ -90,5 +90,5 @@ describeBrowser("web: answering a real worker's question from the task page", ()
     await until(async () => (await get(id)).summary === "deny not on a Friday", 10_000, 50);
     const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}/events?limit=200`, { token: p.token })).body.items as { type: string; data: any }[];
     expect(events.find((e) => e.type === "action")?.data).toMatchObject({ action: "deny", reason: "not on a Friday" });
-  }, 60_000);
+  }, 90_000);
 });

@@ -100,7 +100,7 @@ describeBrowser("web: task page", () => {
       await screenshot(page, "task");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("names, not ids: who created the task, its worker, and who acted in the timeline, also live", async () => {
     const t = (await makeTask(s, w.member, w.project.id, { title: "Named" })) as { id: string };
@@ -118,7 +118,7 @@ describeBrowser("web: task page", () => {
       await page.locator("#task-facts", { hasText: "Workerbuild-1" }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("after the socket drops, it reconnects and fetches what it missed, once each, in order", async () => {
     const t = await task({ title: "Flaky network" });
@@ -137,7 +137,7 @@ describeBrowser("web: task page", () => {
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("needs_input: the question is shown; an answer with Send input moves the task to running", async () => {
     const t = await task({ title: "Pick a branch" });
@@ -158,7 +158,7 @@ describeBrowser("web: task page", () => {
       await screenshot(page, "task-input");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("pause, resume and cancel; a refused action (409) and a too-long reason are shown", async () => {
     const t = await task({ title: "Controls" });
@@ -195,7 +195,7 @@ describeBrowser("web: task page", () => {
       await screenshot(page, "task-refused");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a viewer sees the task and what the state allows, but the buttons are off and say why; nothing changes", async () => {
     const t = await task({ title: "Watched" });
@@ -212,7 +212,7 @@ describeBrowser("web: task page", () => {
       expect([refused.status, refused.body.error.message]).toEqual([403, "your role (viewer) lacks the permission task.control"]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("artifacts: a working download link; an image shown as a preview, also one arriving live", async () => {
     const t = await task({ title: "With files" });
@@ -236,7 +236,7 @@ describeBrowser("web: task page", () => {
       await screenshot(page, "task-artifacts");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a completed plan: Apply plan creates its tasks and links to them", async () => {
     const t = await task({ title: "Plan the shop", kind: "plan" });
@@ -265,7 +265,7 @@ describeBrowser("web: task page", () => {
       await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("another organization's task, an unknown id and a malformed one: not found, nothing of the other org shown", async () => {
     const theirs = await makeTask(s, w.other, w.otherProject.id, { title: "Their secret plan", prompt: "secret prompt" });
@@ -284,7 +284,7 @@ describeBrowser("web: task page", () => {
       }
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("markup in a title, prompt, question and log line is shown as text", async () => {
     const t = await task({ title: XSS, prompt: `before ${XSS} after` });
@@ -304,7 +304,7 @@ describeBrowser("web: task page", () => {
       expect(dialogs).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 });
 
 // Access tokens that last 2 s, so that the socket's renewal paths run: a reconnect with an
@@ -355,7 +355,7 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
       await page.locator("#timeline li", { hasText: "on the renewed socket" }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a sign-in revoked elsewhere: the socket is closed (4401) and the page says the sign-in has ended", async () => {
     const id = await newTask("Signed out elsewhere");
@@ -374,5 +374,5 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
       await page.getByRole("heading", { name: "Signed out elsewhere" }).waitFor();
       await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
     });
-  }, 45_000);
+  }, 90_000);
 });

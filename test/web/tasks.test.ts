@@ -127,7 +127,7 @@ describeBrowser("web: tasks list", () => {
       await screenshot(page, "tasks-filtered");
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, 90_000);
 
   test("live: a new task appears at the top, a status change updates its row, a row that stops matching the filter goes", async () => {
     const { org, as, projects } = await freshOrg(["live"]);
@@ -148,7 +148,7 @@ describeBrowser("web: tasks list", () => {
       await page.locator(`#tasks-rows tr[data-id='${fresh.id}'] .status`, { hasText: /^running$/ }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("after the socket drops, it reconnects and fetches the first page again (what was made meanwhile shows)", async () => {
     const { org, as, projects } = await freshOrg(["flaky"]);
@@ -165,7 +165,7 @@ describeBrowser("web: tasks list", () => {
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a task made while the first page is being fetched again stays shown when that older answer arrives", async () => {
     const { org, as, projects } = await freshOrg(["race"]);
@@ -188,7 +188,7 @@ describeBrowser("web: tasks list", () => {
       await expect(rowIds(page)).resolves.toEqual([during.id, before.id]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a task changed while Load more is being answered shows its change when that page arrives", async () => {
     const { org, as, projects } = await freshOrg(["more"]);
@@ -214,7 +214,7 @@ describeBrowser("web: tasks list", () => {
       await expect(page.locator(`#tasks-rows tr[data-id='${changed}'] .status`).textContent()).resolves.toBe("running");
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, 90_000);
 
   test("New task: a task and a review (base and head) are created and open on their page", async () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);
@@ -253,7 +253,7 @@ describeBrowser("web: tasks list", () => {
       expect(review).toMatchObject({ kind: "review", review: { base: "main", head: "fix-cart" }, priority: "MEDIUM", projectId: projects[0]!.id });
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("New task refused: a title that is not one line shows the API's message; a viewer gets the 403; nothing is created", async () => {
     const before = (await listed(w.owner)).length;
@@ -281,7 +281,7 @@ describeBrowser("web: tasks list", () => {
       await expect(shownText(page, "#new-task-error")).resolves.toBe("Your role (viewer) lacks the permission task.create.");
     });
     expect((await listed(w.owner)).length).toBe(before);
-  }, 45_000);
+  }, 90_000);
 
   test("an organization without projects points to /projects (not to curl); the form says a project comes first", async () => {
     const { org } = await freshOrg([]);
@@ -295,7 +295,7 @@ describeBrowser("web: tasks list", () => {
       await expect(page.locator("#new-task-form").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("two organizations: the picker switches lists; another person's organization shows the API's refusal and none of its data", async () => {
     const person = await newOrg(s, "first-org");
@@ -327,7 +327,7 @@ describeBrowser("web: tasks list", () => {
       expect((await page.locator("main").textContent()) ?? "").not.toContain("secret");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("markup in a title is shown as text; the home page links to the lists", async () => {
     const { org, as, projects } = await freshOrg(["xss"]);
@@ -353,5 +353,5 @@ describeBrowser("web: tasks list", () => {
       expect(dialogs).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 });
