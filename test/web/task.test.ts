@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { createAdmin, login, makeToken } from "../helpers/identity";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
@@ -316,7 +317,13 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
   let w: World;
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer({ accessTokenTtlSec: 2, liveTimeouts: { authMs: 10_000, recheckMs: 200 } }), launchBrowser()]);
-    w = await makeWorld(s);
+    // Only what these tests use, each call with an access token just signed in: one lasts 2 s
+    // here, which a loaded machine spends on a few calls (a whole makeWorld did not fit).
+    const owner = await createAdmin(s);
+    const fresh = async () => ({ ...owner, accessToken: (await login(s, owner.email)).accessToken });
+    const ownerToken = await makeToken(s, await fresh());
+    const project = await makeProject(s, await fresh(), `main-${Math.random().toString(36).slice(2, 8)}`);
+    w = { owner, ownerToken, project } as World;
   });
   afterAll(async () => {
     await browser?.close();
