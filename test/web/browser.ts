@@ -108,6 +108,8 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
   const page = await context.newPage();
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
   page.setDefaultTimeout(15_000);
+  // A first load (the API reference's large bundle, say) took longer than 15 s on a loaded machine.
+  page.setDefaultNavigationTimeout(30_000);
   const problems: string[] = [];
   // A broken rule of the page's Content-Security-Policy (an inline style, say) is a page problem.
   await page.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + (e.blockedURI || "inline") + " at " + e.sourceFile + ":" + e.lineNumber))`);
