@@ -98,6 +98,6 @@ describeBrowser("web: the compiled executable's printed links", () => {
       }
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, 90_000);
 });
 

@@ -53,7 +53,7 @@ describeBrowser("web: device sign-in page", () => {
     } finally {
       cli.kill();
     }
-  }, 45_000);
+  }, 90_000);
 
   test("Deny: the device is refused and the code is spent", async () => {
     const start = (await s.api("POST", "/auth/device/start", { body: { clientName: "laptop" } })).body;
@@ -71,7 +71,7 @@ describeBrowser("web: device sign-in page", () => {
       await expect(shownText(page, "#code-error")).resolves.toStartWith(`The code ${start.userCode} is unknown, expired or already used.`);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("/device without a code asks for it; a wrong one is explained, a right one (any case) is found", async () => {
     const start = (await s.api("POST", "/auth/device/start", { body: { clientName: "typed" } })).body;
@@ -93,5 +93,5 @@ describeBrowser("web: device sign-in page", () => {
       await expect(shownText(page, "#grant-error")).resolves.toBe("This request is no longer pending: it expired or was decided elsewhere.");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 });

@@ -68,5 +68,5 @@ describeBrowser("web: the API reference page", () => {
       },
       { width: 1280, height: 900 },
     );
-  }, 45_000);
+  }, 90_000);
 });

@@ -71,5 +71,5 @@ describeBrowser("web: the 404 page", () => {
       // A 404 is logged by Chromium as a failed resource load; anything else is a page problem.
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 });

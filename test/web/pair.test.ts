@@ -66,7 +66,7 @@ describeBrowser("web: worker pairing page", () => {
       expect(workers.body.items.map((w: { id: string; name: string }) => [w.id, w.name])).toEqual([[done.body.workerId, "builder-1"]]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("into an org that requires worker approval: the page says the worker waits for it", async () => {
     const strict = await newOrg(s, "strict-org");
@@ -84,7 +84,7 @@ describeBrowser("web: worker pairing page", () => {
       expect(worker.body.status).toBe("pending_approval");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("Deny: the worker's poll is refused", async () => {
     const p = await startPairing("intruder", []);
@@ -99,7 +99,7 @@ describeBrowser("web: worker pairing page", () => {
       expect([r.status, r.body.error.code]).toEqual([400, "access_denied"]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("someone who is only a viewer cannot approve; the page says why and the worker stays pending", async () => {
     const viewer = await signUp(s, { role: "viewer" });
@@ -113,7 +113,7 @@ describeBrowser("web: worker pairing page", () => {
       expect((await poll(p.deviceCode)).body.error.code).toBe("authorization_pending");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("a device sign-in code is unknown here (and the other way round)", async () => {
     const signin = (await s.api("POST", "/auth/device/start", {})).body;
@@ -122,5 +122,5 @@ describeBrowser("web: worker pairing page", () => {
       await signInWithForm(page, admin.email, PASSWORD);
       await expect(shownText(page, "#code-error")).resolves.toStartWith(`The code ${signin.userCode} is unknown`);
     });
-  }, 45_000);
+  }, 90_000);
 });

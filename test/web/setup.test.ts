@@ -32,7 +32,7 @@ describeBrowser("web: first-run setup", () => {
       await page.getByRole("heading", { name: "Setup link needed" }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("bad input is explained in the page and creates nobody", async () => {
     await usePage(browser, async ({ page, problems }) => {
@@ -50,7 +50,7 @@ describeBrowser("web: first-run setup", () => {
       expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 
   test("the setup link creates the first administrator and org, then signs them in; it works once", async () => {
     await usePage(browser, async ({ page, context, problems }) => {
@@ -74,5 +74,5 @@ describeBrowser("web: first-run setup", () => {
       await page.getByRole("heading", { name: "Setup is complete" }).waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, 90_000);
 });
