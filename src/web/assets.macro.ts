@@ -1,6 +1,7 @@
 // A Bun macro: runs at build (and transpile) time, so the compiled executable carries the web
-// app's pages and assets and serves them from any directory, offline. A page may pull in a
-// shared piece of markup with `<!-- include NAME -->` (from pages/NAME.part.html).
+// app (one HTML shell, the bundled script and stylesheet, the icon) and serves it from any
+// directory, offline. `bun src/main.ts serve` and the tests run it too: the app is bundled
+// when the server's code is loaded, so source and executable always serve the same thing.
 import { readdirSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 
@@ -23,22 +24,16 @@ const file = (body: string, ext: string): EmbeddedFile => ({
   etag: `"${new Bun.CryptoHasher("sha256").update(body).digest("hex").slice(0, 20)}"`,
 });
 
-/** Pages by name (index, setup, device, pair) and assets by file name (app.js, app.css, ...). */
+/** The app's HTML shell ("app") and the 404 page ("not-found"), and the assets by file name. */
 export function webAssets(): { pages: Record<string, EmbeddedFile>; assets: Record<string, EmbeddedFile> } {
-  const pagesDir = join(import.meta.dir, "pages");
-  const staticDir = join(import.meta.dir, "static");
-  const pages: Record<string, EmbeddedFile> = {};
-  for (const name of readdirSync(pagesDir).sort()) {
-    if (!name.endsWith(".html") || name.endsWith(".part.html")) continue;
-    const html = readFileSync(join(pagesDir, name), "utf8").replace(/<!-- include ([a-z-]+) -->/g, (_, part: string) =>
-      readFileSync(join(pagesDir, `${part}.part.html`), "utf8").trim(),
-    );
-    pages[name.slice(0, -".html".length)] = file(html, ".html");
-  }
+  // Bun.build cannot run inside a macro while Bun is bundling (it would wait for itself): a child does it.
+  const child = Bun.spawnSync([process.execPath, join(import.meta.dir, "build.ts")], { cwd: join(import.meta.dir, "..", ".."), stdout: "pipe", stderr: "pipe" });
+  if (child.exitCode !== 0) throw new Error(`bundling the web app failed:\n${child.stderr.toString()}`);
+  const { files } = JSON.parse(child.stdout.toString()) as { files: Record<string, string> };
   const assets: Record<string, EmbeddedFile> = {};
-  for (const name of readdirSync(staticDir).sort()) {
-    const ext = extname(name);
-    if (TYPES[ext] && ext !== ".html") assets[name] = file(readFileSync(join(staticDir, name), "utf8"), ext);
-  }
-  return { pages, assets };
+  for (const [name, body] of Object.entries(files)) if (TYPES[extname(name)]) assets[name] = file(body, extname(name));
+  const publicDir = join(import.meta.dir, "public");
+  for (const name of readdirSync(publicDir).sort()) if (TYPES[extname(name)]) assets[name] = file(readFileSync(join(publicDir, name), "utf8"), extname(name));
+  const html = (name: string) => file(readFileSync(join(import.meta.dir, `${name}.html`), "utf8"), ".html");
+  return { pages: { app: html("app"), "not-found": html("not-found") }, assets };
 }

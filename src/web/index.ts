@@ -6,8 +6,7 @@ import type { EmbeddedFile } from "./assets.macro";
 
 const embedded = webAssets();
 
-/** The pages, answered at /<name> ("index" at /). */
-export type PageName = "index" | "setup" | "device" | "pair" | "task" | "tasks";
+export { APP_PATHS } from "./app/paths";
 
 // Scripts and styles come only from this server, as files (no inline script or style); the pages
 // call only this server's API; no other site may frame them (clickjacking the Approve buttons).
@@ -38,8 +37,9 @@ function answer(file: EmbeddedFile, request: Request): Response {
   return new Response(request.method === "HEAD" ? null : file.body, { headers });
 }
 
-export function pageResponse(name: PageName, request: Request): Response {
-  return answer(embedded.pages[name]!, request);
+/** The app's HTML, the same at every page's path (the browser's router picks the page). */
+export function appResponse(request: Request): Response {
+  return answer(embedded.pages.app!, request);
 }
 
 /** An asset by file name, or null when there is none (the caller answers 404). */

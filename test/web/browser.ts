@@ -109,6 +109,8 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
   page.setDefaultTimeout(15_000);
   const problems: string[] = [];
+  // A broken rule of the page's Content-Security-Policy (an inline style, say) is a page problem.
+  await page.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + (e.blockedURI || "inline") + " at " + e.sourceFile + ":" + e.lineNumber))`);
   page.on("pageerror", (err) => problems.push(`uncaught: ${err.message}`));
   page.on("console", (msg) => {
     // A 401 of the session check or a 4xx the page shows to the person is not a page bug.
@@ -154,7 +156,7 @@ async function pageReport({ context, problems }: OpenedPage): Promise<string> {
         .evaluate<{ sections: string[]; alerts: string[]; requests: string[] }>(`(() => {
           const visible = (sel) => [...document.querySelectorAll(sel)].filter((e) => !e.hidden && e.offsetParent !== null);
           return {
-            sections: visible("main > section, #loading").map((e) => e.id),
+            sections: visible("main > section, #loading, section.page").map((e) => e.id),
             alerts: visible("[role=alert], .error").map((e) => "#" + e.id + ": " + e.textContent.trim()),
             // The browser's own record of what this document fetched (Resource Timing).
             requests: performance.getEntriesByType("resource").slice(-15).map((e) => new URL(e.name).pathname + " -> " + (e.responseStatus || "?") + " in " + Math.round(e.duration) + " ms"),
@@ -188,6 +190,41 @@ export async function trackSockets(page: Page): Promise<void> {
   })()`);
 }
 
+/** A phone's viewport, for the phone layout's tests. */
+export const PHONE = { width: 375, height: 740 };
+/** The viewport of the README's screenshots. */
+export const DESKTOP = { width: 1280, height: 800 };
+
+/** Where the README's screenshots live (docs/screenshots/*.png, light theme, 1280x800). */
+export const DOCS_SCREENSHOTS = join(import.meta.dir, "..", "..", "docs", "screenshots");
+
+/** A screenshot for the README: the viewport as a person sees it (use a DESKTOP page). */
+export async function docsScreenshot(page: Page, name: string) {
+  mkdirSync(DOCS_SCREENSHOTS, { recursive: true });
+  await page.emulateMedia({ colorScheme: "light", reducedMotion: "reduce" });
+  await page.screenshot({ path: join(DOCS_SCREENSHOTS, `${name}.png`) });
+}
+
+/** Whether the page is wider than the window (something sticks out sideways: a phone layout bug). */
+export async function overflowsSideways(page: Page): Promise<boolean> {
+  return page.evaluate(() => {
+    const root = (globalThis as any).document.documentElement;
+    return root.scrollWidth > root.clientWidth + 1;
+  });
+}
+
+/**
+ * Opens `url`, waits for the sign-in form (with `why` above it, when given), signs in and waits
+ * until the form is gone (the page itself shows then).
+ */
+export async function openSignedIn(page: Page, url: string, email: string, password: string, why?: string) {
+  await page.goto(url);
+  if (why) await page.getByText(why).waitFor();
+  else await page.locator("#signin-form").waitFor();
+  await signInWithForm(page, email, password);
+  await page.locator("#signin").waitFor({ state: "detached" });
+}
+
 export async function screenshot(page: Page, name: string) {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
@@ -195,9 +232,10 @@ export async function screenshot(page: Page, name: string) {
 
 /** Fills and submits the sign-in form that every page shows when nobody is signed in. */
 export async function signInWithForm(page: Page, email: string, password: string) {
-  await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const form = page.locator("#signin-form");
+  await form.getByLabel("Email").fill(email);
+  await form.getByLabel("Password").fill(password);
+  await form.getByRole("button", { name: "Sign in" }).click();
 }
 
 /** The text of an element once it is shown (errors and outcomes appear after the server answers). */

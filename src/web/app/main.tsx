@@ -1,0 +1,36 @@
+// The web app's entry: restores the session, then shows the page the address names, inside the
+// shell (sidebar) for signed-in pages, alone for the bare ones (setup, device, pair), or the
+// sign-in form first.
+import "./base.css";
+import "./shell.css";
+import "../components/components.css";
+import { render } from "preact";
+import { useEffect } from "preact/hooks";
+import { matchPath } from "./paths";
+import { ROUTES } from "./routes";
+import { address, startRouter } from "./router";
+import { loadOrgs, restoreSession, user } from "./session";
+import { Shell } from "./shell";
+import { SignIn } from "../components/SignIn";
+import { NotFound, Bare } from "../pages/misc";
+
+function App() {
+  const a = address.value;
+  const me = user.value;
+  useEffect(() => {
+    if (me) void loadOrgs();
+  }, [me?.id]);
+  const match = matchPath(a.path);
+  if (!match) return <Bare>{<NotFound />}</Bare>;
+  const route = ROUTES[match.pattern];
+  const Page = route.page;
+  if (route.public) return <Bare>{<Page params={match.params} address={a} />}</Bare>;
+  if (me === undefined) return <p id="loading" class="muted loading">Loading…</p>;
+  if (me === null) return <Bare>{<SignIn why={route.why} />}</Bare>;
+  const page = <Page key={match.pattern} params={match.params} address={a} />;
+  return route.bare ? <Bare>{page}</Bare> : <Shell>{page}</Shell>;
+}
+
+startRouter();
+void restoreSession();
+render(<App />, document.getElementById("app")!);

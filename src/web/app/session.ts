@@ -1,0 +1,75 @@
+// Who is signed in and in which organization they work, as signals every page reads. The
+// organization in use is the one the address names (?org=), else the one last picked in this
+// browser, else the first; the sidebar's switcher changes it.
+import { computed, signal } from "@preact/signals";
+import { listAll, refresh, watchSession } from "./api";
+import type { Org, Role, User } from "./types";
+
+/** undefined: not known yet (the session is being restored); null: nobody is signed in. */
+export const user = signal<User | null | undefined>(undefined);
+watchSession((u) => {
+  user.value = u;
+  if (!u) orgs.value = undefined;
+});
+
+/** The person's organizations; undefined until loaded. */
+export const orgs = signal<Org[] | undefined>(undefined);
+export const orgsError = signal<unknown>(null);
+const PICKED = "ao.org";
+const picked = signal<string | null>(readPicked());
+
+function readPicked(): string | null {
+  try {
+    return localStorage.getItem(PICKED);
+  } catch {
+    return null;
+  }
+}
+
+/** The id of the organization in use (one of the person's; null before they load or when there is none). */
+export const orgId = computed<string | null>(() => {
+  const list = orgs.value ?? [];
+  const p = picked.value;
+  return p && list.some((o) => o.id === p) ? p : (list[0]?.id ?? null);
+});
+/** The organization in use, when it is one of the person's. */
+export const org = computed<Org | null>(() => orgs.value?.find((o) => o.id === orgId.value) ?? null);
+export const role = computed<Role | null>(() => org.value?.role ?? null);
+
+/** Makes `id` the organization in use (remembered in this browser when it is one of the person's). */
+export function useOrg(id: string) {
+  if (picked.value === id) return;
+  picked.value = id;
+  try {
+    if (orgs.value?.some((o) => o.id === id)) localStorage.setItem(PICKED, id);
+  } catch {}
+}
+
+/** Restores the session from the cookie (once per page load), then loads the organizations. */
+let restoring: Promise<void> | null = null;
+export function restoreSession(): Promise<void> {
+  restoring ??= refresh().then(
+    () => {},
+    (err) => {
+      // The server is unreachable or failing: the sign-in form says so.
+      user.value = null;
+      sessionError.value = err;
+    },
+  );
+  return restoring;
+}
+export const sessionError = signal<unknown>(null);
+
+export async function loadOrgs(): Promise<void> {
+  try {
+    orgs.value = await listAll<Org>("/orgs");
+    orgsError.value = null;
+  } catch (err) {
+    orgsError.value = err;
+    orgs.value ??= [];
+  }
+}
+
+/** Roles that may change things (create tasks, act on them); viewers only read. */
+export const canWrite = (r: Role | null) => r === "owner" || r === "admin" || r === "member";
+export const canAdmin = (r: Role | null) => r === "owner" || r === "admin";

@@ -1,0 +1,195 @@
+// The frame around every signed-in page: a sidebar with the organization switcher, the pages,
+// the count of tasks waiting for a person, and the person's menu (Account, Sign out). On a phone
+// the sidebar folds away behind a menu button.
+import type { ComponentChildren } from "preact";
+import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
+import { api, signOut } from "./api";
+import { address, navigate } from "./router";
+import { org, orgId, orgs, useOrg, user } from "./session";
+import { disconnect } from "./live";
+import { useFollow } from "../components/hooks";
+import { WAITING, type Page, type Task } from "./types";
+
+interface NavItem {
+  href: string;
+  label: string;
+  /** Whether the current address is this item's page. */
+  here: (path: string, query: URLSearchParams) => boolean;
+}
+
+const under = (prefix: string) => (path: string) => path === prefix || path.startsWith(`${prefix}/`);
+const NAV: NavItem[] = [
+  { href: "/tasks", label: "Tasks", here: (p, q) => under("/tasks")(p) && q.get("view") !== "board" },
+  { href: "/tasks?view=board", label: "Board", here: (p, q) => p === "/tasks" && q.get("view") === "board" },
+  { href: "/projects", label: "Projects", here: under("/projects") },
+  { href: "/workers", label: "Workers", here: under("/workers") },
+  { href: "/integrations", label: "Integrations", here: under("/integrations") },
+  { href: "/github", label: "GitHub", here: under("/github") },
+  { href: "/settings", label: "Settings", here: under("/settings") },
+];
+
+export function Shell({ children }: { children: ComponentChildren }) {
+  const open = useSignal(false);
+  const { path, query } = address.value;
+  // A new page closes the phone's menu.
+  useEffect(() => {
+    open.value = false;
+  }, [path, query.toString()]);
+  const me = user.value!;
+  return (
+    <div class={`shell${open.value ? " menu-open" : ""}`}>
+      <header class="topbar">
+        <button type="button" class="icon-button" aria-label="Menu" aria-expanded={open.value} aria-controls="sidebar" onClick={() => (open.value = !open.value)}>
+          ☰
+        </button>
+        <a class="brand" href="/tasks">
+          <img src="/assets/icon.svg" alt="" width="22" height="22" /> ao
+        </a>
+        <WaitingCount compact />
+      </header>
+      <aside id="sidebar" class="sidebar" aria-label="Navigation">
+        <a class="brand" href="/tasks">
+          <img src="/assets/icon.svg" alt="" width="22" height="22" /> ao
+        </a>
+        <OrgSwitcher />
+        <nav>
+          <ul>
+            {NAV.map((item) => (
+              <li key={item.href}>
+                <a href={item.href} class={item.here(path, query) ? "here" : ""} aria-current={item.here(path, query) ? "page" : undefined}>
+                  {item.label}
+                  {item.label === "Tasks" ? <WaitingCount /> : null}
+                </a>
+              </li>
+            ))}
+            {me.isAdmin ? (
+              <li>
+                <a href="/admin" class={under("/admin")(path) ? "here" : ""}>
+                  Admin
+                </a>
+              </li>
+            ) : null}
+          </ul>
+        </nav>
+        <PersonMenu />
+      </aside>
+      <div class="scrim" onClick={() => (open.value = false)} />
+      <main id="main" class="content">
+        {children}
+      </main>
+    </div>
+  );
+}
+
+function OrgSwitcher() {
+  const list = orgs.value;
+  if (!list || list.length === 0) return null;
+  const current = orgId.value ?? "";
+  return (
+    <div class="org-switch">
+      <label for="org-switch">Organization</label>
+      <select
+        id="org-switch"
+        value={current}
+        onChange={(e) => {
+          const id = e.currentTarget.value;
+          useOrg(id);
+          // The tasks list keeps its organization in the address; other pages read it from the session.
+          const { path, query } = address.value;
+          if (path === "/tasks") {
+            const q = new URLSearchParams({ org: id });
+            if (query.get("view")) q.set("view", query.get("view")!);
+            navigate(`/tasks?${q}`);
+          }
+        }}
+      >
+        {list.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.name}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+function PersonMenu() {
+  const me = user.value!;
+  return (
+    <details class="person">
+      <summary>
+        <span class="person-name">{me.name || me.email}</span>
+        {org.value ? <span class="muted person-role">{org.value.role}</span> : null}
+      </summary>
+      <ul>
+        <li>
+          <a href="/account">Account</a>
+        </li>
+        <li>
+          <button
+            type="button"
+            class="link"
+            id="sign-out"
+            onClick={async () => {
+              disconnect();
+              try {
+                await signOut();
+              } finally {
+                navigate("/");
+              }
+            }}
+          >
+            Sign out
+          </button>
+        </li>
+      </ul>
+    </details>
+  );
+}
+
+/**
+ * How many tasks of the organization in use wait for a person (needs_input, needs_approval),
+ * kept current over the socket; nothing when none do.
+ */
+function WaitingCount({ compact }: { compact?: boolean }) {
+  const id = orgId.value;
+  const waiting = useSignal<Set<string> | null>(null);
+  const load = async () => {
+    if (!id) return;
+    try {
+      const pages = await Promise.all(["needs_input", "needs_approval"].map((s) => api<Page<Task>>("GET", `/orgs/${encodeURIComponent(id)}/tasks?status=${s}&limit=200`)));
+      waiting.value = new Set(pages.flatMap((p) => p.items.map((t) => t.id)));
+    } catch {
+      waiting.value = null;
+    }
+  };
+  useEffect(() => {
+    waiting.value = null;
+  }, [id]);
+  useFollow(id, null, {
+    subscribed: () => void load(),
+    task: (t) => {
+      if (!waiting.value || t.orgId !== id) return;
+      const next = new Set(waiting.value);
+      if (WAITING.has(t.status)) next.add(t.id);
+      else next.delete(t.id);
+      waiting.value = next;
+    },
+  });
+  const n = waiting.value?.size ?? 0;
+  if (n === 0) return null;
+  const text = `${n} task${n === 1 ? "" : "s"} waiting for a person`;
+  if (compact) {
+    return (
+      <a class="waiting" href="/tasks?view=board" title={text} aria-label={text}>
+        {n}
+      </a>
+    );
+  }
+  return (
+    <span class="waiting" id="waiting-count" title={text} aria-label={text}>
+      {n}
+    </span>
+  );
+}

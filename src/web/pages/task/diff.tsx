@@ -1,0 +1,115 @@
+// The task's changes: branch, commit and counts from the task record, and the `changes.diff`
+// artifact rendered by diff2html. diff2html escapes file contents, but not every string it
+// places (a too-big hunk's header), so its output is sanitized before it is shown: only the
+// elements and attributes its templates use survive (no script, no handler, no style).
+import { html as diffHtml } from "diff2html";
+import "diff2html/bundles/css/diff2html.min.css";
+import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
+import { apiResponse } from "../../app/api";
+import type { Task } from "../../app/types";
+import { ErrorText } from "../../components/ui";
+
+export const DIFF_ARTIFACT = "changes.diff";
+const MAX_DIFF_BYTES = 2 * 1024 * 1024;
+
+export function Changes({ task, path }: { task: Task; path: string }) {
+  const c = task.changes;
+  const pr = task.pullRequest;
+  const artifact = task.artifacts?.find((a) => a.name === DIFF_ARTIFACT);
+  if (!c && !pr && !artifact) return null;
+  return (
+    <div class="card" id="changes">
+      <h2 class="first">Changes</h2>
+      {c ? (
+        <p id="changes-summary">
+          <strong>
+            {c.files} file{c.files === 1 ? "" : "s"}
+          </strong>{" "}
+          <span class="added">+{c.additions}</span> <span class="deleted">−{c.deletions}</span>
+          {c.branch ? (
+            <>
+              {" "}
+              on <code>{c.branch}</code>
+            </>
+          ) : null}
+          {c.base ? (
+            <>
+              {" "}
+              from <code>{c.base}</code>
+            </>
+          ) : null}
+          {c.commit ? (
+            <>
+              {" "}
+              · commit <code>{c.commit.slice(0, 12)}</code>
+            </>
+          ) : null}{" "}
+          · {c.pushed ? "pushed" : "not pushed"}
+        </p>
+      ) : null}
+      {pr ? (
+        <p id="pull-request">
+          Pull request{" "}
+          <a href={safeUrl(pr.url)} rel="noreferrer noopener" target="_blank">
+            #{pr.number}
+          </a>{" "}
+          <span class="status" data-status={pr.state}>
+            {pr.state}
+          </span>{" "}
+          <span class="muted">
+            from <code>{pr.headBranch}</code>
+          </span>
+        </p>
+      ) : null}
+      {artifact ? <DiffView key={artifact.createdAt} path={path} size={artifact.size} /> : null}
+    </div>
+  );
+}
+
+/** Only http(s) links: a javascript: URL from a bad record must not become a link. */
+const safeUrl = (url: string) => (/^https?:\/\//i.test(url) ? url : undefined);
+
+function DiffView({ path, size }: { path: string; size: number }) {
+  const html = useSignal<string | null>(null);
+  const error = useSignal<unknown>(null);
+  useEffect(() => {
+    if (size > MAX_DIFF_BYTES) return;
+    apiResponse("GET", `${path}/artifacts/${encodeURIComponent(DIFF_ARTIFACT)}`)
+      .then((r) => r.text())
+      .then(
+        (text) => (html.value = sanitize(diffHtml(text, { drawFileList: true, outputFormat: "line-by-line", matching: "lines", // Light or dark with the system, as the rest of the app.
+            colorScheme: "auto" as Parameters<typeof diffHtml>[1] extends infer C ? (C extends { colorScheme?: infer T } ? T : never) : never }))),
+        (err) => (error.value = err),
+      );
+  }, [path]);
+  if (size > MAX_DIFF_BYTES) return <p class="muted">The diff is too large to show here; download {DIFF_ARTIFACT} from the artifacts.</p>;
+  if (error.value) return <ErrorText id="diff-error" error={error.value} />;
+  if (html.value === null) return <p class="muted">Loading the diff…</p>;
+  // Sanitized above: only diff2html's own elements and attributes remain.
+  return <div id="diff" class="diff" dangerouslySetInnerHTML={{ __html: html.value }} />;
+}
+
+const ELEMENTS = new Set(["DIV", "SPAN", "TABLE", "TBODY", "THEAD", "TR", "TD", "TH", "A", "INS", "DEL", "OL", "UL", "LI", "SVG", "PATH", "LABEL", "INPUT", "COL", "COLGROUP", "P", "BR", "STRONG", "B", "I", "EM", "CODE", "PRE"]);
+const ATTRIBUTES = new Set(["class", "id", "href", "viewbox", "version", "width", "height", "d", "aria-hidden", "type", "title", "fill", "fill-rule"]);
+
+/** diff2html's output with everything but its own markup removed. */
+export function sanitize(html: string): string {
+  const doc = new DOMParser().parseFromString(`<body>${html}</body>`, "text/html");
+  const walk = (el: Element) => {
+    for (const child of [...el.children]) {
+      if (!ELEMENTS.has(child.tagName.toUpperCase())) {
+        child.remove();
+        continue;
+      }
+      for (const attr of [...child.attributes]) {
+        const name = attr.name.toLowerCase();
+        const bad = !ATTRIBUTES.has(name) || (name === "href" && !attr.value.startsWith("#")) || (name === "type" && attr.value !== "checkbox");
+        if (bad) child.removeAttribute(attr.name);
+      }
+      walk(child);
+    }
+  };
+  walk(doc.body);
+  return doc.body.innerHTML;
+}

@@ -1,0 +1,261 @@
+// "/tasks/:taskId": one task (SPEC §5, §11), the page the callbacks' `url` links to. The address
+// has no organization, so the task is looked for in the person's organizations (the one in use
+// first); then the page shows it and follows it live: the task's record, and its timeline as a
+// transcript, catching up on missed events after each (re)subscription.
+import "./task.css";
+import { useSignal } from "@preact/signals";
+import { useEffect, useRef } from "preact/hooks";
+import { ApiError, api } from "../../app/api";
+import type { PageProps } from "../../app/routes";
+import { canWrite, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
+import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
+import { useFollow } from "../../components/hooks";
+import { Time } from "../../components/Time";
+import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../components/ui";
+import { Actions } from "./actions";
+import { Artifacts } from "./artifacts";
+import { Changes } from "./diff";
+import { Plan } from "./plan";
+import { Transcript } from "./transcript";
+import { tokens, usd, who } from "./model";
+
+export function TaskPage({ params }: PageProps) {
+  const taskId = params.taskId ?? "";
+  const found = useSignal<{ org: Org; task: Task } | null | undefined>(undefined);
+  const error = useSignal<unknown>(null);
+  const mine = orgs.value;
+  useEffect(() => {
+    if (!mine) return;
+    found.value = undefined;
+    error.value = null;
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(taskId)) return void (found.value = null);
+    findTask(mine, taskId, orgInUse.value).then(
+      (f) => {
+        found.value = f;
+        if (f) useOrg(f.org.id);
+      },
+      (err) => {
+        found.value = null;
+        error.value = err;
+      },
+    );
+  }, [taskId, mine]);
+  if (found.value === undefined) {
+    return (
+      <Page title="Task" id="task-loading">
+        <Skeleton lines={6} />
+      </Page>
+    );
+  }
+  if (found.value === null) {
+    return (
+      <Page title="Task not found" id="missing">
+        <div class="card">
+          <p id="missing-text">There is no such task, or it is not in one of your organizations.</p>
+          <ErrorText id="missing-error" error={error.value} />
+          <p>
+            <a href="/tasks">All tasks</a>
+          </p>
+        </div>
+      </Page>
+    );
+  }
+  return <TaskView key={taskId} org={found.value.org} initial={found.value.task} />;
+}
+
+/** The task in whichever of the person's organizations holds it (404 from every other one). */
+async function findTask(list: Org[], taskId: string, first: string | null): Promise<{ org: Org; task: Task } | null> {
+  const orgsInOrder = [...list].sort((a, b) => (a.id === first ? -1 : b.id === first ? 1 : 0));
+  let failure: unknown = null;
+  // A few organizations at a time: most people have one or two.
+  for (let i = 0; i < orgsInOrder.length; i += 6) {
+    const batch = orgsInOrder.slice(i, i + 6);
+    const results = await Promise.allSettled(batch.map((o) => api<Task>("GET", `/orgs/${encodeURIComponent(o.id)}/tasks/${encodeURIComponent(taskId)}`)));
+    for (const [j, r] of results.entries()) {
+      if (r.status === "fulfilled") return { org: batch[j]!, task: r.value };
+      if (!(r.reason instanceof ApiError && r.reason.status === 404)) failure ??= r.reason;
+    }
+  }
+  if (failure) throw failure;
+  return null;
+}
+
+function TaskView({ org, initial }: { org: Org; initial: Task }) {
+  const task = useSignal(initial);
+  const events = useSignal<TaskEvent[]>([]);
+  const timelineError = useSignal<unknown>(null);
+  const projectName = useSignal<string | null>(null);
+  const pending = useSignal<string | null>(null);
+  const path = `/orgs/${encodeURIComponent(org.id)}/tasks/${encodeURIComponent(initial.id)}`;
+  const lastSeq = useRef(0);
+  /** Timeline work (fetches and live events) runs one piece at a time, so entries stay in order. */
+  const queue = useRef<Promise<void>>(Promise.resolve());
+  const t = task.value;
+
+  /** A newer record of the task (an answer, a fetch or the socket); older ones are ignored. */
+  const apply = (next: Task) => {
+    if (next.id !== task.value.id || next.updatedAt < task.value.updatedAt) return;
+    task.value = next;
+  };
+  const serial = (work: () => Promise<void> | void) => {
+    queue.current = queue.current
+      .then(work)
+      .then(() => void (timelineError.value = null))
+      .catch((err) => void (timelineError.value = err));
+  };
+  const append = (list: TaskEvent[]) => {
+    const fresh = list.filter((e) => e.seq > lastSeq.current);
+    if (fresh.length === 0) return;
+    lastSeq.current = fresh.at(-1)!.seq;
+    events.value = [...events.value, ...fresh];
+  };
+  /** Every event after the last one shown, page by page. */
+  const fetchEvents = async () => {
+    for (;;) {
+      const page = await api<ApiPage<TaskEvent>>("GET", `${path}/events?after=${lastSeq.current}&limit=200`);
+      append(page.items);
+      if (!page.nextCursor || page.items.length === 0) return;
+    }
+  };
+  useEffect(() => {
+    document.title = `${t.title} · ao`;
+  }, [t.title]);
+  useEffect(() => {
+    serial(fetchEvents);
+    api<{ name: string }>("GET", `/orgs/${encodeURIComponent(org.id)}/projects/${encodeURIComponent(initial.projectId)}`).then(
+      (p) => (projectName.value = p.name),
+      // The id stays shown: a project this page cannot read is no reason to fail the page.
+      () => {},
+    );
+  }, []);
+  const live = useFollow(org.id, initial.id, {
+    subscribed: () =>
+      serial(async () => {
+        await fetchEvents();
+        apply(await api<Task>("GET", path));
+      }),
+    task: apply,
+    event: (taskId, e) => {
+      if (taskId !== initial.id) return;
+      serial(async () => {
+        if (e.seq <= lastSeq.current) return;
+        if (e.seq === lastSeq.current + 1) append([e]);
+        // A gap: some were missed (a slow socket, say): fetch them in order.
+        else await fetchEvents();
+      });
+    },
+  });
+
+  const waiting = t.status === "needs_input" || t.status === "needs_approval";
+  const me = user.value;
+  const by = t.createdBy.type === "user" && t.createdBy.id === me?.id ? "you" : who(t.createdBy);
+  return (
+    <Page
+      title={t.title}
+      id="task"
+      heading={t.title}
+      actions={<LiveLine state={live.value} />}
+    >
+      <p class="muted task-where">
+        <a id="task-org" href={`/tasks?org=${encodeURIComponent(org.id)}`} title="The tasks of this organization">
+          {org.name}
+        </a>{" "}
+        · <span id="task-project">{projectName.value ?? t.projectId}</span> · <code id="task-id">{t.id}</code>
+      </p>
+      <div class="task-grid">
+        <div class="task-main">
+          <div class="card">
+            <p class="status-line">
+              <StatusBadge status={t.status}>
+                <span id="task-status" data-status={t.status}>
+                  {pending.value ?? `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`}
+                </span>
+              </StatusBadge>
+            </p>
+            {t.needs ? (
+              <div id="task-needs" class={`needs${waiting ? " attention" : ""}`}>
+                <strong id="task-needs-kind">{waiting ? `Waiting for your ${t.needs.kind === "approval" ? "approval" : "input"}:` : `Asked for ${t.needs.kind === "approval" ? "approval" : "input"}:`}</strong>
+                <p id="task-needs-message" class="pre">
+                  {t.needs.message}
+                </p>
+              </div>
+            ) : null}
+            {t.summary ? (
+              <div id="task-summary-group">
+                <h2>Summary</h2>
+                <p id="task-summary" class="pre">
+                  {t.summary}
+                </p>
+              </div>
+            ) : null}
+            <h2>Prompt</h2>
+            <pre id="task-prompt" class="prompt">
+              {t.prompt}
+            </pre>
+          </div>
+          <Changes task={t} path={path} />
+          <Plan task={t} org={org} path={path} />
+          <div class="card" id="timeline-card">
+            <h2 class="first">Session</h2>
+            <Transcript events={events.value} />
+            <ErrorText id="timeline-error" error={timelineError.value} />
+          </div>
+        </div>
+        <aside class="task-side">
+          <Actions task={t} path={path} canAct={canWrite(org.role)} onTask={apply} pending={pending} />
+          <div class="card">
+            <dl id="task-facts" class="facts">
+              <dt>Kind</dt>
+              <dd>{t.kind}</dd>
+              <dt>Priority</dt>
+              <dd>{t.priority}</dd>
+              <dt>Project</dt>
+              <dd>{projectName.value ?? t.projectId}</dd>
+              {t.review ? (
+                <>
+                  <dt>Review</dt>
+                  <dd>{`${t.review.base} → ${t.review.head}`}</dd>
+                </>
+              ) : null}
+              <dt>Worker</dt>
+              <dd>{t.worker?.name ?? t.workerId ?? "—"}</dd>
+              {t.parentId ? (
+                <>
+                  <dt>Proposed by</dt>
+                  <dd>
+                    <a href={`/tasks/${encodeURIComponent(t.parentId)}`}>the plan</a>
+                  </dd>
+                </>
+              ) : null}
+              <dt>Created</dt>
+              <dd>
+                <Time iso={t.createdAt} /> by {by}
+              </dd>
+              <dt>Started</dt>
+              <dd>{t.startedAt ? <Time iso={t.startedAt} /> : "—"}</dd>
+              <dt>Finished</dt>
+              <dd>{t.finishedAt ? <Time iso={t.finishedAt} /> : "—"}</dd>
+              <dt>Updated</dt>
+              <dd>
+                <Time iso={t.updatedAt} />
+              </dd>
+              {t.usage ? (
+                <>
+                  <dt>Usage</dt>
+                  <dd id="task-usage">
+                    {`${tokens(t.usage.inputTokens)} in, ${tokens(t.usage.outputTokens)} out`}
+                    {t.usage.cacheReadTokens || t.usage.cacheWriteTokens ? `, cache ${tokens(t.usage.cacheReadTokens)} read / ${tokens(t.usage.cacheWriteTokens)} written` : ""}
+                    {t.usage.model ? ` · ${t.usage.model}` : ""}
+                  </dd>
+                  <dt>Cost</dt>
+                  <dd id="task-cost">{usd(t.usage.costUsd)}</dd>
+                </>
+              ) : null}
+            </dl>
+          </div>
+          <Artifacts path={path} list={t.artifacts ?? []} />
+        </aside>
+      </div>
+    </Page>
+  );
+}

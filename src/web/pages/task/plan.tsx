@@ -1,0 +1,78 @@
+// A plan's proposed tasks, Apply plan once it completed, and the tasks it made.
+import { useSignal } from "@preact/signals";
+import { useEffect } from "preact/hooks";
+import { api } from "../../app/api";
+import { canWrite } from "../../app/session";
+import type { Org, Page, Task } from "../../app/types";
+import { useBusy } from "../../components/hooks";
+import { ErrorText, StatusBadge } from "../../components/ui";
+import { truncate } from "./model";
+
+export function Plan({ task, org, path }: { task: Task; org: Org; path: string }) {
+  const children = useSignal<Task[] | null>(null);
+  const error = useSignal<unknown>(null);
+  const [busy, run] = useBusy();
+  useEffect(() => {
+    if (task.kind !== "plan") return;
+    api<Page<Task>>("GET", `/orgs/${encodeURIComponent(org.id)}/tasks?parentId=${encodeURIComponent(task.id)}&limit=200`).then(
+      // Newest first from the API; the plan's own order is the order they were made in.
+      (p) => (children.value = [...p.items].reverse()),
+      (err) => (error.value = err),
+    );
+  }, [task.id]);
+  const proposed = task.kind === "plan" && task.plan && Array.isArray(task.plan.tasks) ? task.plan.tasks : null;
+  const made = children.value ?? [];
+  if (!proposed && made.length === 0) return null;
+  const apply = () =>
+    run(async () => {
+      error.value = null;
+      try {
+        const answer = await api<{ tasks: Task[] }>("POST", `${path}/apply-plan`);
+        children.value = answer.tasks;
+      } catch (err) {
+        error.value = err;
+      }
+    });
+  return (
+    <div id="plan-card" class="card">
+      <h2 class="first">Plan</h2>
+      {proposed ? (
+        <>
+          <p class="muted">The tasks this plan proposes:</p>
+          <ol id="plan-tasks" class="plan">
+            {proposed.map((p, i) => {
+              const item = (p && typeof p === "object" ? p : {}) as Record<string, unknown>;
+              return (
+                <li key={i}>
+                  <strong>{typeof item.title === "string" ? item.title : "(untitled)"}</strong>
+                  {[item.priority, item.kind].map((x) => (typeof x === "string" ? <span class="badge"> {x}</span> : null))}
+                  {typeof item.prompt === "string" ? <p class="muted pre">{truncate(item.prompt, 300)}</p> : null}
+                </li>
+              );
+            })}
+          </ol>
+        </>
+      ) : null}
+      <ErrorText id="plan-error" error={error.value} />
+      {proposed && task.status === "completed" && made.length === 0 && canWrite(org.role) ? (
+        <div class="actions" id="plan-actions">
+          <button type="button" id="plan-apply" class="primary" disabled={busy.value} onClick={() => void apply()}>
+            Apply plan
+          </button>
+        </div>
+      ) : null}
+      {made.length > 0 ? (
+        <div id="plan-children-group">
+          <h2>Created tasks</h2>
+          <ul id="plan-children" class="links">
+            {made.map((c) => (
+              <li key={c.id}>
+                <a href={`/tasks/${encodeURIComponent(c.id)}`}>{c.title}</a> <StatusBadge status={c.status} />
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,127 @@
+// The New task form (SPEC §5): project by name, title, prompt, priority and kind (a review also
+// names its base and head). The server judges the input; its complaints show beside the fields.
+import { useSignal } from "@preact/signals";
+import { useEffect, useRef } from "preact/hooks";
+import { api, fieldErrors } from "../../app/api";
+import { navigate } from "../../app/router";
+import { KINDS, PRIORITIES, type Project, type Role, type Task } from "../../app/types";
+import { useBusy } from "../../components/hooks";
+import { ErrorText, Field, submit } from "../../components/ui";
+
+export function NewTask({ orgId, role, projects, onClose }: { orgId: string; role: Role | null; projects: Project[]; onClose: () => void }) {
+  const v = useSignal({ projectId: projects[0]?.id ?? "", title: "", prompt: "", priority: "MEDIUM", kind: "task", base: "", head: "" });
+  const error = useSignal<unknown>(null);
+  const fields = useSignal<Record<string, string>>({});
+  const [busy, run] = useBusy();
+  const title = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (projects.length) title.current?.focus();
+  }, []);
+  if (projects.length === 0) {
+    return (
+      <div class="card" id="new-task">
+        <h2 class="first">New task</h2>
+        <p id="new-task-no-projects">
+          This organization has no project yet, and every task belongs to one. <a href="/projects">Make a project first</a>: name it and add the repository the agents work on.
+        </p>
+      </div>
+    );
+  }
+  const set = (k: keyof typeof v.value) => (e: { currentTarget: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement }) => (v.value = { ...v.value, [k]: e.currentTarget.value });
+  const go = () =>
+    void run(async () => {
+      error.value = null;
+      fields.value = {};
+      const x = v.value;
+      const body: Record<string, unknown> = { projectId: x.projectId, title: x.title, prompt: x.prompt, priority: x.priority, kind: x.kind };
+      if (x.kind === "review") body.review = { base: x.base.trim(), head: x.head.trim() };
+      try {
+        const task = await api<Task>("POST", `/orgs/${encodeURIComponent(orgId)}/tasks`, body);
+        navigate(`/tasks/${encodeURIComponent(task.id)}`);
+      } catch (err) {
+        fields.value = fieldErrors(err);
+        error.value = err;
+      }
+    });
+  const f = fields.value;
+  const review = v.value.kind === "review";
+  return (
+    <div class="card" id="new-task">
+      <div class="card-head">
+        <h2 class="first">New task</h2>
+        <button type="button" class="link" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      {role === "viewer" ? (
+        <p id="new-task-viewer" class="muted">
+          Your role here is viewer: the server refuses new tasks from viewers.
+        </p>
+      ) : null}
+      <form
+        id="new-task-form"
+        noValidate
+        onSubmit={submit(go)}
+        onKeyDown={(e) => {
+          if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            go();
+          }
+        }}
+      >
+        <div class="form-grid">
+          <Field id="new-project" label="Project" error={f.projectId}>
+            <select id="new-project" name="projectId" required value={v.value.projectId} onChange={set("projectId")}>
+              {projects.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field id="new-priority" label="Priority" error={f.priority}>
+            <select id="new-priority" name="priority" value={v.value.priority} onChange={set("priority")}>
+              {PRIORITIES.map((p) => (
+                <option key={p} value={p}>
+                  {p}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field id="new-kind" label="Kind" error={f.kind}>
+            <select id="new-kind" name="kind" value={v.value.kind} onChange={set("kind")}>
+              {KINDS.map((k) => (
+                <option key={k} value={k}>
+                  {k}
+                </option>
+              ))}
+            </select>
+          </Field>
+        </div>
+        <Field id="new-title" label={<>Title <span class="muted">(one line, at most 200 characters)</span></>} error={f.title}>
+          <input ref={title} id="new-title" name="title" type="text" maxLength={200} required autoComplete="off" value={v.value.title} onInput={set("title")} />
+        </Field>
+        <Field id="new-prompt" label={<>Prompt <span class="muted">(what the agent should do)</span></>} error={f.prompt}>
+          <textarea id="new-prompt" name="prompt" rows={5} maxLength={100000} required value={v.value.prompt} onInput={set("prompt")} />
+        </Field>
+        {review ? (
+          <div id="new-review-group" class="form-grid">
+            <Field id="new-base" label={<>Base <span class="muted">(branch or commit)</span></>} error={f["review.base"] ?? f.review}>
+              <input id="new-base" name="base" type="text" autoComplete="off" spellcheck={false} value={v.value.base} onInput={set("base")} />
+            </Field>
+            <Field id="new-head" label={<>Head <span class="muted">(branch or commit)</span></>} error={f["review.head"]}>
+              <input id="new-head" name="head" type="text" autoComplete="off" spellcheck={false} value={v.value.head} onInput={set("head")} />
+            </Field>
+          </div>
+        ) : null}
+        <ErrorText id="new-task-error" error={error.value} />
+        <div class="actions">
+          <button type="submit" class="primary" disabled={busy.value}>
+            Create task
+          </button>
+          <span class="hint">Ctrl+Enter creates it.</span>
+        </div>
+      </form>
+    </div>
+  );
+}
