@@ -1,9 +1,12 @@
 // The pieces the management pages share: loading a resource into signals, a form's state with
-// the API's field errors, and small views. Generic components come from src/web/components.
+// the API's field errors (by field, for components/ui's Field), a section of a page, the line
+// saying what the person's role allows. The generic components are in src/web/components.
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import { signal, useSignal, type Signal } from "@preact/signals";
 import { ApiError, errorText, fieldErrors } from "../app/api";
+import { Time } from "../components/Time";
+import "./kit.css";
 
 export interface Resource<T> {
   data: Signal<T | undefined>;
@@ -136,55 +139,21 @@ export function RoleNote({ children }: { children: ComponentChildren }) {
 
 export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-// ---- placeholders until the framework's shared components arrive (swapped after the merge) ----
-
-/** A labelled form control with the API's complaint about it beside it. */
-export function Field({ label, error, hint, children, id }: { label: string; error?: string; hint?: ComponentChildren; children: ComponentChildren; id?: string }) {
-  return (
-    <label class={`field${error ? " invalid" : ""}`} id={id}>
-      <span class="field-label">{label}</span>
-      {children}
-      {hint ? <span class="field-hint muted">{hint}</span> : null}
-      {error ? (
-        <span class="field-error" role="alert">
-          {error}
-        </span>
-      ) : null}
-    </label>
-  );
-}
-
-const rtf = typeof Intl !== "undefined" ? new Intl.RelativeTimeFormat("en", { numeric: "auto", style: "short" }) : null;
-export function relative(at: string, now = Date.now()): string {
-  const sec = Math.round((Date.parse(at) - now) / 1000);
-  const abs = Math.abs(sec);
-  if (!rtf || Number.isNaN(sec)) return at;
-  if (abs < 45) return "just now";
-  if (abs < 3600) return rtf.format(Math.round(sec / 60), "minute");
-  if (abs < 86400) return rtf.format(Math.round(sec / 3600), "hour");
-  if (abs < 86400 * 30) return rtf.format(Math.round(sec / 86400), "day");
-  return new Date(at).toLocaleDateString("en-GB", { year: "numeric", month: "short", day: "numeric" });
-}
-
-/** "3 min ago", the exact time on hover. */
+/** A moment as "3 min ago" (exact on hover), or `empty` when there is none. */
 export function When({ at, empty = "never" }: { at: string | null | undefined; empty?: string }) {
-  if (!at) return <span class="muted">{empty}</span>;
-  return (
-    <time dateTime={at} title={new Date(at).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC")}>
-      {relative(at)}
-    </time>
-  );
+  return at ? <Time iso={at} /> : <span class="muted">{empty}</span>;
 }
 
-/** What a list shows when it has nothing, saying what to do next. */
+/** An empty list's one line saying what to do next (components/ui's EmptyState look). */
 export function Empty({ children, id }: { children: ComponentChildren; id?: string }) {
   return (
     <div class="empty" id={id}>
-      {children}
+      <p class="empty-title">{children}</p>
     </div>
   );
 }
 
+/** Copies `text` (a command, a URL) to the clipboard; says so for a moment. */
 export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
   const done = useSignal(false);
   return (
@@ -203,55 +172,5 @@ export function CopyButton({ text, label = "Copy" }: { text: string; label?: str
     >
       {done.value ? "Copied" : label}
     </button>
-  );
-}
-
-/** A secret shown once: the value, a copy button and a warning that it will not be shown again. */
-export function Secret({ label, value, onDone, id }: { label: string; value: string; onDone?: () => void; id?: string }) {
-  return (
-    <div class="secret" role="status" id={id}>
-      <p>
-        <strong>{label}</strong> Copy it now: it is not shown again.
-      </p>
-      <div class="secret-row">
-        <code class="secret-value">{value}</code>
-        <CopyButton text={value} />
-        {onDone ? (
-          <button type="button" onClick={onDone}>
-            Done
-          </button>
-        ) : null}
-      </div>
-    </div>
-  );
-}
-
-/** A button that asks before it acts (a second click on "Yes, …" confirms). */
-export function ConfirmButton({ label, question, confirm, onConfirm, disabled, class: cls }: { label: string; question: string; confirm: string; onConfirm: () => void | Promise<void>; disabled?: boolean; class?: string }) {
-  const asking = useSignal(false);
-  if (!asking.value) {
-    return (
-      <button type="button" class={cls} disabled={disabled} onClick={() => (asking.value = true)}>
-        {label}
-      </button>
-    );
-  }
-  return (
-    <span class="confirm" role="group" aria-label={question}>
-      <span>{question}</span>
-      <button
-        type="button"
-        class="danger"
-        onClick={async () => {
-          asking.value = false;
-          await onConfirm();
-        }}
-      >
-        {confirm}
-      </button>
-      <button type="button" onClick={() => (asking.value = false)}>
-        Cancel
-      </button>
-    </span>
   );
 }

@@ -4,7 +4,9 @@ import { useSignal } from "@preact/signals";
 import { api, errorText, listAll, signOut } from "../../app/api";
 import { user } from "../../app/session";
 import type { SessionRecord, UserRecord } from "../../app/records";
-import { ConfirmButton, Field, LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
+import { LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { ConfirmButton, Field, Page } from "../../components/ui";
 import { TwoFactor } from "./two-factor";
 import { Tokens } from "./tokens";
 import "./account.css";
@@ -28,11 +30,11 @@ function Profile() {
   return (
     <Section id="profile" title="Profile">
       <form onSubmit={save} class="inline-form" id="profile-form">
-        <Field label="Email">
-          <input value={me.email} readOnly />
+        <Field id="profile-email" label="Email">
+          <input id="profile-email" value={me.email} readOnly />
         </Field>
-        <Field label="Name" error={form.fields.value.name} hint="Shown to your organizations instead of your email">
-          <input name="name" value={name.value} onInput={(e) => ((name.value = e.currentTarget.value), (saved.value = false))} maxLength={100} required />
+        <Field id="profile-name" label="Name" error={form.fields.value.name} hint="Shown to your organizations instead of your email">
+          <input id="profile-name" name="name" value={name.value} onInput={(e) => ((name.value = e.currentTarget.value), (saved.value = false))} maxLength={100} required />
         </Field>
         <button type="submit" disabled={form.busy.value}>
           Save
@@ -69,7 +71,7 @@ function Sessions() {
     <Section
       id="sessions"
       title="Sessions"
-      actions={<ConfirmButton class="danger" label="Sign out everywhere" question="Sign out of every session, this one too?" confirm="Yes, sign out everywhere" onConfirm={everywhere} />}
+      actions={<ConfirmButton danger label="Sign out everywhere" question="Sign out of every session, this one too?" confirmLabel="Yes, sign out everywhere" onConfirm={everywhere} />}
     >
       <p class="muted">Each sign-in in a browser or with ao on the command line. Personal API tokens are not sessions: revoke them above.</p>
       <Problem text={failed.value} />
@@ -91,17 +93,14 @@ function Sessions() {
   );
 }
 
-export function AccountPage() {
+export function AccountPage(_: PageProps) {
   if (!user.value) return null;
   return (
-    <div class="page account-page">
-      <header class="page-head">
-        <h1>Account</h1>
-      </header>
+    <Page title="Account" id="account-page">
       <Profile />
       <TwoFactor />
       <Tokens />
       <Sessions />
-    </div>
+    </Page>
   );
 }

@@ -5,7 +5,8 @@ import { api, errorText, listAll } from "../../app/api";
 import { orgs, orgId } from "../../app/session";
 import type { Role } from "../../app/types";
 import type { ApiToken } from "../../app/records";
-import { ConfirmButton, Empty, Field, LoadFailed, Problem, Secret, Section, useForm, useResource, When } from "../kit";
+import { Empty, LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
+import { ConfirmButton, Field, SecretOnce } from "../../components/ui";
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
 const ROLES: Role[] = ["owner", "admin", "member", "viewer"];
@@ -58,13 +59,13 @@ export function Tokens() {
       <p class="muted">
         For <code>ao</code> in scripts and CI (<code>AO_TOKEN</code>). A token works in one organization, with at most the role you have there.
       </p>
-      {created.value ? <Secret id="token-secret" label={`Token “${created.value.name}” created.`} value={created.value.token} onDone={() => (created.value = null)} /> : null}
+      {created.value ? <SecretOnce id="token-secret" label={`Token “${created.value.name}” created.`} value={created.value.token} /> : null}
       <form onSubmit={create} class="grid-form" id="token-form">
-        <Field label="Token name" error={form.fields.value.name}>
-          <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} placeholder="CI on main" />
+        <Field id="token-name" label="Token name" error={form.fields.value.name}>
+          <input id="token-name" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} placeholder="CI on main" />
         </Field>
-        <Field label="Organization" error={form.fields.value.orgId}>
-          <select name="orgId" value={chosen?.id ?? ""} onChange={(e) => (org.value = e.currentTarget.value)}>
+        <Field id="token-orgId" label="Organization" error={form.fields.value.orgId}>
+          <select id="token-orgId" name="orgId" value={chosen?.id ?? ""} onChange={(e) => (org.value = e.currentTarget.value)}>
             {myOrgs.map((o) => (
               <option key={o.id} value={o.id}>
                 {o.name}
@@ -72,8 +73,8 @@ export function Tokens() {
             ))}
           </select>
         </Field>
-        <Field label="Role" error={form.fields.value.role}>
-          <select name="role" value={role.value} onChange={(e) => (role.value = e.currentTarget.value as Role | "")}>
+        <Field id="token-role" label="Role" error={form.fields.value.role}>
+          <select id="token-role" name="role" value={role.value} onChange={(e) => (role.value = e.currentTarget.value as Role | "")}>
             <option value="">my role ({chosen?.role ?? "—"})</option>
             {ROLES.filter((r) => chosen && RANK[r] < RANK[chosen.role]).map((r) => (
               <option key={r} value={r}>
@@ -82,8 +83,8 @@ export function Tokens() {
             ))}
           </select>
         </Field>
-        <Field label="Expires" error={form.fields.value.expiresAt} hint="Empty: never">
-          <input name="expires" type="date" value={expires.value} onInput={(e) => (expires.value = e.currentTarget.value)} />
+        <Field id="token-expires" label="Expires" error={form.fields.value.expiresAt} hint="Empty: never">
+          <input id="token-expires" name="expires" type="date" value={expires.value} onInput={(e) => (expires.value = e.currentTarget.value)} />
         </Field>
         <div class="form-actions">
           <button type="submit" disabled={form.busy.value || !chosen}>
@@ -127,7 +128,7 @@ export function Tokens() {
                     <When at={t.expiresAt} empty="never" />
                   </td>
                   <td class="actions">
-                    <ConfirmButton label="Revoke" question={`Revoke ${t.name}?`} confirm="Yes, revoke" onConfirm={() => revoke(t)} />
+                    <ConfirmButton label="Revoke" question={`Revoke ${t.name}?`} confirmLabel="Yes, revoke" onConfirm={() => revoke(t)} />
                   </td>
                 </tr>
               ))}

@@ -3,7 +3,8 @@
 import { useSignal } from "@preact/signals";
 import { api } from "../../app/api";
 import { user } from "../../app/session";
-import { CopyButton, Field, Problem, Secret, Section, useForm } from "../kit";
+import { CopyButton, Problem, Section, useForm } from "../kit";
+import { Field, SecretOnce } from "../../components/ui";
 import { QrCode } from "./qr";
 
 /** "JBSWY3DPEHPK3PXP" as "JBSW Y3DP EHPK 3PXP", easier to type from the screen. */
@@ -47,7 +48,7 @@ export function TwoFactor() {
     <Section id="two-factor" title="Two-factor sign-in">
       {recovery.value ? (
         <div id="recovery-codes">
-          <Secret label="Two-factor sign-in is on. These are your recovery codes." value={recovery.value.join(" ")} onDone={() => (recovery.value = null)} />
+          <SecretOnce id="recovery-secret" label="Two-factor sign-in is on. These are your recovery codes, all in one line." value={recovery.value.join(" ")} />
           <p class="muted">Each works once instead of a code, if you lose your authenticator. Keep them somewhere safe.</p>
           <ol class="codes">
             {recovery.value.map((c) => (
@@ -64,8 +65,8 @@ export function TwoFactor() {
           <p>
             <span class="badge ok">On</span> Signing in asks for a code from your authenticator app.
           </p>
-          <Field label="Code to turn it off" error={off.fields.value.code} hint="A current code or a recovery code">
-            <input name="code" autocomplete="one-time-code" value={code.value} onInput={(e) => (code.value = e.currentTarget.value)} required maxLength={64} />
+          <Field id="tfa-code" label="Code to turn it off" error={off.fields.value.code} hint="A current code or a recovery code">
+            <input id="tfa-code" name="code" autocomplete="one-time-code" value={code.value} onInput={(e) => (code.value = e.currentTarget.value)} required maxLength={64} />
           </Field>
           <button type="submit" class="danger" disabled={off.busy.value}>
             Turn off two-factor sign-in
@@ -102,8 +103,8 @@ export function TwoFactor() {
               Or type the key: <code id="totp-key">{grouped(enrolment.value.secret)}</code> <CopyButton text={enrolment.value.secret} label="Copy key" />
             </p>
             <p>2. Enter the 6-digit code it shows.</p>
-            <Field label="Code from the app" error={confirm.fields.value.code}>
-              <input
+            <Field id="tfa-code-from-the-app" label="Code from the app" error={confirm.fields.value.code}>
+              <input id="tfa-code-from-the-app"
                 name="code"
                 inputMode="numeric"
                 autocomplete="one-time-code"

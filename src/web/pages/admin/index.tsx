@@ -4,7 +4,9 @@ import { useSignal } from "@preact/signals";
 import { api, listAll } from "../../app/api";
 import { user } from "../../app/session";
 import type { UserRecord } from "../../app/records";
-import { Empty, Field, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { Field, Page } from "../../components/ui";
 
 function CreateUser({ onCreated }: { onCreated: (u: UserRecord) => void }) {
   const email = useSignal("");
@@ -24,14 +26,14 @@ function CreateUser({ onCreated }: { onCreated: (u: UserRecord) => void }) {
   };
   return (
     <form onSubmit={create} class="grid-form" id="user-form">
-      <Field label="Email" error={form.fields.value.email}>
-        <input name="email" type="email" value={email.value} onInput={(e) => (email.value = e.currentTarget.value)} required maxLength={254} autocomplete="off" />
+      <Field id="user-email" label="Email" error={form.fields.value.email}>
+        <input id="user-email" name="email" type="email" value={email.value} onInput={(e) => (email.value = e.currentTarget.value)} required maxLength={254} autocomplete="off" />
       </Field>
-      <Field label="Name" error={form.fields.value.name}>
-        <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} maxLength={100} />
+      <Field id="user-name" label="Name" error={form.fields.value.name}>
+        <input id="user-name" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} maxLength={100} />
       </Field>
-      <Field label="Initial password" error={form.fields.value.password} hint="At least 8 characters; tell it to them privately">
-        <input name="password" type="password" value={password.value} onInput={(e) => (password.value = e.currentTarget.value)} required minLength={8} autocomplete="new-password" />
+      <Field id="user-password" label="Initial password" error={form.fields.value.password} hint="At least 8 characters; tell it to them privately">
+        <input id="user-password" name="password" type="password" value={password.value} onInput={(e) => (password.value = e.currentTarget.value)} required minLength={8} autocomplete="new-password" />
       </Field>
       <label class="check">
         <input type="checkbox" checked={admin.value} onChange={(e) => (admin.value = e.currentTarget.checked)} />
@@ -47,27 +49,21 @@ function CreateUser({ onCreated }: { onCreated: (u: UserRecord) => void }) {
   );
 }
 
-export function AdminPage() {
+export function AdminPage(_: PageProps) {
   const me = user.value;
   const isAdmin = me?.isAdmin ?? false;
   const users = useResource(() => (isAdmin ? listAll<UserRecord>("/admin/users") : Promise.resolve([])), [isAdmin]);
   const created = useSignal<string | null>(null);
   if (!isAdmin) {
     return (
-      <div class="page admin-page">
-        <header class="page-head">
-          <h1>Administration</h1>
-        </header>
+      <Page title="Administration" id="admin-page">
         <RoleNote>Only instance administrators manage this server's users. Ask one to create accounts for your team.</RoleNote>
-      </div>
+      </Page>
     );
   }
   const list = users.data.value;
   return (
-    <div class="page admin-page">
-      <header class="page-head">
-        <h1>Administration</h1>
-      </header>
+    <Page title="Administration" id="admin-page">
       <Section id="new-user" title="New user">
         <CreateUser
           onCreated={(u) => {
@@ -113,6 +109,6 @@ export function AdminPage() {
           </div>
         ) : null}
       </Section>
-    </div>
+    </Page>
   );
 }

@@ -5,8 +5,10 @@ import { useSignal } from "@preact/signals";
 import { api, ApiError, errorText, listAll } from "../../app/api";
 import { address, navigate } from "../../app/router";
 import { canAdmin, canWrite, orgId, role } from "../../app/session";
-import type { CodeHost, HostedRepository, Page, ProjectRecord } from "../../app/records";
-import { Empty, Field, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { CodeHost, HostedRepository, Page as ListPage, ProjectRecord } from "../../app/records";
+import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { Field, Page } from "../../components/ui";
 import "./github.css";
 
 /** Posts the manifest to GitHub as the form field `manifest` (GitHub's manifest flow takes a form post, not an API call). */
@@ -42,14 +44,14 @@ function CreateApp({ id, projects }: { id: string; projects: ProjectRecord[] }) 
   };
   return (
     <form onSubmit={create} class="grid-form" id="app-form">
-      <Field label="App name" error={form.fields.value.name} hint="Unique at GitHub; empty: ao and this server's host">
-        <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} maxLength={34} />
+      <Field id="gh-name" label="App name" error={form.fields.value.name} hint="Unique at GitHub; empty: ao and this server's host">
+        <input id="gh-name" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} maxLength={34} />
       </Field>
-      <Field label="GitHub organization" error={form.fields.value.organization} hint="Empty: your personal account owns the app">
-        <input name="organization" value={owner.value} onInput={(e) => (owner.value = e.currentTarget.value)} placeholder="acme" />
+      <Field id="gh-organization" label="GitHub organization" error={form.fields.value.organization} hint="Empty: your personal account owns the app">
+        <input id="gh-organization" name="organization" value={owner.value} onInput={(e) => (owner.value = e.currentTarget.value)} placeholder="acme" />
       </Field>
-      <Field label="Project for issues and comments" error={form.fields.value.projectId} hint="Of repositories no project holds">
-        <select name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
+      <Field id="gh-projectId" label="Project for issues and comments" error={form.fields.value.projectId} hint="Of repositories no project holds">
+        <select id="gh-projectId" name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
           <option value="">the oldest project (or a new one named GitHub)</option>
           {projects.map((p) => (
             <option key={p.id} value={p.id}>
@@ -72,7 +74,7 @@ function SyncedRepositories({ id, write }: { id: string; write: boolean }) {
   const q = useSignal("");
   const cursor = useSignal<string | null>(null);
   const page = useResource(
-    () => api<Page<HostedRepository>>("GET", `/orgs/${id}/codehost/repositories?limit=50${q.value ? `&q=${encodeURIComponent(q.value)}` : ""}${cursor.value ? `&cursor=${encodeURIComponent(cursor.value)}` : ""}`),
+    () => api<ListPage<HostedRepository>>("GET", `/orgs/${id}/codehost/repositories?limit=50${q.value ? `&q=${encodeURIComponent(q.value)}` : ""}${cursor.value ? `&cursor=${encodeURIComponent(cursor.value)}` : ""}`),
     [id, q.value, cursor.value],
   );
   const failed = useSignal<string | null>(null);
@@ -138,19 +140,19 @@ function CreateRepository({ id, owners }: { id: string; owners: string[] }) {
   return (
     <Section id="create-repository" title="Create a repository">
       <form onSubmit={create} class="grid-form" id="repository-create-form">
-        <Field label="Owner" error={form.fields.value.owner} hint="An organization the app is installed on, or your connected account">
-          <input name="owner" list="repo-owners" value={owner.value} onInput={(e) => (owner.value = e.currentTarget.value)} required />
+        <Field id="gh-owner" label="Owner" error={form.fields.value.owner} hint="An organization the app is installed on, or your connected account">
+          <input id="gh-owner" name="owner" list="repo-owners" value={owner.value} onInput={(e) => (owner.value = e.currentTarget.value)} required />
           <datalist id="repo-owners">
             {owners.map((o) => (
               <option key={o} value={o} />
             ))}
           </datalist>
         </Field>
-        <Field label="Repository name" error={form.fields.value.name}>
-          <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} pattern="[A-Za-z0-9._-]+" />
+        <Field id="gh-name-2" label="Repository name" error={form.fields.value.name}>
+          <input id="gh-name-2" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} pattern="[A-Za-z0-9._-]+" />
         </Field>
-        <Field label="Description" error={form.fields.value.description}>
-          <input name="description" value={description.value} onInput={(e) => (description.value = e.currentTarget.value)} maxLength={350} />
+        <Field id="gh-description" label="Description" error={form.fields.value.description}>
+          <input id="gh-description" name="description" value={description.value} onInput={(e) => (description.value = e.currentTarget.value)} maxLength={350} />
         </Field>
         <label class="check">
           <input type="checkbox" checked={priv.value} onChange={(e) => (priv.value = e.currentTarget.checked)} />
@@ -184,7 +186,7 @@ function Outcome() {
   ) : null;
 }
 
-export function GitHubPage() {
+export function GitHubPage(_: PageProps) {
   const id = orgId.value;
   const status = useResource(
     () =>
@@ -231,11 +233,8 @@ export function GitHubPage() {
   };
   const owners = [...new Set([...(s?.installations.map((i) => i.account.login) ?? []), ...(s?.connection ? [s.connection.login] : [])])];
   return (
-    <div class="page github-page">
-      <header class="page-head">
-        <h1>GitHub</h1>
-        <p class="muted">Connect a GitHub App: repositories to pick for projects, tasks' branches pushed and pull requests opened.</p>
-      </header>
+    <Page title="GitHub" id="github-page">
+      <p class="muted">Connect a GitHub App: repositories to pick for projects, tasks' branches pushed and pull requests opened.</p>
       <Outcome />
       <Problem text={failed.value} />
       {status.error.value && s === undefined ? <LoadFailed error={status.error.value} retry={status.reload} /> : null}
@@ -321,6 +320,6 @@ export function GitHubPage() {
           {s.app && canWrite(r) && owners.length ? <CreateRepository id={id} owners={owners} /> : null}
         </>
       ) : null}
-    </div>
+    </Page>
   );
 }

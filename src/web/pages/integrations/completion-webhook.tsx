@@ -3,7 +3,8 @@
 import { useSignal } from "@preact/signals";
 import { api, ApiError, errorText } from "../../app/api";
 import type { Plugin, ProjectRecord } from "../../app/records";
-import { ConfirmButton, Field, LoadFailed, Problem, Secret, Section, useForm, useResource } from "../kit";
+import { LoadFailed, Problem, Section, useForm, useResource } from "../kit";
+import { ConfirmButton, Field, SecretOnce } from "../../components/ui";
 import { Deliveries } from "./deliveries";
 
 export function CompletionWebhook({ orgId, projects }: { orgId: string; projects: ProjectRecord[] }) {
@@ -28,7 +29,7 @@ export function CompletionWebhook({ orgId, projects }: { orgId: string; projects
         <code>X-Svc-Signature</code>.
       </p>
       {plugin.error.value && current === undefined ? <LoadFailed error={plugin.error.value} retry={plugin.reload} /> : null}
-      {secret.value ? <Secret id="plugin-secret" label="The webhook's secret." value={secret.value} onDone={() => (secret.value = null)} /> : null}
+      {secret.value ? <SecretOnce id="plugin-secret" label="The webhook's secret." value={secret.value} /> : null}
       {current !== undefined ? (
         <PluginForm
           key={current?.id ?? "new"}
@@ -46,7 +47,7 @@ export function CompletionWebhook({ orgId, projects }: { orgId: string; projects
           <ConfirmButton
             label="Rotate secret"
             question="Make a new secret? The old one stops at once."
-            confirm="Yes, rotate"
+            confirmLabel="Yes, rotate"
             onConfirm={async () => {
               failed.value = null;
               try {
@@ -61,11 +62,10 @@ export function CompletionWebhook({ orgId, projects }: { orgId: string; projects
           <button type="button" onClick={() => (log.value = !log.value)} aria-expanded={log.value}>
             {log.value ? "Hide deliveries" : "Deliveries"}
           </button>
-          <ConfirmButton
-            class="danger"
+          <ConfirmButton danger
             label="Remove"
             question="Remove the completion webhook?"
-            confirm="Yes, remove"
+            confirmLabel="Yes, remove"
             onConfirm={async () => {
               failed.value = null;
               try {
@@ -100,11 +100,11 @@ function PluginForm({ base, current, projects, onSaved }: { base: string; curren
   };
   return (
     <form onSubmit={save} class="grid-form" id="plugin-form">
-      <Field label="Webhook URL" error={form.fields.value.url}>
-        <input name="url" type="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} required maxLength={2048} placeholder="https://chat.example.com/hooks/ao" />
+      <Field id="plugin-url" label="Webhook URL" error={form.fields.value.url}>
+        <input id="plugin-url" name="url" type="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} required maxLength={2048} placeholder="https://chat.example.com/hooks/ao" />
       </Field>
-      <Field label="Tasks of" error={form.fields.value.projectId}>
-        <select name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
+      <Field id="plugin-projectId" label="Tasks of" error={form.fields.value.projectId}>
+        <select id="plugin-projectId" name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
           <option value="">every project</option>
           {projects.map((p) => (
             <option key={p.id} value={p.id}>

@@ -5,7 +5,9 @@ import { useSignal } from "@preact/signals";
 import { api, errorText, listAll } from "../../app/api";
 import { canAdmin, orgId, role } from "../../app/session";
 import type { Integration, IntegrationKind, ProjectRecord } from "../../app/records";
-import { ConfirmButton, CopyButton, Empty, Field, LoadFailed, Problem, RoleNote, Secret, Section, useForm, useResource } from "../kit";
+import { CopyButton, Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { ConfirmButton, Field, Page, SecretOnce } from "../../components/ui";
 import { Deliveries } from "./deliveries";
 import { CompletionWebhook } from "./completion-webhook";
 import "./integrations.css";
@@ -59,7 +61,7 @@ const bodyOf = (d: Draft, creating: boolean) => {
 };
 const fieldOf = (f: string) => (f.startsWith("config.") ? f.slice("config.".length) : f);
 
-function IntegrationForm({ projects, initial, creating, onSaved, onCancel }: { projects: ProjectRecord[]; initial: Draft; creating: boolean; onSaved: (i: Integration & { secret?: string }) => void; onCancel?: () => void }) {
+function IntegrationForm({ idp, projects, initial, creating, onSaved, onCancel }: { idp: string; projects: ProjectRecord[]; initial: Draft; creating: boolean; onSaved: (i: Integration & { secret?: string }) => void; onCancel?: () => void }) {
   const d = useSignal<Draft>(initial);
   const form = useForm();
   const set = (patch: Partial<Draft>) => (d.value = { ...d.value, ...patch });
@@ -77,8 +79,8 @@ function IntegrationForm({ projects, initial, creating, onSaved, onCancel }: { p
   return (
     <form onSubmit={submit} class="grid-form integration-form">
       {creating ? (
-        <Field label="Kind" error={form.fields.value.kind}>
-          <select name="kind" value={v.kind} onChange={(e) => set({ kind: e.currentTarget.value as IntegrationKind })}>
+        <Field id={`${idp}-kind`} label="Kind" error={form.fields.value.kind}>
+          <select id={`${idp}-kind`} name="kind" value={v.kind} onChange={(e) => set({ kind: e.currentTarget.value as IntegrationKind })}>
             {(Object.keys(KIND_NAME) as IntegrationKind[]).map((k) => (
               <option key={k} value={k}>
                 {KIND_NAME[k]}
@@ -87,11 +89,11 @@ function IntegrationForm({ projects, initial, creating, onSaved, onCancel }: { p
           </select>
         </Field>
       ) : null}
-      <Field label="Name" error={form.fields.value.name}>
-        <input name="name" value={v.name} onInput={(e) => set({ name: e.currentTarget.value })} required maxLength={100} placeholder={v.kind === "signed_json" ? "CI pipeline" : "shop repository"} />
+      <Field id={`${idp}-name`} label="Name" error={form.fields.value.name}>
+        <input id={`${idp}-name`} name="name" value={v.name} onInput={(e) => set({ name: e.currentTarget.value })} required maxLength={100} placeholder={v.kind === "signed_json" ? "CI pipeline" : "shop repository"} />
       </Field>
-      <Field label="Project" error={form.fields.value.projectId} hint="Tasks it makes go here">
-        <select name="projectId" value={v.projectId} onChange={(e) => set({ projectId: e.currentTarget.value })} required>
+      <Field id={`${idp}-projectId`} label="Project" error={form.fields.value.projectId} hint="Tasks it makes go here">
+        <select id={`${idp}-projectId`} name="projectId" value={v.projectId} onChange={(e) => set({ projectId: e.currentTarget.value })} required>
           {projects.map((p) => (
             <option key={p.id} value={p.id}>
               {p.name}
@@ -100,16 +102,16 @@ function IntegrationForm({ projects, initial, creating, onSaved, onCancel }: { p
         </select>
       </Field>
       {v.kind === "signed_json" ? (
-        <Field label="Callback URL" error={form.fields.value.callbackUrl} hint="Optional: where the outcome of its tasks is POSTed">
-          <input name="callbackUrl" type="url" value={v.callbackUrl} onInput={(e) => set({ callbackUrl: e.currentTarget.value })} placeholder="https://ci.example.com/ao" />
+        <Field id={`${idp}-callbackUrl`} label="Callback URL" error={form.fields.value.callbackUrl} hint="Optional: where the outcome of its tasks is POSTed">
+          <input id={`${idp}-callbackUrl`} name="callbackUrl" type="url" value={v.callbackUrl} onInput={(e) => set({ callbackUrl: e.currentTarget.value })} placeholder="https://ci.example.com/ao" />
         </Field>
       ) : (
         <>
-          <Field label="Label" error={form.fields.value.label} hint="Issues and pull requests with it become tasks (default ao)">
-            <input name="label" value={v.label} onInput={(e) => set({ label: e.currentTarget.value })} maxLength={100} placeholder="ao" />
+          <Field id={`${idp}-label`} label="Label" error={form.fields.value.label} hint="Issues and pull requests with it become tasks (default ao)">
+            <input id={`${idp}-label`} name="label" value={v.label} onInput={(e) => set({ label: e.currentTarget.value })} maxLength={100} placeholder="ao" />
           </Field>
-          <Field label="Comment command" error={form.fields.value.command} hint="Comments starting with it become tasks (default /ao)">
-            <input name="command" value={v.command} onInput={(e) => set({ command: e.currentTarget.value })} maxLength={50} placeholder="/ao" />
+          <Field id={`${idp}-command`} label="Comment command" error={form.fields.value.command} hint="Comments starting with it become tasks (default /ao)">
+            <input id={`${idp}-command`} name="command" value={v.command} onInput={(e) => set({ command: e.currentTarget.value })} maxLength={50} placeholder="/ao" />
           </Field>
         </>
       )}
@@ -177,8 +179,8 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
           <span>{i.enabled ? "Enabled" : "Disabled"}</span>
         </label>
       </header>
-      {secret.value ? <Secret label="New secret. The old one stopped working." value={secret.value} onDone={() => (secret.value = null)} /> : null}
-      <dl class="facts">
+      {secret.value ? <SecretOnce id={`rotated-${i.id}`} label="New secret. The old one stopped working." value={secret.value} /> : null}
+      <dl class="facts-grid">
         <div>
           <dt>Hook URL</dt>
           <dd class="url">
@@ -213,17 +215,18 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
         <button type="button" onClick={() => (editing.value = !editing.value)} aria-expanded={editing.value}>
           Edit
         </button>
-        <ConfirmButton label="Rotate secret" question="Make a new secret? The old one stops at once." confirm="Yes, rotate" onConfirm={rotate} />
+        <ConfirmButton label="Rotate secret" question="Make a new secret? The old one stops at once." confirmLabel="Yes, rotate" onConfirm={rotate} />
         {i.kind === "signed_json" ? (
           <button type="button" onClick={() => (log.value = !log.value)} aria-expanded={log.value}>
             {log.value ? "Hide deliveries" : "Deliveries"}
           </button>
         ) : null}
-        <ConfirmButton class="danger" label="Delete" question={`Delete ${i.name}? Its tasks stay.`} confirm="Yes, delete" onConfirm={remove} />
+        <ConfirmButton danger label="Delete" question={`Delete ${i.name}? Its tasks stay.`} confirmLabel="Yes, delete" onConfirm={remove} />
       </div>
       <Problem text={failed.value} />
       {editing.value ? (
         <IntegrationForm
+          idp={`integration-${i.id}`}
           projects={projects}
           creating={false}
           initial={{ id: i.id, kind: i.kind, name: i.name, projectId: i.projectId, callbackUrl: i.callbackUrl ?? "", label: i.config.label ?? "", command: i.config.command ?? "" } as Draft}
@@ -239,7 +242,7 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
   );
 }
 
-export function IntegrationsPage() {
+export function IntegrationsPage(_: PageProps) {
   const id = orgId.value;
   const manage = canAdmin(role.value);
   const integrations = useResource(() => (id && manage ? listAll<Integration>(`/orgs/${id}/integrations`) : Promise.resolve([])), [id, manage]);
@@ -248,23 +251,17 @@ export function IntegrationsPage() {
   if (!id) return <Empty>You are in no organization yet.</Empty>;
   if (!manage) {
     return (
-      <div class="page integrations-page">
-        <header class="page-head">
-          <h1>Integrations</h1>
-        </header>
+      <Page title="Integrations" id="integrations-page">
         <RoleNote>Only owners and admins see and manage integrations (they hold secrets). Ask one of them to connect GitHub, GitLab or your CI.</RoleNote>
-      </div>
+      </Page>
     );
   }
   const list = integrations.data.value;
   const ps = projects.data.value ?? [];
   const set = (i: Integration) => (integrations.data.value = (integrations.data.value ?? []).map((x) => (x.id === i.id ? i : x)));
   return (
-    <div class="page integrations-page">
-      <header class="page-head">
-        <h1>Integrations</h1>
-        <p class="muted">Turn issues, comments, pull requests and CI requests into tasks, and tell the sender how they ended.</p>
-      </header>
+    <Page title="Integrations" id="integrations-page">
+      <p class="muted">Turn issues, comments, pull requests and CI requests into tasks, and tell the sender how they ended.</p>
       <Section id="new-integration" title="New integration">
         {projects.data.value && ps.length === 0 ? (
           <Empty>
@@ -273,6 +270,7 @@ export function IntegrationsPage() {
         ) : null}
         {ps.length > 0 ? (
           <IntegrationForm
+            idp="integration"
             key={ps[0]!.id}
             projects={ps}
             creating
@@ -286,7 +284,7 @@ export function IntegrationsPage() {
         ) : null}
         {created.value ? (
           <div id="created-integration">
-            <Secret id="integration-secret" label={`${created.value.name} created. Its secret:`} value={created.value.secret} onDone={() => (created.value = null)} />
+            <SecretOnce id="integration-secret" label={`${created.value.name} created. Its secret:`} value={created.value.secret} />
             <p>
               Send to <code>{created.value.hookUrl}</code> <CopyButton text={created.value.hookUrl} label="Copy URL" />
             </p>
@@ -301,6 +299,6 @@ export function IntegrationsPage() {
         ))}
       </Section>
       <CompletionWebhook orgId={id} projects={ps} />
-    </div>
+    </Page>
   );
 }

@@ -4,7 +4,8 @@
 import { useSignal } from "@preact/signals";
 import { api } from "../../app/api";
 import type { ProjectRecord } from "../../app/records";
-import { Field, Problem, Section, useForm } from "../kit";
+import { Problem, Section, useForm } from "../kit";
+import { Field } from "../../components/ui";
 import { formOf, policyField, policyOf, type PolicyForm } from "./policy";
 
 const AGENTS = ["claude", "codex", "exec"];
@@ -33,15 +34,15 @@ export function Knowledge({ project, write, onChanged }: { project: ProjectRecor
   const errors = form.fields.value;
   const ro = !write;
   const rules = (key: "allow" | "ask" | "deny", label: string, hint: string) => (
-    <Field label={label} error={errors[key]} hint={hint}>
-      <textarea name={`agent-${key}`} rows={3} value={v[key]} readOnly={ro} onInput={(e) => set({ [key]: e.currentTarget.value })} spellcheck={false} class="mono" />
+    <Field id="policy-agent-" label={label} error={errors[key]} hint={hint}>
+      <textarea id="policy-agent-" name={`agent-${key}`} rows={3} value={v[key]} readOnly={ro} onInput={(e) => set({ [key]: e.currentTarget.value })} spellcheck={false} class="mono" />
     </Field>
   );
   return (
     <Section id="knowledge" title="Knowledge and policy">
       <form onSubmit={save} id="policy-form" class="policy-form">
-        <Field label="Knowledge" error={errors.knowledge} hint="Handed to every agent working on the project: conventions, how to test, what not to touch.">
-          <textarea name="knowledge" rows={6} value={knowledge.value} readOnly={ro} onInput={(e) => ((knowledge.value = e.currentTarget.value), (saved.value = false))} maxLength={100_000} />
+        <Field id="policy-knowledge" label="Knowledge" error={errors.knowledge} hint="Handed to every agent working on the project: conventions, how to test, what not to touch.">
+          <textarea id="policy-knowledge" name="knowledge" rows={6} value={knowledge.value} readOnly={ro} onInput={(e) => ((knowledge.value = e.currentTarget.value), (saved.value = false))} maxLength={100_000} />
         </Field>
         <fieldset>
           <legend>Agent permissions</legend>
@@ -54,8 +55,8 @@ export function Knowledge({ project, write, onChanged }: { project: ProjectRecor
             {rules("ask", "Ask", "A person approves each")}
             {rules("deny", "Deny", "Refused")}
           </div>
-          <Field label="Anything else" error={errors.default}>
-            <select name="default" value={v.default} disabled={ro} onChange={(e) => set({ default: e.currentTarget.value as PolicyForm["default"] })}>
+          <Field id="policy-default" label="Anything else" error={errors.default}>
+            <select id="policy-default" name="default" value={v.default} disabled={ro} onChange={(e) => set({ default: e.currentTarget.value as PolicyForm["default"] })}>
               <option value="">built-in rules (read and edit in the checkout allowed; shell and network ask)</option>
               <option value="allow">allow</option>
               <option value="ask">ask</option>
@@ -65,21 +66,21 @@ export function Knowledge({ project, write, onChanged }: { project: ProjectRecor
         </fieldset>
         <fieldset class="grid-form">
           <legend>Budgets and results</legend>
-          <Field label="Per task (US$)" error={errors.perTaskUsd} hint="Over it, the task pauses and asks to continue">
-            <input name="perTaskUsd" inputMode="decimal" value={v.perTaskUsd} readOnly={ro} onInput={(e) => set({ perTaskUsd: e.currentTarget.value })} placeholder="no limit" />
+          <Field id="policy-perTaskUsd" label="Per task (US$)" error={errors.perTaskUsd} hint="Over it, the task pauses and asks to continue">
+            <input id="policy-perTaskUsd" name="perTaskUsd" inputMode="decimal" value={v.perTaskUsd} readOnly={ro} onInput={(e) => set({ perTaskUsd: e.currentTarget.value })} placeholder="no limit" />
           </Field>
-          <Field label="Per day (US$)" error={errors.perDayUsd} hint="Over it, no new task starts until tomorrow (UTC)">
-            <input name="perDayUsd" inputMode="decimal" value={v.perDayUsd} readOnly={ro} onInput={(e) => set({ perDayUsd: e.currentTarget.value })} placeholder="no limit" />
+          <Field id="policy-perDayUsd" label="Per day (US$)" error={errors.perDayUsd} hint="Over it, no new task starts until tomorrow (UTC)">
+            <input id="policy-perDayUsd" name="perDayUsd" inputMode="decimal" value={v.perDayUsd} readOnly={ro} onInput={(e) => set({ perDayUsd: e.currentTarget.value })} placeholder="no limit" />
           </Field>
-          <Field label="Pull requests" error={errors.pullRequests} hint="For repositories of the GitHub app">
-            <select name="pullRequests" value={v.pullRequests} disabled={ro} onChange={(e) => set({ pullRequests: e.currentTarget.value as PolicyForm["pullRequests"] })}>
+          <Field id="policy-pullRequests" label="Pull requests" error={errors.pullRequests} hint="For repositories of the GitHub app">
+            <select id="policy-pullRequests" name="pullRequests" value={v.pullRequests} disabled={ro} onChange={(e) => set({ pullRequests: e.currentTarget.value as PolicyForm["pullRequests"] })}>
               <option value="open">open a pull request</option>
               <option value="draft">open a draft</option>
               <option value="off">only push the branch</option>
             </select>
           </Field>
-          <Field label="Preferred agent" error={errors.preferredAgent}>
-            <select name="preferredAgent" value={v.preferredAgent} disabled={ro} onChange={(e) => set({ preferredAgent: e.currentTarget.value })}>
+          <Field id="policy-preferredAgent" label="Preferred agent" error={errors.preferredAgent}>
+            <select id="policy-preferredAgent" name="preferredAgent" value={v.preferredAgent} disabled={ro} onChange={(e) => set({ preferredAgent: e.currentTarget.value })}>
               <option value="">any the worker has</option>
               {AGENTS.concat(v.preferredAgent && !AGENTS.includes(v.preferredAgent) ? [v.preferredAgent] : []).map((a) => (
                 <option key={a} value={a}>

@@ -6,7 +6,8 @@ import { useEffect } from "preact/hooks";
 import { api, ApiError, errorText, listAll } from "../../app/api";
 import { navigate } from "../../app/router";
 import type { CloneStatus, HostedRepository, Page, ProjectRecord, Repository, WorkerRecord } from "../../app/records";
-import { ConfirmButton, Empty, Field, Problem, Section, useForm, useResource, When } from "../kit";
+import { Empty, Problem, Section, useForm, useResource, When } from "../kit";
+import { ConfirmButton, Field } from "../../components/ui";
 
 type Change = { project: ProjectRecord; repository: Repository };
 
@@ -27,11 +28,11 @@ function AddByUrl({ project, onChanged }: { project: ProjectRecord; onChanged: (
   };
   return (
     <form onSubmit={add} class="grid-form" id="repository-form">
-      <Field label="Repository URL" error={form.fields.value.url} hint="https://host/owner/name.git, ssh://… or git@host:owner/name.git">
-        <input name="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} required maxLength={2048} placeholder="https://github.com/acme/shop.git" />
+      <Field id="repo-url" label="Repository URL" error={form.fields.value.url} hint="https://host/owner/name.git, ssh://… or git@host:owner/name.git">
+        <input id="repo-url" name="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} required maxLength={2048} placeholder="https://github.com/acme/shop.git" />
       </Field>
-      <Field label="Branch" error={form.fields.value.branch} hint="Empty: main">
-        <input name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} placeholder="main" />
+      <Field id="repo-branch" label="Branch" error={form.fields.value.branch} hint="Empty: main">
+        <input id="repo-branch" name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} placeholder="main" />
       </Field>
       <div class="form-actions">
         <button type="submit" disabled={form.busy.value}>
@@ -113,11 +114,11 @@ function EditRepository({ project, repo, onChanged, onClose }: { project: Projec
   };
   return (
     <form onSubmit={save} class="grid-form repo-edit">
-      <Field label="Name" error={form.fields.value.name}>
-        <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} />
+      <Field id={`repo-name-${repo.id}`} label="Name" error={form.fields.value.name}>
+        <input id={`repo-name-${repo.id}`} name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} />
       </Field>
-      <Field label="Branch" error={form.fields.value.branch}>
-        <input name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} required />
+      <Field id={`repo-branch-${repo.id}`} label="Branch" error={form.fields.value.branch}>
+        <input id={`repo-branch-${repo.id}`} name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} required />
       </Field>
       <div class="form-actions">
         <button type="submit" disabled={form.busy.value}>
@@ -269,9 +270,9 @@ function RepositoryRow({ project, repo, others, workers, write, onChanged }: { p
             </button>
           ) : null}
           {project.repositories.length > 1 ? (
-            <ConfirmButton label="Split" question={`Make ${repo.name} a project of its own?`} confirm="Yes, split" onConfirm={split} />
+            <ConfirmButton label="Split" question={`Make ${repo.name} a project of its own?`} confirmLabel="Yes, split" onConfirm={split} />
           ) : null}
-          <ConfirmButton class="danger" label="Remove" question={`Remove ${repo.name} from ${project.name}?`} confirm="Yes, remove" onConfirm={remove} />
+          <ConfirmButton danger label="Remove" question={`Remove ${repo.name} from ${project.name}?`} confirmLabel="Yes, remove" onConfirm={remove} />
         </div>
       ) : null}
       <Problem text={failed.value} />

@@ -31,7 +31,7 @@ export function Usage({ project }: { project: ProjectRecord }) {
       ) : null}
       {u && (u.totals.tasks > 0 || max > 0) ? (
         <div class="usage">
-          <dl class="facts totals">
+          <dl class="facts-grid totals">
             <div>
               <dt>Cost</dt>
               <dd id="usage-cost">{usd(u.totals.costUsd)}</dd>

@@ -5,7 +5,9 @@ import { api, listAll } from "../../app/api";
 import { navigate } from "../../app/router";
 import { canWrite, orgId, role } from "../../app/session";
 import type { ProjectRecord } from "../../app/records";
-import { Empty, Field, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { Field, Page } from "../../components/ui";
 import "./projects.css";
 
 function CreateProject({ onCreated }: { onCreated: (p: ProjectRecord) => void }) {
@@ -28,11 +30,11 @@ function CreateProject({ onCreated }: { onCreated: (p: ProjectRecord) => void })
   };
   return (
     <form onSubmit={create} class="grid-form" id="project-form">
-      <Field label="Project name" error={form.fields.value.name}>
-        <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} placeholder="shop" />
+      <Field id="project-name" label="Project name" error={form.fields.value.name}>
+        <input id="project-name" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} placeholder="shop" />
       </Field>
-      <Field label="Repository URL" error={form.fields.value.url} hint="Optional; more on the project's page (or pick from GitHub there)">
-        <input name="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} placeholder="https://github.com/acme/shop.git" maxLength={2048} />
+      <Field id="project-url" label="Repository URL" error={form.fields.value.url} hint="Optional; more on the project's page (or pick from GitHub there)">
+        <input id="project-url" name="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} placeholder="https://github.com/acme/shop.git" maxLength={2048} />
       </Field>
       <div class="form-actions">
         <button type="submit" class="primary" disabled={form.busy.value}>
@@ -44,7 +46,7 @@ function CreateProject({ onCreated }: { onCreated: (p: ProjectRecord) => void })
   );
 }
 
-export function ProjectsPage() {
+export function ProjectsPage(_: PageProps) {
   const id = orgId.value;
   const archived = useSignal(false);
   const projects = useResource(() => (id ? listAll<ProjectRecord>(`/orgs/${id}/projects${archived.value ? "?archived=true" : ""}`) : Promise.resolve([])), [id, archived.value]);
@@ -52,11 +54,8 @@ export function ProjectsPage() {
   if (!id) return <Empty>You are in no organization yet. Ask an owner to add you.</Empty>;
   const list = projects.data.value;
   return (
-    <div class="page projects-page">
-      <header class="page-head">
-        <h1>Projects</h1>
-        <p class="muted">A project is what tasks run in: its repositories, what agents should know, and the rules they follow.</p>
-      </header>
+    <Page title="Projects" id="projects-page">
+      <p class="muted">A project is what tasks run in: its repositories, what agents should know, and the rules they follow.</p>
       {write ? (
         <Section id="new-project" title="New project">
           <CreateProject onCreated={(p) => navigate(`/projects/${p.id}`)} />
@@ -101,6 +100,6 @@ export function ProjectsPage() {
           </ul>
         ) : null}
       </Section>
-    </div>
+    </Page>
   );
 }

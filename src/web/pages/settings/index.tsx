@@ -5,7 +5,9 @@ import { api, ApiError, errorText, listAll } from "../../app/api";
 import { canAdmin, loadOrgs, org, orgId, role, user } from "../../app/session";
 import type { Role } from "../../app/types";
 import type { Member, OrgRecord } from "../../app/records";
-import { ConfirmButton, Empty, Field, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { ConfirmButton, Field, Page } from "../../components/ui";
 import "./settings.css";
 
 const ROLES: Role[] = ["owner", "admin", "member", "viewer"];
@@ -45,8 +47,8 @@ function Organization({ record, manage, onSaved }: { record: OrgRecord; manage: 
   return (
     <Section id="organization" title="Organization">
       <form onSubmit={rename} class="inline-form" id="org-form">
-        <Field label="Organization name" error={form.fields.value.name}>
-          <input name="name" value={name.value} onInput={(e) => ((name.value = e.currentTarget.value), (saved.value = null))} readOnly={!manage} required maxLength={100} />
+        <Field id="org-name" label="Organization name" error={form.fields.value.name}>
+          <input id="org-name" name="name" value={name.value} onInput={(e) => ((name.value = e.currentTarget.value), (saved.value = null))} readOnly={!manage} required maxLength={100} />
         </Field>
         {manage ? (
           <button type="submit" disabled={form.busy.value || name.value === record.name}>
@@ -138,11 +140,11 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
     <Section id="members" title="Members">
       {manage ? (
         <form onSubmit={add} class="grid-form" id="invite-form">
-          <Field label="Email" error={invite.fields.value.email}>
-            <input name="email" type="email" value={email.value} onInput={(e) => (email.value = e.currentTarget.value)} required maxLength={254} placeholder="someone@example.com" />
+          <Field id="org-email" label="Email" error={invite.fields.value.email}>
+            <input id="org-email" name="email" type="email" value={email.value} onInput={(e) => (email.value = e.currentTarget.value)} required maxLength={254} placeholder="someone@example.com" />
           </Field>
-          <Field label="Role" error={invite.fields.value.role}>
-            <select name="role" value={newRole.value} onChange={(e) => (newRole.value = e.currentTarget.value as Role)}>
+          <Field id="org-role" label="Role" error={invite.fields.value.role}>
+            <select id="org-role" name="role" value={newRole.value} onChange={(e) => (newRole.value = e.currentTarget.value as Role)}>
               {assignable.map((r) => (
                 <option key={r} value={r}>
                   {r} — {ROLE_HELP[r]}
@@ -209,7 +211,7 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
                     </td>
                     {manage ? (
                       <td class="actions">
-                        {!locked ? <ConfirmButton label="Remove" question={`Remove ${m.email}?`} confirm="Yes, remove" onConfirm={() => remove(m)} /> : null}
+                        {!locked ? <ConfirmButton label="Remove" question={`Remove ${m.email}?`} confirmLabel="Yes, remove" onConfirm={() => remove(m)} /> : null}
                       </td>
                     ) : null}
                   </tr>
@@ -223,7 +225,7 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
   );
 }
 
-export function SettingsPage() {
+export function SettingsPage(_: PageProps) {
   const id = orgId.value;
   const record = useResource(() => (id ? api<OrgRecord>("GET", `/orgs/${id}`) : Promise.resolve(undefined)), [id]);
   const r = role.value;
@@ -231,15 +233,12 @@ export function SettingsPage() {
   if (!id) return <Empty>You are in no organization yet. Ask an owner to add you, or create one.</Empty>;
   const current = record.data.value;
   return (
-    <div class="page settings-page">
-      <header class="page-head">
-        <h1>Settings</h1>
-        <p class="muted">{org.value?.name}</p>
-      </header>
+    <Page title="Settings" id="settings-page">
+      <p class="muted">{org.value?.name}</p>
       {!manage ? <RoleNote>You are a {r ?? "guest"} here: only owners and admins change these settings.</RoleNote> : null}
       {record.error.value && !current ? <LoadFailed error={record.error.value} retry={record.reload} /> : null}
       {current ? <Organization key={current.id} record={current} manage={manage} onSaved={(o) => (record.data.value = o)} /> : null}
       {current ? <Members id={id} manage={manage} myRole={current.role} /> : null}
-    </div>
+    </Page>
   );
 }

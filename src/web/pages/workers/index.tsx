@@ -6,7 +6,9 @@ import { api, errorText, listAll } from "../../app/api";
 import { canAdmin, orgId, role } from "../../app/session";
 import type { Task } from "../../app/types";
 import type { WorkerRecord, WorkerStatus } from "../../app/records";
-import { ConfirmButton, CopyButton, Empty, Field, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { CopyButton, Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import type { PageProps } from "../../app/routes";
+import { ConfirmButton, Field, Page } from "../../components/ui";
 import "./workers.css";
 
 const STATUS_TEXT: Record<WorkerStatus, string> = { online: "online", offline: "offline", pending_approval: "waiting for approval", revoked: "revoked" };
@@ -51,11 +53,11 @@ function Editor({ worker, onSaved, onClose }: { worker: WorkerRecord; onSaved: (
   };
   return (
     <form onSubmit={save} class="grid-form worker-edit">
-      <Field label="Worker name" error={form.fields.value.name}>
-        <input name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} />
+      <Field id={`worker-name-${worker.id}`} label="Worker name" error={form.fields.value.name}>
+        <input id={`worker-name-${worker.id}`} name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} />
       </Field>
-      <Field label="Labels" error={form.fields.value.labels} hint="Separated by commas: lower-case letters, digits and . _ : -">
-        <input name="labels" value={labels.value} onInput={(e) => (labels.value = e.currentTarget.value)} />
+      <Field id={`worker-labels-${worker.id}`} label="Labels" error={form.fields.value.labels} hint="Separated by commas: lower-case letters, digits and . _ : -">
+        <input id={`worker-labels-${worker.id}`} name="labels" value={labels.value} onInput={(e) => (labels.value = e.currentTarget.value)} />
       </Field>
       <div class="form-actions">
         <button type="submit" disabled={form.busy.value}>
@@ -101,18 +103,17 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
           </button>
         ) : null}
         {manage && !revoked ? (
-          <ConfirmButton
-            class="danger"
+          <ConfirmButton danger
             label="Revoke"
             question={`Revoke ${worker.name}? Its credential stops at once and its running tasks go back to the queue.`}
-            confirm="Yes, revoke"
+            confirmLabel="Yes, revoke"
             onConfirm={() => act("DELETE", "", { status: "revoked", revokedAt: new Date().toISOString() })}
           />
         ) : null}
       </header>
       <Problem text={failed.value} />
       {editing.value ? <Editor worker={worker} onSaved={onChange} onClose={() => (editing.value = false)} /> : null}
-      <dl class="facts">
+      <dl class="facts-grid">
         <div>
           <dt>Host</dt>
           <dd>{worker.hostname}</dd>
@@ -185,7 +186,7 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
   );
 }
 
-export function WorkersPage() {
+export function WorkersPage(_: PageProps) {
   const id = orgId.value;
   const workers = useResource(() => (id ? listAll<WorkerRecord>(`/orgs/${id}/workers`) : Promise.resolve([])), [id]);
   const running = useResource(
@@ -207,13 +208,10 @@ export function WorkersPage() {
   const list = [...(workers.data.value ?? [])].sort((a, b) => ORDER[a.status] - ORDER[b.status]);
   const update = (w: WorkerRecord) => (workers.data.value = (workers.data.value ?? []).map((x) => (x.id === w.id ? w : x)));
   return (
-    <div class="page workers-page">
-      <header class="page-head">
-        <h1>Workers</h1>
-        <p class="muted" id="workers-summary">
-          {list.filter((w) => w.status === "online").length} online · {list.filter((w) => w.status === "pending_approval").length} waiting for approval
-        </p>
-      </header>
+    <Page title="Workers" id="workers-page">
+      <p class="muted" id="workers-summary">
+        {list.filter((w) => w.status === "online").length} online · {list.filter((w) => w.status === "pending_approval").length} waiting for approval
+      </p>
       {!manage ? <RoleNote>Only owners and admins approve, revoke or change workers.</RoleNote> : null}
       {workers.error.value && !workers.data.value ? <LoadFailed error={workers.error.value} retry={workers.reload} /> : null}
       {workers.data.value && list.length === 0 ? (
@@ -225,6 +223,6 @@ export function WorkersPage() {
         ))}
       </div>
       <PairHelp />
-    </div>
+    </Page>
   );
 }
