@@ -181,7 +181,7 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
       </header>
       {secret.value ? <SecretOnce id={`rotated-${i.id}`} label="New secret. The old one stopped working." value={secret.value} /> : null}
       <dl class="facts-grid">
-        <div>
+        <div class="wide">
           <dt>Hook URL</dt>
           <dd class="url">
             <code class="hook-url">{i.hookUrl}</code> <CopyButton text={i.hookUrl} />
@@ -194,7 +194,7 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
           </dd>
         </div>
         {i.kind === "signed_json" ? (
-          <div>
+          <div class="wide">
             <dt>Callback URL</dt>
             <dd class="url">
               {i.callbackUrl ? <code class="callback-url">{i.callbackUrl}</code> : <span class="muted">none</span>}

@@ -34,8 +34,8 @@ export function Knowledge({ project, write, onChanged }: { project: ProjectRecor
   const errors = form.fields.value;
   const ro = !write;
   const rules = (key: "allow" | "ask" | "deny", label: string, hint: string) => (
-    <Field id="policy-agent-" label={label} error={errors[key]} hint={hint}>
-      <textarea id="policy-agent-" name={`agent-${key}`} rows={3} value={v[key]} readOnly={ro} onInput={(e) => set({ [key]: e.currentTarget.value })} spellcheck={false} class="mono" />
+    <Field id={`policy-${key}`} label={label} error={errors[key]} hint={hint}>
+      <textarea id={`policy-${key}`} name={`agent-${key}`} rows={3} value={v[key]} readOnly={ro} onInput={(e) => set({ [key]: e.currentTarget.value })} spellcheck={false} class="mono" />
     </Field>
   );
   return (
