@@ -1,7 +1,9 @@
 // The administration page "/admin" (instance administrators: the users, creating one) and the
 // GitHub page "/github" where the server has no code-hosting app yet; every management page at
 // a phone's width without a console error, a CSP violation or anything sticking out sideways.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { CONTENT_SECURITY_POLICY, contentSecurityPolicy } from "../../src/web";
+import { pagePolicy } from "../../src/modules/web";
 import type { Browser } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
@@ -91,4 +93,14 @@ describeBrowser("web: admin and GitHub pages, every management page on a phone",
       PHONE,
     );
   }, 60_000);
+});
+
+describe("the pages' policy lets the GitHub page post the app manifest to the code-hosting service only", () => {
+  test("form-action names this server and the configured GitHub origin, nothing else; no GitHub config: this server only", () => {
+    expect(pagePolicy({ github: { url: "https://ghe.example.com/" } })).toContain("form-action 'self' https://ghe.example.com;");
+    expect(pagePolicy({ github: { url: "https://github.com" } })).toBe(contentSecurityPolicy(["https://github.com"]));
+    expect(pagePolicy({})).toBe(CONTENT_SECURITY_POLICY);
+    expect(pagePolicy({ github: { url: "not a url" } })).toBe(CONTENT_SECURITY_POLICY);
+    expect(CONTENT_SECURITY_POLICY).toContain("form-action 'self';");
+  });
 });
