@@ -117,6 +117,8 @@ describeBrowser("web: sign-in", () => {
       await home(page).waitFor();
       await expect(page.locator("#home-email").textContent()).resolves.toBe(admin.email);
 
+      // Sign out is in the person's menu, at the foot of the sidebar.
+      await page.locator("#who-name").click();
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByRole("heading", { name: "Sign in" }).waitFor();
       await page.reload();
@@ -169,7 +171,7 @@ describeBrowser("web: sign-in", () => {
 });
 
 // Plain HTTP: no browser needed.
-test.each(["/", "/setup", "/device", "/device?code=BCDF-GHJK", "/pair?code=BCDF-GHJK", "/assets/app.js", "/assets/app.css", "/assets/pair.js"])(
+test.each(["/", "/setup", "/device", "/device?code=BCDF-GHJK", "/pair?code=BCDF-GHJK", "/assets/app.js", "/assets/app.css", "/tasks", "/tasks/tsk_1", "/projects", "/workers", "/settings", "/account"])(
   "web: %s carries the security headers",
   async (path) => {
     const s = await server();

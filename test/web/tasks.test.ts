@@ -70,14 +70,17 @@ describeBrowser("web: tasks list", () => {
       };
     })()`);
   const address = (page: Page) => new URL(page.url()).searchParams;
+  /** Opens the New task form (the button beside the title). */
+  const openForm = (page: Page) => page.locator("#new-task-open").click();
   let filter: (label: string) => ReturnType<Page["getByLabel"]>;
 
   test("/tasks is a page of its own (the task page stays at /tasks/:id), with the security headers, not in the OpenAPI document", async () => {
     const res = await fetch(`${s.url}/tasks`);
     expect(res.status).toBe(200);
     expect(res.headers.get("x-frame-options")).toBe("DENY");
-    expect(await res.text()).toContain('<script type="module" src="/assets/tasks.js"></script>');
-    expect(await (await fetch(`${s.url}/tasks/tsk_x`)).text()).toContain('src="/assets/task.js"');
+    // The app's one HTML shell: its router shows the list or the task page.
+    expect(await res.text()).toContain('<script type="module" src="/assets/app.js"></script>');
+    expect(await (await fetch(`${s.url}/tasks/tsk_x`)).text()).toContain('src="/assets/app.js"');
     const doc = (await s.api("GET", "/openapi.json")).body;
     expect(Object.keys(doc.paths).filter((p) => p.startsWith("/tasks"))).toEqual([]);
   });
@@ -99,8 +102,11 @@ describeBrowser("web: tasks list", () => {
       await rowsAre(page, all.map((t) => t.id));
       await expect(page.getByRole("button", { name: "Load more" }).isHidden()).resolves.toBe(true);
       const first = page.locator("#tasks-rows tr").first();
-      expect((await first.locator("td").allTextContents()).slice(0, 5)).toEqual(["Task 61", "queued", "task", "MEDIUM", "docs"]);
+      expect((await first.locator("td").allTextContents()).slice(0, 6)).toEqual(["Task 61", "queued", "docs", "task", "MEDIUM", "—"]);
       await expect(first.getByRole("link").getAttribute("href")).resolves.toBe(`/tasks/${all[0]!.id}`);
+      // Times read "just now", the exact time on hover.
+      await expect(first.locator("time").textContent()).resolves.toBe("just now");
+      await expect(first.locator("time").getAttribute("title")).resolves.toMatch(/\d{4}/);
 
       await filter("Status").selectOption("running");
       await rowsAre(page, [all[3]!.id, all[8]!.id]);
@@ -117,6 +123,7 @@ describeBrowser("web: tasks list", () => {
       await expect(filter("Kind").inputValue()).resolves.toBe("review");
       await filter("Status").selectOption("failed");
       await expect(shownText(page, "#tasks-empty")).resolves.toBe("No task matches these filters. Choose “any” to see more.");
+
       await screenshot(page, "tasks-filtered");
       expect(problems).toEqual([]);
     });
@@ -213,8 +220,9 @@ describeBrowser("web: tasks list", () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);
     await usePage(browser, async ({ page, problems }) => {
       await openList(page, `?org=${org.id}`);
-      await expect(shownText(page, "#tasks-empty")).resolves.toBe("No tasks in this organization yet. Create the first one with the form below.");
+      await expect(shownText(page, "#tasks-empty")).resolves.toBe("No tasks in this organization yet. Create the first one with New task: an agent on one of your workers picks it up.");
       const form = page.locator("#new-task");
+      await openForm(page);
       await expect(form.locator("#new-review-group").isHidden()).resolves.toBe(true);
       await form.getByLabel("Project").selectOption({ label: "web" });
       await form.getByLabel("Title").fill("Fix the cart");
@@ -230,6 +238,8 @@ describeBrowser("web: tasks list", () => {
       await page.waitForURL(`${s.url}/tasks?org=${org.id}`);
       await rowsAre(page, [made!.id]);
 
+      // The c key opens the form too.
+      await page.keyboard.press("c");
       await form.getByLabel("Project").selectOption({ label: "api" });
       await form.getByLabel("Kind").selectOption("review");
       await form.getByLabel("Title").fill("Review the cart fix");
@@ -250,17 +260,19 @@ describeBrowser("web: tasks list", () => {
     await usePage(browser, async ({ page, problems }) => {
       await openList(page, `?org=${w.owner.orgId}`);
       const form = page.locator("#new-task");
+      await openForm(page);
       await form.getByLabel("Title").fill("Fix\tthe cart");
       await form.getByLabel("Prompt").fill("p");
       await form.getByRole("button", { name: "Create task" }).click();
-      await expect(shownText(page, "#new-task-error")).resolves.toBe(
-        "Please check: title: must be one line of text: no control characters (newlines, tabs, escapes), not only spaces.",
-      );
+      // The API's complaint shows beside the field it concerns.
+      await expect(shownText(page, "#new-title-error")).resolves.toBe("must be one line of text: no control characters (newlines, tabs, escapes), not only spaces");
+      await expect(page.locator("#new-task-error").count()).resolves.toBe(0);
       await expect(form.getByRole("button", { name: "Create task" }).isEnabled()).resolves.toBe(true);
       expect(problems).toEqual([]);
     });
     await usePage(browser, async ({ page }) => {
       await openList(page, `?org=${w.owner.orgId}`, w.viewer);
+      await openForm(page);
       await expect(shownText(page, "#new-task-viewer")).resolves.toContain("viewer");
       const form = page.locator("#new-task");
       await form.getByLabel("Title").fill("From a viewer");
@@ -271,12 +283,16 @@ describeBrowser("web: tasks list", () => {
     expect((await listed(w.owner)).length).toBe(before);
   }, 45_000);
 
-  test("an organization without projects says a project comes first and hides the form", async () => {
+  test("an organization without projects points to /projects (not to curl); the form says a project comes first", async () => {
     const { org } = await freshOrg([]);
     await usePage(browser, async ({ page, problems }) => {
       await openList(page, `?org=${org.id}`);
+      await expect(shownText(page, "#tasks-empty")).resolves.toBe("No tasks yet. Every task belongs to a project: create a project first.");
+      await expect(page.locator("#tasks-empty a").getAttribute("href")).resolves.toBe("/projects");
+      await expect(page.locator("main").textContent()).resolves.not.toContain("curl");
+      await openForm(page);
       await expect(shownText(page, "#new-task-no-projects")).resolves.toContain("Make a project first");
-      await expect(page.locator("#new-task-form").isHidden()).resolves.toBe(true);
+      await expect(page.locator("#new-task-form").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
   }, 45_000);

@@ -20,8 +20,8 @@ export class ApiError extends Error {
 let accessToken: string | null = null;
 let refreshing: Promise<User | null> | null = null;
 /** Told when the session starts or ends (session.ts keeps the signed-in person as a signal). */
-let onSession: (user: User | null) => void = () => {};
-export function watchSession(listener: (user: User | null) => void) {
+let onSession: (user: User | null, ended?: boolean) => void = () => {};
+export function watchSession(listener: (user: User | null, ended?: boolean) => void) {
   onSession = listener;
 }
 
@@ -104,9 +104,11 @@ function signedIn(pair: { accessToken: string; user: User }): User {
   return pair.user;
 }
 
-function signedOut() {
+/** `ended`: the server ended the sign-in (revoked, expired), not the person. */
+function signedOut(ended = false) {
+  const had = accessToken !== null;
   accessToken = null;
-  onSession(null);
+  onSession(null, ended && had);
 }
 
 /** Renews the session from the ao_refresh cookie; null when there is none (or it was revoked). */
@@ -115,7 +117,7 @@ export function refresh(): Promise<User | null> {
     refreshing = oneTabAtATime(async () => {
       const res = await send("/auth/refresh", { method: "POST", headers: { "x-client": "web" } });
       if (res.status === 401) {
-        signedOut();
+        signedOut(true);
         return null;
       }
       if (!res.ok) throw await failure(res);

@@ -31,6 +31,10 @@ function App() {
   return route.bare ? <Bare>{page}</Bare> : <Shell>{page}</Shell>;
 }
 
+// The entry's exports stay reachable as import("/assets/app.js") in the page: the browser tests
+// check single-flight refreshes through it.
+export { refresh } from "./api";
+
 startRouter();
 void restoreSession();
 render(<App />, document.getElementById("app")!);

@@ -7,10 +7,13 @@ import type { Org, Role, User } from "./types";
 
 /** undefined: not known yet (the session is being restored); null: nobody is signed in. */
 export const user = signal<User | null | undefined>(undefined);
-watchSession((u) => {
+watchSession((u, ended) => {
   user.value = u;
   if (!u) orgs.value = undefined;
+  sessionEnded.value = !u && !!ended;
 });
+/** The server ended the sign-in (revoked elsewhere, expired): the sign-in form says so. */
+export const sessionEnded = signal(false);
 
 /** The person's organizations; undefined until loaded. */
 export const orgs = signal<Org[] | undefined>(undefined);

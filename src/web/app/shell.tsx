@@ -2,7 +2,7 @@
 // the count of tasks waiting for a person, and the person's menu (Account, Sign out). On a phone
 // the sidebar folds away behind a menu button.
 import type { ComponentChildren } from "preact";
-import { useSignal } from "@preact/signals";
+import { signal, useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { api, signOut } from "./api";
 import { address, navigate } from "./router";
@@ -37,6 +37,7 @@ export function Shell({ children }: { children: ComponentChildren }) {
     open.value = false;
   }, [path, query.toString()]);
   const me = user.value!;
+  useWaitingTracker(orgId.value);
   return (
     <div class={`shell${open.value ? " menu-open" : ""}`}>
       <header class="topbar">
@@ -119,7 +120,7 @@ function PersonMenu() {
   return (
     <details class="person">
       <summary>
-        <span class="person-name">{me.name || me.email}</span>
+        <span class="person-name" id="who-name">{me.name ? `${me.name} (${me.email})` : me.email}</span>
         {org.value ? <span class="muted person-role">{org.value.role}</span> : null}
       </summary>
       <ul>
@@ -148,13 +149,14 @@ function PersonMenu() {
   );
 }
 
+/** The ids of the tasks of the organization in use that wait for a person; null when not known. */
+const waiting = signal<Set<string> | null>(null);
+
 /**
- * How many tasks of the organization in use wait for a person (needs_input, needs_approval),
- * kept current over the socket; nothing when none do.
+ * Keeps `waiting` current for the organization in use: the tasks in needs_input and
+ * needs_approval, fetched after each (re)subscription, then changed by the socket's records.
  */
-function WaitingCount({ compact }: { compact?: boolean }) {
-  const id = orgId.value;
-  const waiting = useSignal<Set<string> | null>(null);
+function useWaitingTracker(id: string | null) {
   const load = async () => {
     if (!id) return;
     try {
@@ -171,12 +173,18 @@ function WaitingCount({ compact }: { compact?: boolean }) {
     subscribed: () => void load(),
     task: (t) => {
       if (!waiting.value || t.orgId !== id) return;
+      const had = waiting.value.has(t.id);
+      if (had === WAITING.has(t.status)) return;
       const next = new Set(waiting.value);
-      if (WAITING.has(t.status)) next.add(t.id);
-      else next.delete(t.id);
+      if (had) next.delete(t.id);
+      else next.add(t.id);
       waiting.value = next;
     },
   });
+}
+
+/** How many tasks wait for a person (nothing when none do); `compact` is the phone's top bar. */
+function WaitingCount({ compact }: { compact?: boolean }) {
   const n = waiting.value?.size ?? 0;
   if (n === 0) return null;
   const text = `${n} task${n === 1 ? "" : "s"} waiting for a person`;

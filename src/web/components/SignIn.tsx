@@ -3,7 +3,7 @@
 import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
 import { ApiError, signIn } from "../app/api";
-import { sessionError } from "../app/session";
+import { sessionEnded, sessionError } from "../app/session";
 import { ErrorText, Field, submit } from "./ui";
 import { useBusy } from "./hooks";
 
@@ -56,6 +56,11 @@ export function SignIn({ why }: { why?: string }) {
   return (
     <section id="signin" class="card narrow-card" aria-labelledby="signin-title">
       <h1 id="signin-title">Sign in</h1>
+      {sessionEnded.value ? (
+        <p id="signin-ended" class="notice" role="status">
+          Your sign-in has ended (it was signed out elsewhere, or it expired). Sign in again to carry on here.
+        </p>
+      ) : null}
       {why ? (
         <p id="signin-why" class="muted">
           {why}

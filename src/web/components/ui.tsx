@@ -44,7 +44,7 @@ export function Field({ id, label, hint, error, children, class: className }: { 
 export function EmptyState({ id, title, children }: { id?: string; title: string; children?: ComponentChildren }) {
   return (
     <div id={id} class="empty">
-      <p class="empty-title">{title}</p>
+      <p class="empty-title">{title}</p>{" "}
       {children ? <div class="empty-text">{children}</div> : null}
     </div>
   );

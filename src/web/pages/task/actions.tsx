@@ -52,7 +52,9 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
         // The task moved on meanwhile: say so, and show where it is now.
         error.value = new Error(`${errorText(err)} The task changed meanwhile; the buttons now show what it allows.`);
         try {
-          onTask(await api<Task>("GET", path));
+          const now = await api<Task>("GET", path);
+          shownFor.current = now.status;
+          onTask(now);
         } catch {}
       } else error.value = err;
     } finally {

@@ -8,6 +8,9 @@ import { KINDS, PRIORITIES, type Project, type Role, type Task } from "../../app
 import { useBusy } from "../../components/hooks";
 import { ErrorText, Field, submit } from "../../components/ui";
 
+/** The fields this form shows a complaint beside. */
+const SHOWN = new Set(["projectId", "title", "prompt", "priority", "kind", "review", "review.base", "review.head"]);
+
 export function NewTask({ orgId, role, projects, onClose }: { orgId: string; role: Role | null; projects: Project[]; onClose: () => void }) {
   const v = useSignal({ projectId: projects[0]?.id ?? "", title: "", prompt: "", priority: "MEDIUM", kind: "task", base: "", head: "" });
   const error = useSignal<unknown>(null);
@@ -39,8 +42,9 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
         const task = await api<Task>("POST", `/orgs/${encodeURIComponent(orgId)}/tasks`, body);
         navigate(`/tasks/${encodeURIComponent(task.id)}`);
       } catch (err) {
+        // Complaints about fields show beside them; anything else (a refusal) below the form.
         fields.value = fieldErrors(err);
-        error.value = err;
+        error.value = Object.keys(fields.value).some((k) => SHOWN.has(k)) ? null : err;
       }
     });
   const f = fields.value;

@@ -1,0 +1,94 @@
+// The task page with a real worker (SPEC §5, §7, §11): an exec agent asks for approval through
+// `::ao::needs-approval` and waits on stdin; the person answers from the task page (the button,
+// or the keyboard with a reason) and the agent gets the answer, as the API and its output show.
+// Its log line's ANSI colour is shown as colour, not as escape codes.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, type Session } from "../helpers/identity";
+import { orgWithProject, until } from "../workers/helpers";
+import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { describeBrowser, launchBrowser, openSignedIn, shownText, usePage } from "./browser";
+
+const PASSWORD = "correct horse battery staple";
+const AGENT = `
+printf '\\033[32mchecking\\033[0m the build\\n'
+echo "::ao::needs-approval Deploy to production?"
+read decision
+echo "decision: $decision"
+[ "$decision" = "approve" ] || { echo "::ao::summary $decision"; exit 1; }
+echo "::ao::summary deployed"
+`;
+
+describeBrowser("web: answering a real worker's question from the task page", () => {
+  let s: TestServer;
+  let browser: Browser;
+  let owner: Session;
+  let tmp: string;
+  let worker: WorkerProcess;
+  let p: Awaited<ReturnType<typeof orgWithProject>>;
+  beforeAll(async () => {
+    tmp = mkdtempSync(join(tmpdir(), "ao-web-worker-"));
+    writeFileSync(join(tmp, "agent.sh"), AGENT);
+    [s, browser] = await Promise.all([startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 } }), launchBrowser()]);
+    owner = await createAdmin(s);
+    p = await orgWithProject(s, owner);
+    const dataDir = join(tmp, "worker");
+    preparedWorker(s, p.orgId, dataDir);
+    worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
+    await worker.waitFor(/connected as/, 20_000);
+  }, 60_000);
+  afterAll(async () => {
+    await worker?.stop();
+    await browser?.close();
+    await s?.stop();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  const get = async (id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+  const create = async (title: string) => (await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: p.token, body: { projectId: p.projectId, title, prompt: "ship it" } })).body.id as string;
+  /** Opens the task, signed in, and waits until the agent's question shows (it arrives live). */
+  async function waitingTask(page: Page, id: string) {
+    await openSignedIn(page, `${s.url}/tasks/${id}`, owner.email, PASSWORD, "Sign in to see the task.");
+    await page.locator("#task-status", { hasText: "needs_approval" }).waitFor({ timeout: 20_000 });
+    await expect(shownText(page, "#task-needs")).resolves.toBe("Waiting for your approval:Deploy to production?");
+  }
+
+  test("Approve: the agent reads approve and completes; the page follows it live; the log's colour is a class", async () => {
+    const id = await create("Deploy");
+    await usePage(browser, async ({ page, problems }) => {
+      await waitingTask(page, id);
+      const coloured = page.locator("#timeline li[data-type=log] .fg-ansi-green", { hasText: "checking" });
+      await coloured.waitFor();
+      await expect(page.locator("#timeline li[data-type=log]", { hasText: "the build" }).first().textContent()).resolves.not.toContain("\u001b");
+      await page.locator("#action-buttons").getByRole("button", { name: "Approve", exact: true }).click();
+      await page.locator("#task-status", { hasText: /^completed/ }).waitFor({ timeout: 20_000 });
+      await page.locator("#timeline li", { hasText: "decision: approve" }).waitFor();
+      await expect(shownText(page, "#task-summary")).resolves.toBe("deployed");
+      // Stale messages go: the answered question is no longer shown as waiting.
+      await expect(page.locator("#task-needs.attention").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    }, { width: 1280, height: 900 });
+    expect(await get(id)).toMatchObject({ status: "completed", summary: "deployed" });
+  }, 60_000);
+
+  test("Deny with a reason, from the keyboard (d): the agent reads the reason and fails as it decides", async () => {
+    const id = await create("Deploy on Friday");
+    await usePage(browser, async ({ page, problems }) => {
+      await waitingTask(page, id);
+      await page.getByLabel(/^Reason/).fill("not on a Friday");
+      // Out of the field first: a key typed in a field is text, not a shortcut.
+      await page.locator("#task-title").click();
+      await page.keyboard.press("d");
+      await page.locator("#task-status", { hasText: /^failed/ }).waitFor({ timeout: 20_000 });
+      await page.locator("#timeline li[data-type=action]", { hasText: "deny by" }).waitFor();
+      expect(problems).toEqual([]);
+    });
+    await until(async () => (await get(id)).summary === "deny not on a Friday", 10_000, 50);
+    const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}/events?limit=200`, { token: p.token })).body.items as { type: string; data: any }[];
+    expect(events.find((e) => e.type === "action")?.data).toMatchObject({ action: "deny", reason: "not on a Friday" });
+  }, 60_000);
+});
