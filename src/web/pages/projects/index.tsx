@@ -65,7 +65,7 @@ export function ProjectsPage(_: PageProps) {
       )}
       <Section
         id="projects"
-        title="Projects"
+        title="In this organization"
         actions={
           <label class="check">
             <input type="checkbox" checked={archived.value} onChange={(e) => (archived.value = e.currentTarget.checked)} />
