@@ -133,6 +133,48 @@ describeBrowser("web: projects pages", () => {
     });
   }, 45_000);
 
+  test("readiness runs on the worker that has the project and shows its score and checks; a repository found on a worker joins the project", async () => {
+    const owner = await newOrg(s);
+    const p = await makeProject(owner, "ready", { repositories: [{ url: "https://git.example.com/a/app.git" }] });
+    const w = await pairWorker(s, owner, { name: "builder" });
+    const socket = await connectWorker(s, w.credential);
+    sockets.push(socket);
+    // The worker reports what its workspace holds: the project's repository, and one no project has.
+    const reported = await s.api("POST", "/worker/repos", { token: w.credential, body: { repos: [{ path: "/ws/app", url: "https://git.example.com/a/app.git" }, { path: "/ws/tool", url: "https://git.example.com/a/tool.git", branch: "dev" }] } });
+    expect(reported.body).toEqual({ known: 1, discovered: 1 });
+    await usePage(browser, async ({ page, problems }) => {
+      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+      await page.locator("#readiness-empty").waitFor();
+      await page.getByRole("button", { name: "Run readiness check" }).click();
+      const run = await socket.next("readiness", () => true, 10_000);
+      expect([run.projectId, run.url]).toEqual([p.id, "https://git.example.com/a/app.git"]);
+      await page.locator("#readiness-report .badge", { hasText: /queued|running/ }).waitFor();
+      const done = await s.api("POST", `/worker/readiness/${run.runId}`, {
+        token: w.credential,
+        body: { status: "completed", score: 75, checks: [{ id: "tests", passed: true, detail: "bun test passes" }, { id: "agents-md", passed: false, detail: "no AGENTS.md" }], report: "# Readiness\nAdd an AGENTS.md." },
+      });
+      expect(done.status).toBe(200);
+      // The page looks again while the run is pending, and shows the result.
+      await page.locator("#readiness-score", { hasText: "75/100" }).waitFor();
+      expect(await page.locator("#readiness-report .checks li").allTextContents()).toEqual(["pass tests bun test passes", "fail agents-md no AGENTS.md"]);
+      await page.locator("#readiness-report .report", { hasText: "Add an AGENTS.md." }).waitFor();
+      expect(problems).toEqual([]);
+    });
+    await usePage(browser, async ({ page, problems }) => {
+      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+      const found = page.locator("#discovered li", { hasText: "tool" });
+      await found.getByText("builder (/ws/tool)").waitFor();
+      await found.getByRole("button", { name: "Add to ready" }).click();
+      await repo(page, "tool").waitFor();
+      expect((await project(owner, p.id)).repositories.map((r) => [r.url, r.branch])).toEqual([
+        ["https://git.example.com/a/app.git", "main"],
+        ["https://git.example.com/a/tool.git", "dev"],
+      ]);
+      expect((await s.api("GET", `/orgs/${owner.orgId}/discovered`, { token: owner.accessToken })).body.items).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, 45_000);
+
   test("knowledge and policy: the form writes policy.agent, budget, pullRequests and preferredAgent, keeping other keys", async () => {
     const owner = await newOrg(s);
     const p = await makeProject(owner, "rules", { policy: { team: "payments" } });
