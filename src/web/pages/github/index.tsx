@@ -149,7 +149,7 @@ function CreateRepository({ id, owners }: { id: string; owners: string[] }) {
           </datalist>
         </Field>
         <Field id="gh-name-2" label="Repository name" error={form.fields.value.name}>
-          <input id="gh-name-2" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} pattern="[A-Za-z0-9._-]+" />
+          <input id="gh-name-2" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} pattern="[A-Za-z0-9._\-]+" />
         </Field>
         <Field id="gh-description" label="Description" error={form.fields.value.description}>
           <input id="gh-description" name="description" value={description.value} onInput={(e) => (description.value = e.currentTarget.value)} maxLength={350} />
