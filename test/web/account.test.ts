@@ -8,11 +8,13 @@ import { encode } from "uqr";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, signInWithForm, usePage } from "./browser";
-import { PASSWORD, secretOf, totp } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs, secretOf, totp } from "./manage-fixtures";
 
 describeBrowser("web: account page", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   let owner: Session;
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
@@ -23,7 +25,9 @@ describeBrowser("web: account page", () => {
     await s?.stop();
   });
 
-  const open = (page: Page, who: Session) => openSignedIn(page, `${s.url}/account`, who.email, PASSWORD, "Sign in to manage your account.");
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/account`, who.email, PASSWORD, "Sign in to manage your account.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/account");
 
   /** The dark modules of the page's QR code, as the SVG path draws them (one unit square each). */
   const qrModules = (page: Page) =>
@@ -38,8 +42,8 @@ describeBrowser("web: account page", () => {
   test("two-factor: the QR code encodes the otpauth link; a code from its secret turns it on, recovery codes show once; signing in then asks for a code", async () => {
     const m = await addMember(s, owner, "member");
     let secret = "";
-    await usePage(browser, async ({ page, problems }) => {
-      await open(page, m);
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, m);
       await page.getByRole("button", { name: "Set up two-factor sign-in" }).click();
       const link = await page.locator("#otpauth-link").getAttribute("href");
       expect(link).toStartWith("otpauth://totp/");
@@ -66,7 +70,7 @@ describeBrowser("web: account page", () => {
     });
 
     // A new browser: the password alone is not enough now; the current code signs in.
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await page.goto(`${s.url}/account`);
       await signInWithForm(page, m.email, PASSWORD);
       await page.getByLabel("Two-factor code").fill(await totp(secret));
@@ -74,11 +78,11 @@ describeBrowser("web: account page", () => {
       await page.locator("#two-factor").getByText("Signing in asks for a code").waitFor();
       expect(problems).toEqual([]);
     });
-  }, 60_000);
+  }, MANAGE_TEST_MS);
 
   test("a personal API token: created for a chosen org and role, the value shown once (it works), gone after a reload; revoked, it stops", async () => {
     const m = await addMember(s, owner, "admin");
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, m);
       await page.getByText("No tokens yet.").waitFor();
       const form = page.locator("#token-form");
@@ -106,11 +110,11 @@ describeBrowser("web: account page", () => {
       expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("a token name the API refuses is explained beside the field; nothing is created", async () => {
     const m = await addMember(s, owner, "member");
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, m);
       const form = page.locator("#token-form");
       await form.getByLabel("Token name").fill("   ");
@@ -119,12 +123,12 @@ describeBrowser("web: account page", () => {
       expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("the name is saved; sign out everywhere ends every session (this one too) and shows the sign-in form", async () => {
     const m = await addMember(s, owner, "member");
     const cli = await login(s, m.email);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, m);
       await page.locator("#profile-form").getByLabel("Name").fill("Grace Hopper");
       await page.locator("#profile-form").getByRole("button", { name: "Save" }).click();
@@ -143,14 +147,13 @@ describeBrowser("web: account page", () => {
       await page.getByText("Sign in to manage your account.").waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("screenshot (desktop) and the phone layout: nothing sticks out sideways", async () => {
     const m = await addMember(s, owner, "member");
     await s.api("PATCH", "/me", { token: m.accessToken, body: { name: "Ada Lovelace" } });
     await s.api("POST", "/me/tokens", { token: m.accessToken, body: { name: "laptop", orgId: owner.orgId } });
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, m);
         await page.locator("#tokens-table tbody tr").first().waitFor();
@@ -160,8 +163,7 @@ describeBrowser("web: account page", () => {
       },
       DESKTOP,
     );
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, m);
         await page.locator("#tokens-table tbody tr").first().waitFor();
@@ -172,5 +174,5 @@ describeBrowser("web: account page", () => {
       },
       PHONE,
     );
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 });

@@ -8,11 +8,13 @@ import type { Browser } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
 import { PHONE, describeBrowser, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { PASSWORD } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
 
 describeBrowser("web: admin and GitHub pages, every management page on a phone", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   let admin: Session;
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
@@ -24,7 +26,7 @@ describeBrowser("web: admin and GitHub pages, every management page on a phone",
   });
 
   test("an administrator sees the users and creates one, who can then sign in; a bad email is explained beside the field", async () => {
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await openSignedIn(page, `${s.url}/admin`, admin.email, PASSWORD, "Sign in to administer this server.");
       await page.locator("#users-table tbody tr", { hasText: admin.email }).waitFor();
       const form = page.locator("#user-form");
@@ -42,29 +44,29 @@ describeBrowser("web: admin and GitHub pages, every management page on a phone",
       expect((await s.api("GET", "/me", { token: signedIn.accessToken })).body).toMatchObject({ name: "New Hire", isAdmin: false });
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("someone who is not an instance administrator is told the page is not for them (and the API agrees)", async () => {
     const owner = await addMember(s, admin, "owner");
     expect((await s.api("GET", "/admin/users", { token: owner.accessToken })).status).toBe(403);
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/admin`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/admin`);
       await page.getByText("Only instance administrators manage this server's users.").waitFor();
       await expect(page.locator("#users-table").count()).resolves.toBe(0);
       await expect(page.locator("#user-form").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("the GitHub page says when this server has no GitHub support", async () => {
     const codehost = await s.api("GET", `/orgs/${admin.orgId}/codehost`, { token: admin.accessToken });
     if (codehost.status !== 404) return; // With the code-hosting app, test/web/github.test.ts covers the page.
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/github`, admin.email, PASSWORD, "Sign in to connect GitHub.");
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, admin, `/github`);
       await page.locator("#github-unavailable").waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("every management page on a phone: no console error or CSP violation, nothing wider than the screen", async () => {
     // Each page with what shows once its data is in.
@@ -79,10 +81,9 @@ describeBrowser("web: admin and GitHub pages, every management page on a phone",
     ];
     const project = (await s.api("POST", `/orgs/${admin.orgId}/projects`, { token: admin.accessToken, body: { name: "phone", repositories: [{ url: "https://git.example.com/a/very-long-repository-name-that-could-overflow.git" }] } })).body;
     pages.push([`/projects/${project.id}`, ".repository"]);
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
-        await openSignedIn(page, `${s.url}/projects`, admin.email, PASSWORD);
+        await openAs(s, page, admin, `/projects`);
         for (const [path, shown] of pages) {
           await page.goto(`${s.url}${path}`);
           await page.locator(shown).first().waitFor();
@@ -92,7 +93,7 @@ describeBrowser("web: admin and GitHub pages, every management page on a phone",
       },
       PHONE,
     );
-  }, 60_000);
+  }, MANAGE_TEST_MS);
 });
 
 describe("the pages' policy lets the GitHub page post the app manifest to the code-hosting service only", () => {

@@ -8,11 +8,13 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import { Receiver, deliver, putInState, svcSignature } from "../integrations/fixtures";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { PASSWORD } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
 
 describeBrowser("web: integrations page", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   const receivers: Receiver[] = [];
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [100, 200, 300], timeoutMs: 2000 } }), launchBrowser()]);
@@ -30,7 +32,9 @@ describeBrowser("web: integrations page", () => {
     for (const name of projects) expect((await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name } })).status).toBe(201);
     return owner;
   }
-  const open = (page: Page, who: Session) => openSignedIn(page, `${s.url}/integrations`, who.email, PASSWORD, "Sign in to manage the integrations.");
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/integrations`, who.email, PASSWORD, "Sign in to manage the integrations.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/integrations");
   const integrations = async (o: Session) => (await s.api("GET", `/orgs/${o.orgId}/integrations`, { token: o.accessToken })).body.items as { id: string; name: string; enabled: boolean; secretLast4: string; callbackUrl: string | null }[];
   const signedDelivery = (id: string, secret: string, title = "From CI") => {
     const body = JSON.stringify({ title, prompt: "run the tests" });
@@ -42,8 +46,8 @@ describeBrowser("web: integrations page", () => {
     const owner = await orgWithProject(["shop", "docs"]);
     const rx = new Receiver();
     receivers.push(rx);
-    await usePage(browser, async ({ page, problems }) => {
-      await open(page, owner);
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, owner);
       await page.locator("#integrations-empty").waitFor();
       const form = page.locator("#new-integration form");
       await form.getByLabel("Kind").selectOption("signed_json");
@@ -66,11 +70,11 @@ describeBrowser("web: integrations page", () => {
       expect(await page.content()).not.toContain(secret);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("a callback URL the API refuses is explained beside the field; nothing is created", async () => {
     const owner = await orgWithProject();
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       const form = page.locator("#new-integration form");
       await form.getByLabel("Kind").selectOption("signed_json");
@@ -81,7 +85,7 @@ describeBrowser("web: integrations page", () => {
       expect(await integrations(owner)).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("disable and enable, rotate the secret (the old one stops at once, the new one works)", async () => {
     const owner = await orgWithProject();
@@ -89,7 +93,7 @@ describeBrowser("web: integrations page", () => {
       token: owner.accessToken,
       body: { kind: "signed_json", name: "Deploys", projectId: (await s.api("GET", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken })).body.items[0].id },
     })).body as { id: string; secret: string };
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       const c = card(page, "Deploys");
       const saved = page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes(made.id));
@@ -110,7 +114,7 @@ describeBrowser("web: integrations page", () => {
       expect((await signedDelivery(made.id, fresh)).status).toBe(201);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("the delivery log shows each delivery with its tries; Redeliver sends it again (the receiver gets it, the log counts the try)", async () => {
     const owner = await orgWithProject();
@@ -122,7 +126,7 @@ describeBrowser("web: integrations page", () => {
     putInState(s, task, "running");
     putInState(s, task, "completed");
     await rx.waitFor(1);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       const c = card(page, "CI");
       await c.getByRole("button", { name: "Deliveries" }).click();
@@ -140,13 +144,13 @@ describeBrowser("web: integrations page", () => {
       expect(log[0].attempts).toBe(2);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("the completion webhook: set up (its secret shown once), then its delivery log", async () => {
     const owner = await orgWithProject();
     const rx = new Receiver();
     receivers.push(rx);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       const form = page.locator("#plugin-form");
       await form.getByLabel("Webhook URL").fill(rx.url("/done"));
@@ -159,7 +163,7 @@ describeBrowser("web: integrations page", () => {
       await page.locator("#completion-webhook").getByText("No deliveries yet.").waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("a member is told only owners and admins manage integrations; nothing of them is shown", async () => {
     const owner = await orgWithProject();
@@ -168,22 +172,21 @@ describeBrowser("web: integrations page", () => {
       body: { kind: "github", name: "secret-repo", projectId: (await s.api("GET", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken })).body.items[0].id },
     });
     const member = await addMember(s, owner, "member");
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, member);
       await page.getByText("Only owners and admins see and manage integrations").waitFor();
       await expect(page.getByText("secret-repo").count()).resolves.toBe(0);
       await expect(page.getByRole("button", { name: "Create integration" }).count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("screenshot and the phone layout", async () => {
     const owner = await orgWithProject();
     const projectId = (await s.api("GET", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken })).body.items[0].id;
     await s.api("POST", `/orgs/${owner.orgId}/integrations`, { token: owner.accessToken, body: { kind: "github", name: "acme/shop", projectId, config: { label: "ao" } } });
     await s.api("POST", `/orgs/${owner.orgId}/integrations`, { token: owner.accessToken, body: { kind: "signed_json", name: "CI pipeline", projectId } });
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await card(page, "acme/shop").waitFor();
@@ -192,8 +195,7 @@ describeBrowser("web: integrations page", () => {
       },
       DESKTOP,
     );
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await card(page, "acme/shop").waitFor();
@@ -202,5 +204,5 @@ describeBrowser("web: integrations page", () => {
       },
       PHONE,
     );
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 });

@@ -5,6 +5,7 @@ import { expect } from "bun:test";
 import { generate } from "otplib";
 import type { TestServer } from "../helpers/server";
 import type { Session } from "../helpers/identity";
+import type { Page } from "playwright-core";
 import { ProtocolClient } from "../workers/helpers";
 
 export const PASSWORD = "correct horse battery staple";
@@ -60,3 +61,25 @@ export const secretOf = (otpauthUrl: string) => {
   expect(url.protocol).toBe("otpauth:");
   return url.searchParams.get("secret")!;
 };
+
+/**
+ * The management pages' browser steps may take this long, below their tests' own timeout
+ * (MANAGE_TEST_MS): each signs in and loads several lists, on CI's two shared cores.
+ */
+export const MANAGE_STEPS_MS = 55_000;
+export const MANAGE_TEST_MS = 120_000;
+
+/**
+ * Opens `path` already signed in as `who`: signs in over HTTP as the web app does (x-client: web)
+ * and gives the browser the resulting ao_refresh cookie, so the page restores the session as
+ * after a reload. (Each test file's first test signs in through the form instead.)
+ */
+export async function openAs(s: TestServer, page: Page, who: Pick<Session, "email">, path: string) {
+  const r = await s.api("POST", "/auth/login", { body: { email: who.email, password: PASSWORD }, headers: { "x-client": "web" } });
+  expect(r.status).toBe(200);
+  const cookie = /(?:^|[,;]\s*)ao_refresh=([^;]+)/.exec(r.headers.get("set-cookie") ?? "")?.[1];
+  expect(cookie).toBeTruthy();
+  await page.context().addCookies([{ name: "ao_refresh", value: cookie!, domain: new URL(s.url).hostname, path: "/api/v1/auth", httpOnly: true, sameSite: "Strict" }]);
+  await page.goto(`${s.url}${path}`);
+  await page.locator("section.page").first().waitFor();
+}

@@ -8,13 +8,15 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import type { ProtocolClient } from "../workers/helpers";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { PASSWORD, connectWorker, pairWorker } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, connectWorker, openAs, pairWorker } from "./manage-fixtures";
 
 type Project = { id: string; name: string; knowledge: string; policy: Record<string, unknown>; repositories: { id: string; url: string; name: string; branch: string; primary: boolean }[] };
 
 describeBrowser("web: projects pages", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   const sockets: ProtocolClient[] = [];
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
@@ -37,7 +39,7 @@ describeBrowser("web: projects pages", () => {
 
   test("create a project with its repository from the list, then add a second by URL (a bad URL is refused beside the field)", async () => {
     const owner = await newOrg(s);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await openSignedIn(page, `${s.url}/projects`, owner.email, PASSWORD, "Sign in to see the projects.");
       await page.locator("#projects-empty").getByText("No project yet.").waitFor();
       const form = page.locator("#project-form");
@@ -71,7 +73,7 @@ describeBrowser("web: projects pages", () => {
       expect(await projects(owner)).toHaveLength(1);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("repositories: rename and branch, make primary, move to another project, split, remove", async () => {
     const owner = await newOrg(s);
@@ -79,8 +81,8 @@ describeBrowser("web: projects pages", () => {
     const p = await makeProject(owner, "monorepo", {
       repositories: [{ url: "https://git.example.com/a/api.git" }, { url: "https://git.example.com/a/web.git" }, { url: "https://git.example.com/a/ops.git" }, { url: "https://git.example.com/a/old.git" }],
     });
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD, "Sign in to see the project.");
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       await repo(page, "web").getByRole("button", { name: "Rename or branch" }).click();
       await repo(page, "web").getByLabel("Name").fill("frontend");
       await repo(page, "web").getByLabel("Branch").fill("develop");
@@ -113,7 +115,7 @@ describeBrowser("web: projects pages", () => {
       expect((await projects(owner)).map((x) => x.name).sort()).toEqual(["api", "monorepo", "other"]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("clone to a worker: the worker's socket gets the request and the page shows it cloning", async () => {
     const owner = await newOrg(s);
@@ -121,8 +123,8 @@ describeBrowser("web: projects pages", () => {
     const w = await pairWorker(s, owner, { name: "laptop" });
     const socket = await connectWorker(s, w.credential);
     sockets.push(socket);
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       await repo(page, "app").getByRole("button", { name: "Clone to workers" }).click();
       await repo(page, "app").getByLabel(/laptop/).check();
       await repo(page, "app").locator(".clone").getByRole("button", { name: "Clone" }).click();
@@ -131,7 +133,7 @@ describeBrowser("web: projects pages", () => {
       await repo(page, "app").locator(".clone-status li", { hasText: "laptop" }).getByText("cloning").waitFor();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("readiness runs on the worker that has the project and shows its score and checks; a repository found on a worker joins the project", async () => {
     const owner = await newOrg(s);
@@ -142,8 +144,8 @@ describeBrowser("web: projects pages", () => {
     // The worker reports what its workspace holds: the project's repository, and one no project has.
     const reported = await s.api("POST", "/worker/repos", { token: w.credential, body: { repos: [{ path: "/ws/app", url: "https://git.example.com/a/app.git" }, { path: "/ws/tool", url: "https://git.example.com/a/tool.git", branch: "dev" }] } });
     expect(reported.body).toEqual({ known: 1, discovered: 1 });
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       await page.locator("#readiness-empty").waitFor();
       await page.getByRole("button", { name: "Run readiness check" }).click();
       const run = await socket.next("readiness", () => true, 10_000);
@@ -160,8 +162,8 @@ describeBrowser("web: projects pages", () => {
       await page.locator("#readiness-report .report", { hasText: "Add an AGENTS.md." }).waitFor();
       expect(problems).toEqual([]);
     });
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       const found = page.locator("#discovered li", { hasText: "tool" });
       await found.getByText("builder (/ws/tool)").waitFor();
       await found.getByRole("button", { name: "Add to ready" }).click();
@@ -173,13 +175,13 @@ describeBrowser("web: projects pages", () => {
       expect((await s.api("GET", `/orgs/${owner.orgId}/discovered`, { token: owner.accessToken })).body.items).toEqual([]);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("knowledge and policy: the form writes policy.agent, budget, pullRequests and preferredAgent, keeping other keys", async () => {
     const owner = await newOrg(s);
     const p = await makeProject(owner, "rules", { policy: { team: "payments" } });
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       const form = page.locator("#policy-form");
       await form.getByLabel("Knowledge").fill("Run bun test before you push.");
       await form.getByLabel("Allow", { exact: true }).fill("shell:bun test*\nedit");
@@ -211,14 +213,14 @@ describeBrowser("web: projects pages", () => {
       await expect(form.getByLabel("Per task (US$)").inputValue()).resolves.toBe("2.5");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("a viewer reads projects but sees no form or button that changes them, and why; readiness and usage say what comes next", async () => {
     const owner = await newOrg(s);
     const p = await makeProject(owner, "readonly", { repositories: [{ url: "https://git.example.com/a/r.git" }], knowledge: "Be careful." });
     const viewer = await addMember(s, owner, "viewer");
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects`, viewer.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, viewer, `/projects`);
       await page.locator("#projects-list").getByRole("link", { name: "readonly" }).click();
       await page.locator("#project-name", { hasText: "readonly" }).waitFor();
       await page.getByText("You are a viewer here").waitFor();
@@ -230,20 +232,20 @@ describeBrowser("web: projects pages", () => {
       await page.locator("#usage-empty").waitFor();
       expect(problems).toEqual([]);
     });
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects`, viewer.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, viewer, `/projects`);
       await page.locator("#projects-list li").first().waitFor();
       await expect(page.locator("#project-form").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("archive and restore (owners and admins); another org's project is not found", async () => {
     const owner = await newOrg(s);
     const p = await makeProject(owner, "old-stuff");
     const stranger = await newOrg(s);
-    await usePage(browser, async ({ page, problems }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
       await page.getByRole("button", { name: "Archive" }).click();
       await confirm(page, "Yes, archive");
       await page.locator("#project-page-title .badge", { hasText: "archived" }).waitFor();
@@ -253,11 +255,11 @@ describeBrowser("web: projects pages", () => {
       expect((await project(owner, p.id) as unknown as { archived: boolean }).archived).toBe(false);
       expect(problems).toEqual([]);
     });
-    await usePage(browser, async ({ page }) => {
-      await openSignedIn(page, `${s.url}/projects/${p.id}`, stranger.email, PASSWORD);
+    await steps(async ({ page }) => {
+      await openAs(s, page, stranger, `/projects/${p.id}`);
       await page.getByText("Not found in this organization.").waitFor();
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("screenshot of a project and the phone layout of both pages", async () => {
     const owner = await newOrg(s, "Acme");
@@ -267,20 +269,18 @@ describeBrowser("web: projects pages", () => {
       policy: { agent: { allow: ["shell:bun test*", "shell:bun run lint"], ask: ["network", "shell:git push*"], default: "ask" }, budget: { perTaskUsd: 5, perDayUsd: 50 }, pullRequests: "draft", preferredAgent: "claude" },
     });
     await makeProject(owner, "docs", { repositories: [{ url: "https://github.com/acme/docs.git" }] });
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
-        await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+        await openAs(s, page, owner, `/projects/${p.id}`);
         await repo(page, "shop-infra").waitFor();
         await docsScreenshot(page, "project");
         expect(problems).toEqual([]);
       },
       DESKTOP,
     );
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
-        await openSignedIn(page, `${s.url}/projects/${p.id}`, owner.email, PASSWORD);
+        await openAs(s, page, owner, `/projects/${p.id}`);
         await repo(page, "shop-infra").waitFor();
         expect(await overflowsSideways(page)).toBe(false);
         await page.goto(`${s.url}/projects`);
@@ -290,5 +290,5 @@ describeBrowser("web: projects pages", () => {
       },
       PHONE,
     );
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 });

@@ -6,11 +6,13 @@ import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { PASSWORD } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
 
 describeBrowser("web: settings page", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   let admin: Session;
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
@@ -21,7 +23,9 @@ describeBrowser("web: settings page", () => {
     await s?.stop();
   });
 
-  const open = (page: Page, who: Session) => openSignedIn(page, `${s.url}/settings`, who.email, PASSWORD, "Sign in to see the organization's settings.");
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/settings`, who.email, PASSWORD, "Sign in to see the organization's settings.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/settings");
   const row = (page: Page, email: string) => page.locator(`#members-table tbody tr[data-email="${email}"]`);
   const members = async (o: Session) =>
     Object.fromEntries(((await s.api("GET", `/orgs/${o.orgId}/members`, { token: o.accessToken })).body.items as { email: string; role: string }[]).map((m) => [m.email, m.role]));
@@ -35,8 +39,8 @@ describeBrowser("web: settings page", () => {
   test("add a member by email, change their role, remove them; an unknown email is explained beside the field", async () => {
     const owner = await newOrg(s);
     const email = await stranger();
-    await usePage(browser, async ({ page, problems }) => {
-      await open(page, owner);
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, owner);
       await row(page, owner.email).waitFor();
       const form = page.locator("#invite-form");
       await form.getByLabel("Email").fill("nobody@example.test");
@@ -62,11 +66,11 @@ describeBrowser("web: settings page", () => {
       expect((await members(owner))[email]).toBeUndefined();
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("the organization's name and worker-approval rule are saved; the last owner cannot be demoted (the refusal shows on the row)", async () => {
     const owner = await newOrg(s);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       await page.locator("#org-form").getByLabel("Organization name").fill("Acme Robotics");
       await page.locator("#org-form").getByRole("button", { name: "Rename" }).click();
@@ -85,13 +89,13 @@ describeBrowser("web: settings page", () => {
       expect((await members(owner))[owner.email]).toBe("owner");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("an admin cannot give or change the owner role; a viewer sees the members but no form, and why", async () => {
     const owner = await newOrg(s);
     const adminMember = await addMember(s, owner, "admin");
     const viewer = await addMember(s, owner, "viewer");
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, adminMember);
       await row(page, owner.email).waitFor();
       expect(await page.locator("#invite-form select[name=role] option").evaluateAll((os) => os.map((o) => (o as any).value))).toEqual(["admin", "member", "viewer"]);
@@ -100,7 +104,7 @@ describeBrowser("web: settings page", () => {
       await expect(row(page, owner.email).getByRole("button", { name: "Remove" }).count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, viewer);
       await row(page, owner.email).waitFor();
       await page.getByText("only owners and admins change these settings").waitFor();
@@ -109,14 +113,13 @@ describeBrowser("web: settings page", () => {
       await expect(page.locator("#approval-rule input").isDisabled()).resolves.toBe(true);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("screenshot and the phone layout", async () => {
     const owner = await newOrg(s, "Acme");
     await s.api("PATCH", "/me", { token: owner.accessToken, body: { name: "Olive Owner" } });
     for (const role of ["admin", "member", "viewer"] as const) await addMember(s, owner, role);
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await page.locator("#members-table tbody tr").nth(3).waitFor();
@@ -125,8 +128,7 @@ describeBrowser("web: settings page", () => {
       },
       DESKTOP,
     );
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await page.locator("#members-table tbody tr").nth(3).waitFor();
@@ -135,5 +137,5 @@ describeBrowser("web: settings page", () => {
       },
       PHONE,
     );
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 });

@@ -6,12 +6,14 @@ import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { PASSWORD, connectWorker, pairWorker, worker } from "./manage-fixtures";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, connectWorker, openAs, pairWorker, worker } from "./manage-fixtures";
 import type { ProtocolClient } from "../workers/helpers";
 
 describeBrowser("web: workers page", () => {
   let s: TestServer;
   let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
   const sockets: ProtocolClient[] = [];
   beforeAll(async () => {
     [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
@@ -33,13 +35,15 @@ describeBrowser("web: workers page", () => {
     return { owner, waiting, busy };
   }
   const card = (page: Page, name: string) => page.locator(".worker-card", { has: page.locator(".worker-name", { hasText: new RegExp(`^${name}$`) }) });
-  const open = (page: Page, who: Session) => openSignedIn(page, `${s.url}/workers`, who.email, PASSWORD, "Sign in to see the workers.");
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/workers`, who.email, PASSWORD, "Sign in to see the workers.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/workers");
 
   test("shows each worker's status, agents with versions, tools and labels; the pairing command; approve the waiting one", async () => {
     const { owner, waiting, busy } = await fleet();
     expect((await worker(s, owner, waiting.workerId)).status).toBe("pending_approval");
-    await usePage(browser, async ({ page, problems }) => {
-      await open(page, owner);
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, owner);
       const online = card(page, "gpu-box");
       await online.locator(".worker-status", { hasText: "online" }).waitFor();
       expect(await online.locator(".agents .chip").allTextContents()).toEqual(["claude 2.1.197", "exec (make)"]);
@@ -58,11 +62,11 @@ describeBrowser("web: workers page", () => {
       expect((await s.api("GET", `/orgs/${owner.orgId}/workers/${busy.workerId}`, { token: owner.accessToken })).body.status).toBe("online");
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("rename and relabel (bad labels are refused beside the field), then revoke: the credential stops at once", async () => {
     const { owner, busy } = await fleet();
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, owner);
       const c = card(page, "gpu-box");
       await c.getByRole("button", { name: "Edit" }).click();
@@ -85,13 +89,13 @@ describeBrowser("web: workers page", () => {
       expect((await s.api("GET", "/worker/me", { token: busy.credential })).status).toBe(401);
       expect(problems).toEqual([]);
     });
-  }, 45_000);
+  }, MANAGE_TEST_MS);
 
   test("a member or viewer sees the workers but no Approve, Edit or Revoke, and why", async () => {
     const { owner } = await fleet();
     for (const role of ["member", "viewer"] as const) {
       const who = await addMember(s, owner, role);
-      await usePage(browser, async ({ page, problems }) => {
+      await steps(async ({ page, problems }) => {
         await open(page, who);
         await card(page, "build-box").locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
         await page.getByText("Only owners and admins approve, revoke or change workers.").waitFor();
@@ -99,18 +103,17 @@ describeBrowser("web: workers page", () => {
         expect(problems).toEqual([]);
       });
     }
-  }, 60_000);
+  }, MANAGE_TEST_MS);
 
   test("an org without workers says how to pair one; screenshot; the phone layout", async () => {
     const lonely = await newOrg(s);
-    await usePage(browser, async ({ page, problems }) => {
+    await steps(async ({ page, problems }) => {
       await open(page, lonely);
       await page.locator("#workers-empty").getByText("No worker yet.").waitFor();
       expect(problems).toEqual([]);
     });
     const { owner } = await fleet();
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await card(page, "gpu-box").locator(".worker-status", { hasText: "online" }).waitFor();
@@ -119,8 +122,7 @@ describeBrowser("web: workers page", () => {
       },
       DESKTOP,
     );
-    await usePage(
-      browser,
+    await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await card(page, "gpu-box").locator(".worker-status", { hasText: "online" }).waitFor();
@@ -129,5 +131,5 @@ describeBrowser("web: workers page", () => {
       },
       PHONE,
     );
-  }, 60_000);
+  }, MANAGE_TEST_MS);
 });
