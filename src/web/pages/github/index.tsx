@@ -202,6 +202,8 @@ export function GitHubPage(_: PageProps) {
   const failed = useSignal<string | null>(null);
   const synced = useSignal<string | null>(null);
   const busy = useSignal(false);
+  // Each sync bumps it: the synced repositories' list loads again.
+  const syncs = useSignal(0);
   const r = role.value;
   const manage = canAdmin(r);
   if (!id) return <Empty>You are in no organization yet.</Empty>;
@@ -225,6 +227,7 @@ export function GitHubPage(_: PageProps) {
       const r = await api<{ installations: CodeHost["installations"]; repositories: number }>("POST", `/orgs/${id}/codehost/sync`);
       synced.value = `Synced: ${r.repositories} repositor${r.repositories === 1 ? "y" : "ies"}.`;
       if (s) status.data.value = { ...s, installations: r.installations };
+      syncs.value++;
     } catch (err) {
       failed.value = errorText(err);
     } finally {
@@ -316,7 +319,7 @@ export function GitHubPage(_: PageProps) {
               )}
             </Section>
           ) : null}
-          {s.app && s.installations.length ? <SyncedRepositories id={id} write={canWrite(r)} /> : null}
+          {s.app && s.installations.length ? <SyncedRepositories key={syncs.value} id={id} write={canWrite(r)} /> : null}
           {s.app && canWrite(r) && owners.length ? <CreateRepository id={id} owners={owners} /> : null}
         </>
       ) : null}
