@@ -10,17 +10,23 @@ export { APP_PATHS } from "./app/paths";
 
 // Scripts and styles come only from this server, as files (no inline script or style); the pages
 // call only this server's API; no other site may frame them (clickjacking the Approve buttons).
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+// Forms post to this server, and to `formTargets`: the code-hosting service, whose app manifest
+// flow is a form the browser posts there (SPEC §10).
+export function contentSecurityPolicy(formTargets: readonly string[] = []): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    ["form-action 'self'", ...formTargets].join(" "),
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+export const CONTENT_SECURITY_POLICY = contentSecurityPolicy();
 
 export const SECURITY_HEADERS: Record<string, string> = {
   "content-security-policy": CONTENT_SECURITY_POLICY,
@@ -31,15 +37,15 @@ export const SECURITY_HEADERS: Record<string, string> = {
   "cache-control": "no-cache",
 };
 
-function answer(file: EmbeddedFile, request: Request): Response {
-  const headers = { ...SECURITY_HEADERS, etag: file.etag, "content-type": file.type };
+function answer(file: EmbeddedFile, request: Request, csp = CONTENT_SECURITY_POLICY): Response {
+  const headers = { ...SECURITY_HEADERS, "content-security-policy": csp, etag: file.etag, "content-type": file.type };
   if (request.headers.get("if-none-match") === file.etag) return new Response(null, { status: 304, headers });
   return new Response(request.method === "HEAD" ? null : file.body, { headers });
 }
 
-/** The app's HTML, the same at every page's path (the browser's router picks the page). */
-export function appResponse(request: Request): Response {
-  return answer(embedded.pages.app!, request);
+/** The app's HTML, the same at every page's path (the browser's router picks the page); `csp` as contentSecurityPolicy() made it. */
+export function appResponse(request: Request, csp = CONTENT_SECURITY_POLICY): Response {
+  return answer(embedded.pages.app!, request, csp);
 }
 
 /** An asset by file name, or null when there is none (the caller answers 404). */

@@ -128,12 +128,12 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
  * says what each page of the context showed at that moment and what it last asked the server,
  * so that a failed run (in CI, say) explains itself.
  */
-export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: { width: number; height: number }): Promise<T> {
+export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: { width: number; height: number }, deadlineMs = DEADLINE_MS): Promise<T> {
   const opened = await openPage(browser, viewport);
   let timer: Timer | undefined;
   // Below the test's own timeout, so that a step that never settles is reported too.
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the browser steps did not finish within ${DEADLINE_MS / 1000} s`)), DEADLINE_MS);
+    timer = setTimeout(() => reject(new Error(`the browser steps did not finish within ${deadlineMs / 1000} s`)), deadlineMs);
   });
   try {
     return await Promise.race([work(opened), deadline]);

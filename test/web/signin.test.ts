@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, signUp, type Session } from "../helpers/identity";
 import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
+import { pagePolicy } from "../../src/modules/web";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -176,7 +177,7 @@ test.each(["/", "/setup", "/device", "/device?code=BCDF-GHJK", "/pair?code=BCDF-
     const s = await server();
     const res = await fetch(s.url + path);
     expect(res.status).toBe(200);
-    expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
+    expect(res.headers.get("content-security-policy")).toBe(pagePolicy(s.core.config));
     expect(CONTENT_SECURITY_POLICY).toContain("default-src 'self'");
     expect(CONTENT_SECURITY_POLICY).toContain("script-src 'self'");
     expect(CONTENT_SECURITY_POLICY).toContain("frame-ancestors 'none'");

@@ -14,6 +14,7 @@ import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
 import { describeBrowser, launchBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
+import { pagePolicy } from "../../src/modules/web";
 import { makeWorker } from "../workers/helpers";
 
 const PASSWORD = "correct horse battery staple";
@@ -68,7 +69,7 @@ describeBrowser("web: task page", () => {
     const res = await fetch(`${s.url}/tasks/tsk_anything`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
-    expect(res.headers.get("content-security-policy")).toBe(CONTENT_SECURITY_POLICY);
+    expect(res.headers.get("content-security-policy")).toBe(pagePolicy(s.core.config));
     expect(res.headers.get("x-frame-options")).toBe("DENY");
     expect(await res.text()).toContain('<script type="module" src="/assets/app.js"></script>');
     expect((await fetch(`${s.url}/tasks/${"x".repeat(65)}`)).status).toBe(400);

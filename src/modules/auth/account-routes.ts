@@ -7,8 +7,9 @@ import { createApiToken, deleteApiToken, listApiTokens } from "./api-tokens";
 import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from "./two-factor";
 import { sessionUser } from "./service";
 import { userView } from "./users";
-import { clientIp, noContent } from "./http";
-import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, TokenView, TwoFactorSetup } from "./model";
+import { clearRefreshCookie, clientIp, noContent } from "./http";
+import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, RenameBody, SessionView, TokenView, TwoFactorSetup, UserView } from "./model";
+import { listSessions, renameUser, revokeAllSessions } from "./sessions";
 import { PageQuery, pageOfSchema } from "../orgs/model";
 import { refuseUnknownFields } from "../../server/strict";
 import { errorAnswers, noContentDoc } from "../../server/errors";
@@ -26,6 +27,35 @@ export default (core: Core) =>
             : { type: "token" as const, tokenId: principal.tokenId, orgId: principal.orgId, role: principal.role },
       }),
       { auth: "any", response: { 200: Me, ...errorAnswers(401, 403) }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
+    )
+    .patch("/me", ({ principal, body }) => userView(renameUser(core, principal.userId, body.name)), {
+      auth: "session",
+      body: RenameBody,
+      transform: refuseUnknownFields(RenameBody),
+      response: { 200: UserView, ...errorAnswers(400, 401, 403) },
+      detail: { summary: "Change the caller's display name" },
+    })
+    .get("/me/sessions", ({ principal, query }) => listSessions(core, principal.userId, principal.kind === "user" ? principal.sessionId : "", query), {
+      auth: "session",
+      query: PageQuery,
+      response: { 200: pageOfSchema(SessionView), ...errorAnswers(400, 401, 403) },
+      detail: { summary: "The caller's sign-ins that were not revoked, newest first (current marks this one)" },
+    })
+    .delete(
+      "/me/sessions",
+      ({ principal, cookie }) => {
+        revokeAllSessions(core, principal.userId);
+        clearRefreshCookie(core, cookie);
+        return noContent();
+      },
+      {
+        auth: "session",
+        detail: {
+          summary: "Sign out everywhere: revokes every session of the caller, this one included",
+          description: "Their access tokens and live sockets stop at once; personal API tokens are not affected (revoke them with DELETE /me/tokens/:id).",
+          responses: noContentDoc("Every session is revoked", 401, 403),
+        },
+      },
     )
     .post("/me/tokens", ({ principal, body, status }) => status(201, createApiToken(core, principal.userId, body)), {
       auth: "session",

@@ -112,3 +112,12 @@ export const CreateUserBody = strictObject({
   name: t.Optional(t.String({ maxLength: 100 })),
   isAdmin: t.Optional(t.Boolean({ description: "make the user an instance administrator" })),
 });
+
+export const RenameBody = strictObject({ name: Line(100, { description: "The caller's display name" }) });
+export const SessionView = t.Object({
+  id: t.String(),
+  client: t.String({ description: "web, cli or device" }),
+  current: t.Boolean({ description: "true for the session making this request" }),
+  createdAt: t.String(),
+  lastUsedAt: t.String(),
+});

@@ -2,19 +2,37 @@
 // same binary. The pages use only the public API; they are kept out of the OpenAPI document.
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
-import { APP_PATHS, appResponse, assetResponse, notFoundPage } from "../../web";
+import { APP_PATHS, appResponse, assetResponse, contentSecurityPolicy, notFoundPage } from "../../web";
 
 const hidden = { detail: { hide: true } };
 // A path parameter is an id: anything longer is no page (the API's ids are at most 64 characters).
 const param = t.String({ minLength: 1, maxLength: 64 });
 
+/** The code-hosting service's origin (config.github.url where the server has one), where the GitHub page posts the app manifest. */
+export function codehostOrigin(config: { github?: { url?: string } }): string | null {
+  const url = config.github?.url;
+  if (url === undefined) return null;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/** The policy of the app's pages on a server with this config. */
+export function pagePolicy(config: { github?: { url?: string } }): string {
+  const origin = codehostOrigin(config);
+  return contentSecurityPolicy(origin ? [origin] : []);
+}
+
 export default (core: Core) => {
   const app = new Elysia({ name: "web", seed: core.instanceId });
+  const csp = pagePolicy(core.config);
   for (const path of APP_PATHS) {
     const names = path.split("/").filter((p) => p.startsWith(":")).map((p) => p.slice(1));
     // `/tasks/:taskId` is the link of the callbacks' `url` (SPEC §9); the page finds the task's organization itself.
     // Elysia's route methods add to the instance itself (the answer only carries the route's type).
-    app.get(path, ({ request }) => appResponse(request), names.length ? { params: t.Object(Object.fromEntries(names.map((n) => [n, param]))), ...hidden } : hidden);
+    app.get(path, ({ request }) => appResponse(request, csp), names.length ? { params: t.Object(Object.fromEntries(names.map((n) => [n, param]))), ...hidden } : hidden);
   }
   return app.get(
     "/assets/:name",

@@ -4,13 +4,20 @@
 import type { FunctionComponent } from "preact";
 import type { AppPath } from "./paths";
 import type { Address } from "./router";
-import { NotBuilt } from "../pages/misc";
 import { HomePage } from "../pages/home";
 import { SetupPage } from "../pages/setup";
 import { DevicePage } from "../pages/device";
 import { PairPage } from "../pages/pair";
 import { TasksPage } from "../pages/tasks";
 import { TaskPage } from "../pages/task";
+import { ProjectsPage } from "../pages/projects";
+import { ProjectPage } from "../pages/project";
+import { WorkersPage } from "../pages/workers";
+import { IntegrationsPage } from "../pages/integrations";
+import { GitHubPage } from "../pages/github";
+import { SettingsPage } from "../pages/settings";
+import { AccountPage } from "../pages/account";
+import { AdminPage } from "../pages/admin";
 
 export interface PageProps {
   params: Record<string, string>;
@@ -31,13 +38,12 @@ export const ROUTES: Record<AppPath, Route> = {
   "/pair": { page: PairPage, bare: true, why: "Sign in to pair the worker." },
   "/tasks": { page: TasksPage, why: "Sign in to see the tasks." },
   "/tasks/:taskId": { page: TaskPage, why: "Sign in to see the task." },
-  // Built on this framework by the pages' own work (issue 11, part 2).
-  "/projects": { page: NotBuilt("Projects") },
-  "/projects/:projectId": { page: NotBuilt("Project") },
-  "/workers": { page: NotBuilt("Workers") },
-  "/integrations": { page: NotBuilt("Integrations") },
-  "/github": { page: NotBuilt("GitHub") },
-  "/settings": { page: NotBuilt("Settings") },
-  "/account": { page: NotBuilt("Account") },
-  "/admin": { page: NotBuilt("Admin") },
+  "/projects": { page: ProjectsPage, why: "Sign in to see the projects." },
+  "/projects/:projectId": { page: ProjectPage, why: "Sign in to see the project." },
+  "/workers": { page: WorkersPage, why: "Sign in to see the workers." },
+  "/integrations": { page: IntegrationsPage, why: "Sign in to manage the integrations." },
+  "/github": { page: GitHubPage, why: "Sign in to connect GitHub." },
+  "/settings": { page: SettingsPage, why: "Sign in to see the organization's settings." },
+  "/account": { page: AccountPage, why: "Sign in to manage your account." },
+  "/admin": { page: AdminPage, why: "Sign in to administer this server." },
 };

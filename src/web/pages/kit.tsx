@@ -1,0 +1,176 @@
+// The pieces the management pages share: loading a resource into signals, a form's state with
+// the API's field errors (by field, for components/ui's Field), a section of a page, the line
+// saying what the person's role allows. The generic components are in src/web/components.
+import type { ComponentChildren } from "preact";
+import { useEffect, useRef } from "preact/hooks";
+import { signal, useSignal, type Signal } from "@preact/signals";
+import { ApiError, errorText, fieldErrors } from "../app/api";
+import { Time } from "../components/Time";
+import "./kit.css";
+
+export interface Resource<T> {
+  data: Signal<T | undefined>;
+  error: Signal<unknown>;
+  loading: Signal<boolean>;
+  reload: () => Promise<void>;
+}
+
+/** Loads `load()` when `key` changes (and on reload()); a late answer of an older key is dropped. */
+export function useResource<T>(load: () => Promise<T>, key: unknown[]): Resource<T> {
+  const ref = useRef<(Resource<T> & { run: number; load: () => Promise<T> }) | null>(null);
+  if (!ref.current) {
+    const r = {
+      data: signal<T | undefined>(undefined),
+      error: signal<unknown>(null),
+      loading: signal(true),
+      run: 0,
+      load,
+      reload: async () => {
+        const run = ++r.run;
+        r.loading.value = true;
+        try {
+          const value = await r.load();
+          if (run !== r.run) return;
+          r.data.value = value;
+          r.error.value = null;
+        } catch (err) {
+          if (run === r.run) r.error.value = err;
+        } finally {
+          if (run === r.run) r.loading.value = false;
+        }
+      },
+    };
+    ref.current = r;
+  }
+  ref.current.load = load;
+  useEffect(() => {
+    ref.current!.data.value = undefined;
+    void ref.current!.reload();
+  }, key);
+  return ref.current;
+}
+
+/** A form's submission state: busy, the refusal as a sentence and the API's complaints by field. */
+export interface FormState {
+  busy: Signal<boolean>;
+  error: Signal<string | null>;
+  fields: Signal<Record<string, string>>;
+  /** Runs `work`; a refusal of the API fills error and fields (mapped by `fieldOf`). Answers whether it succeeded. */
+  submit: (work: () => Promise<void>, fieldOf?: (apiField: string) => string) => Promise<boolean>;
+}
+
+export function useForm(): FormState {
+  const busy = useSignal(false);
+  const error = useSignal<string | null>(null);
+  const fields = useSignal<Record<string, string>>({});
+  const state = useRef<FormState | null>(null);
+  state.current ??= {
+    busy,
+    error,
+    fields,
+    submit: async (work, fieldOf = (f) => f) => {
+      if (busy.value) return false;
+      busy.value = true;
+      error.value = null;
+      fields.value = {};
+      try {
+        await work();
+        return true;
+      } catch (err) {
+        const byField: Record<string, string> = {};
+        for (const [f, m] of Object.entries(fieldErrors(err))) byField[fieldOf(f)] ??= m;
+        // A conflict or not_found that names its field (details.field) belongs beside it too.
+        const named = err instanceof ApiError && err.details && typeof (err.details as { field?: unknown }).field === "string" ? (err.details as { field: string }).field : null;
+        if (named) byField[fieldOf(named)] ??= errorText(err);
+        fields.value = byField;
+        error.value = Object.keys(byField).length ? null : errorText(err);
+        return false;
+      } finally {
+        busy.value = false;
+      }
+    },
+  };
+  return state.current;
+}
+
+/** The error of a form or an action, as an alert. */
+export function Problem({ text, id }: { text: string | null | undefined; id?: string }) {
+  if (!text) return null;
+  return (
+    <p class="error" role="alert" id={id}>
+      {text}
+    </p>
+  );
+}
+
+/** What a failed load shows, with a way to try again. */
+export function LoadFailed({ error, retry }: { error: unknown; retry: () => void }) {
+  return (
+    <div class="error" role="alert">
+      <p>{error instanceof ApiError && error.status === 404 ? "Not found in this organization." : errorText(error)}</p>
+      <button type="button" onClick={retry}>
+        Try again
+      </button>
+    </div>
+  );
+}
+
+/** A section of a page with its heading and, on the right, its actions. */
+export function Section({ title, id, actions, children }: { title: string; id: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  return (
+    <section id={id} class="panel" aria-labelledby={`${id}-title`}>
+      <header class="panel-head">
+        <h2 id={`${id}-title`}>{title}</h2>
+        {actions ? <div class="panel-actions">{actions}</div> : null}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+/** The page's one line about what the person's role allows here, when it allows less than everything. */
+export function RoleNote({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="role-note muted" role="note">
+      {children}
+    </p>
+  );
+}
+
+export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A moment as "3 min ago" (exact on hover), or `empty` when there is none. */
+export function When({ at, empty = "never" }: { at: string | null | undefined; empty?: string }) {
+  return at ? <Time iso={at} /> : <span class="muted">{empty}</span>;
+}
+
+/** An empty list's one line saying what to do next (components/ui's EmptyState look). */
+export function Empty({ children, id }: { children: ComponentChildren; id?: string }) {
+  return (
+    <div class="empty" id={id}>
+      <p class="empty-title">{children}</p>
+    </div>
+  );
+}
+
+/** Copies `text` (a command, a URL) to the clipboard; says so for a moment. */
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const done = useSignal(false);
+  return (
+    <button
+      type="button"
+      class="copy"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          done.value = true;
+          setTimeout(() => (done.value = false), 1500);
+        } catch {
+          done.value = false;
+        }
+      }}
+    >
+      {done.value ? "Copied" : label}
+    </button>
+  );
+}

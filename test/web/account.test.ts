@@ -1,0 +1,178 @@
+// The account page "/account" (SPEC §4, §11): the name, two-factor setup with a QR code read by
+// the test (the QR's modules are compared with the otpauth link's own encoding, and the code is
+// computed from the link's secret with otplib), then a sign-in with a code; personal API tokens
+// shown once and revoked; signing out of every session. Checked through the API each time.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { encode } from "uqr";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { addMember, createAdmin, login, type Session } from "../helpers/identity";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, signInWithForm, usePage } from "./browser";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs, secretOf, totp } from "./manage-fixtures";
+
+describeBrowser("web: account page", () => {
+  let s: TestServer;
+  let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  let owner: Session;
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+    owner = await createAdmin(s);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await s?.stop();
+  });
+
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/account`, who.email, PASSWORD, "Sign in to manage your account.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/account");
+
+  /** The dark modules of the page's QR code, as the SVG path draws them (one unit square each). */
+  const qrModules = (page: Page) =>
+    page.locator("svg.qr path").getAttribute("d").then((d) => [...(d ?? "").matchAll(/M(\d+),(\d+)h1v1h-1z/g)].map((m) => `${m[1]},${m[2]}`).sort());
+  const expectedModules = (text: string) => {
+    const { data } = encode(text, { ecc: "M", border: 2 });
+    const out: string[] = [];
+    data.forEach((row, y) => row.forEach((dark, x) => dark && out.push(`${x},${y}`)));
+    return out.sort();
+  };
+
+  test("two-factor: the QR code encodes the otpauth link; a code from its secret turns it on, recovery codes show once; signing in then asks for a code", async () => {
+    const m = await addMember(s, owner, "member");
+    let secret = "";
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, m);
+      await page.getByRole("button", { name: "Set up two-factor sign-in" }).click();
+      const link = await page.locator("#otpauth-link").getAttribute("href");
+      expect(link).toStartWith("otpauth://totp/");
+      expect(await qrModules(page)).toEqual(expectedModules(link!));
+      secret = secretOf(link!);
+      expect((await page.locator("#totp-key").textContent())!.replaceAll(" ", "")).toBe(secret);
+
+      // A wrong code is refused beside the form, and nothing changes.
+      await page.getByLabel("Code from the app").fill("000000");
+      await page.getByRole("button", { name: "Turn on" }).click();
+      await expect(shownText(page, "#two-factor-setup .error")).resolves.toContain("not valid");
+      expect((await s.api("GET", "/me", { token: m.accessToken })).body.twoFactorEnabled).toBe(false);
+
+      // The previous step's code, so that the current one is still unused for the sign-in below.
+      await page.getByLabel("Code from the app").fill(await totp(secret, 1));
+      await page.getByRole("button", { name: "Turn on" }).click();
+      await page.locator("#recovery-codes").waitFor();
+      const codes = await page.locator("#recovery-codes ol.codes li").allTextContents();
+      expect(codes).toHaveLength(10);
+      expect((await s.api("GET", "/me", { token: m.accessToken })).body.twoFactorEnabled).toBe(true);
+      // A recovery code shown is a real one: it signs in (once).
+      expect((await s.api("POST", "/auth/login", { body: { email: m.email, password: PASSWORD, code: codes[9] } })).status).toBe(200);
+      expect(problems).toEqual([]);
+    });
+
+    // A new browser: the password alone is not enough now; the current code signs in.
+    await steps(async ({ page, problems }) => {
+      await page.goto(`${s.url}/account`);
+      await signInWithForm(page, m.email, PASSWORD);
+      await page.getByLabel("Two-factor code").fill(await totp(secret));
+      await page.locator("#signin-form").getByRole("button", { name: "Sign in" }).click();
+      await page.locator("#two-factor").getByText("Signing in asks for a code").waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("a personal API token: created for a chosen org and role, the value shown once (it works), gone after a reload; revoked, it stops", async () => {
+    const m = await addMember(s, owner, "admin");
+    await steps(async ({ page, problems }) => {
+      await open(page, m);
+      await page.getByText("No tokens yet.").waitFor();
+      const form = page.locator("#token-form");
+      await form.getByLabel("Token name").fill("CI on main");
+      await form.getByLabel("Role").selectOption("member");
+      await form.getByRole("button", { name: "Create token" }).click();
+      const value = await page.locator("#token-secret-value").inputValue();
+      expect(value).toMatch(/^aot_[0-9A-Za-z]{36}$/);
+      // The value shown is the real token, with the role chosen.
+      const me = await s.api("GET", "/me", { token: value });
+      expect([me.status, me.body.via.type, me.body.via.role, me.body.via.orgId]).toEqual([200, "token", "member", owner.orgId]);
+      const listed = (await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items;
+      expect(listed.map((t: { name: string; lastFour: string }) => [t.name, t.lastFour])).toEqual([["CI on main", value.slice(-4)]]);
+      await page.locator("#tokens-table tbody tr", { hasText: "CI on main" }).waitFor();
+
+      await page.reload();
+      await page.locator("#tokens-table tbody tr", { hasText: "CI on main" }).waitFor();
+      expect(await page.locator("#token-secret").count()).toBe(0);
+      expect(await page.content()).not.toContain(value);
+
+      await page.locator("#tokens-table tbody tr", { hasText: "CI on main" }).getByRole("button", { name: "Revoke" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Yes, revoke" }).click();
+      await page.getByText("No tokens yet.").waitFor();
+      expect((await s.api("GET", "/me", { token: value })).status).toBe(401);
+      expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("a token name the API refuses is explained beside the field; nothing is created", async () => {
+    const m = await addMember(s, owner, "member");
+    await steps(async ({ page, problems }) => {
+      await open(page, m);
+      const form = page.locator("#token-form");
+      await form.getByLabel("Token name").fill("   ");
+      await form.getByRole("button", { name: "Create token" }).click();
+      await expect(shownText(page, "#token-name-error")).resolves.not.toBe("");
+      expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("the name is saved; sign out everywhere ends every session (this one too) and shows the sign-in form", async () => {
+    const m = await addMember(s, owner, "member");
+    const cli = await login(s, m.email);
+    await steps(async ({ page, problems }) => {
+      await open(page, m);
+      await page.locator("#profile-form").getByLabel("Name").fill("Grace Hopper");
+      await page.locator("#profile-form").getByRole("button", { name: "Save" }).click();
+      await page.locator("#profile-form").getByText("Saved").waitFor();
+      expect((await s.api("GET", "/me", { token: m.accessToken })).body.name).toBe("Grace Hopper");
+      // Three sessions: the helper's, the command line's and this browser's.
+      await page.locator("#sessions-list li").nth(2).waitFor();
+      await expect(page.locator("#sessions-list li", { hasText: "this session" }).count()).resolves.toBe(1);
+
+      await page.getByRole("button", { name: "Sign out everywhere" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Yes, sign out everywhere" }).click();
+      await page.locator("#signin-form").waitFor();
+      for (const t of [m.accessToken, cli.accessToken]) expect((await s.api("GET", "/me", { token: t })).status).toBe(401);
+      // The browser's own refresh cookie is spent too: a reload asks to sign in again.
+      await page.reload();
+      await page.getByText("Sign in to manage your account.").waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("screenshot (desktop) and the phone layout: nothing sticks out sideways", async () => {
+    const m = await addMember(s, owner, "member");
+    await s.api("PATCH", "/me", { token: m.accessToken, body: { name: "Ada Lovelace" } });
+    await s.api("POST", "/me/tokens", { token: m.accessToken, body: { name: "laptop", orgId: owner.orgId } });
+    await steps(
+      async ({ page, problems }) => {
+        await open(page, m);
+        await page.locator("#tokens-table tbody tr").first().waitFor();
+        await page.locator("#sessions-list li").first().waitFor();
+        await docsScreenshot(page, "account");
+        expect(problems).toEqual([]);
+      },
+      DESKTOP,
+    );
+    await steps(
+      async ({ page, problems }) => {
+        await open(page, m);
+        await page.locator("#tokens-table tbody tr").first().waitFor();
+        await page.getByRole("button", { name: "Set up two-factor sign-in" }).click();
+        await page.locator("svg.qr").waitFor();
+        expect(await overflowsSideways(page)).toBe(false);
+        expect(problems).toEqual([]);
+      },
+      PHONE,
+    );
+  }, MANAGE_TEST_MS);
+});

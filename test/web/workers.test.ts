@@ -1,0 +1,135 @@
+// The workers page "/workers" (SPEC §7, §11): workers paired by device code over HTTP as
+// `ao worker` pairs, one of them connected (online, with its agents and tools); approve the one
+// waiting, rename and relabel, revoke; a viewer sees no buttons. Checked through the API.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { addMember, newOrg, type Session } from "../helpers/identity";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
+import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, connectWorker, openAs, pairWorker, worker } from "./manage-fixtures";
+import type { ProtocolClient } from "../workers/helpers";
+
+describeBrowser("web: workers page", () => {
+  let s: TestServer;
+  let browser: Browser;
+  /** usePage with the management pages' time limit. */
+  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const sockets: ProtocolClient[] = [];
+  beforeAll(async () => {
+    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  });
+  afterAll(async () => {
+    for (const c of sockets) c.close();
+    await browser?.close();
+    await s?.stop();
+  });
+
+  /** An org that approves its workers, with one worker waiting and one online. */
+  async function fleet() {
+    const owner = await newOrg(s);
+    expect((await s.api("PATCH", `/orgs/${owner.orgId}`, { token: owner.accessToken, body: { requireWorkerApproval: true } })).status).toBe(200);
+    const waiting = await pairWorker(s, owner, { name: "build-box", labels: ["linux"] });
+    const busy = await pairWorker(s, owner, { name: "gpu-box", labels: ["gpu", "linux"] });
+    await s.api("POST", `/orgs/${owner.orgId}/workers/${busy.workerId}/approve`, { token: owner.accessToken });
+    sockets.push(await connectWorker(s, busy.credential));
+    return { owner, waiting, busy };
+  }
+  const card = (page: Page, name: string) => page.locator(".worker-card", { has: page.locator(".worker-name", { hasText: new RegExp(`^${name}$`) }) });
+  /** Signed in through the form (the first test), or already (the others). */
+  const openWithForm = (page: Page, who: Session) => openSignedIn(page, `${s.url}/workers`, who.email, PASSWORD, "Sign in to see the workers.");
+  const open = (page: Page, who: Session) => openAs(s, page, who, "/workers");
+
+  test("shows each worker's status, agents with versions, tools and labels; the pairing command; approve the waiting one", async () => {
+    const { owner, waiting, busy } = await fleet();
+    expect((await worker(s, owner, waiting.workerId)).status).toBe("pending_approval");
+    await steps(async ({ page, problems }) => {
+      await openWithForm(page, owner);
+      const online = card(page, "gpu-box");
+      await online.locator(".worker-status", { hasText: "online" }).waitFor();
+      expect(await online.locator(".agents .chip").allTextContents()).toEqual(["claude 2.1.197", "exec (make)"]);
+      expect(await online.locator(".tools .chip").allTextContents()).toEqual(["git 2.47.2", "bun 1.4.5"]);
+      expect(await online.locator(".labels .chip").allTextContents()).toEqual(["gpu", "linux"]);
+      await expect(online.getByRole("button", { name: "Approve" }).count()).resolves.toBe(0);
+      expect(await page.locator("#pair-command").textContent()).toBe(`ao worker --server ${s.url}`);
+      // The one waiting comes first, marked, with Approve.
+      await expect(page.locator(".worker-card .worker-name").first().textContent()).resolves.toBe("build-box");
+      const pending = card(page, "build-box");
+      await pending.locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
+      await pending.getByRole("button", { name: "Approve" }).click();
+      await pending.locator(".worker-status", { hasText: "offline" }).waitFor();
+      const approved = await worker(s, owner, waiting.workerId);
+      expect(approved.status).toBe("offline");
+      expect((await s.api("GET", `/orgs/${owner.orgId}/workers/${busy.workerId}`, { token: owner.accessToken })).body.status).toBe("online");
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("rename and relabel (bad labels are refused beside the field), then revoke: the credential stops at once", async () => {
+    const { owner, busy } = await fleet();
+    await steps(async ({ page, problems }) => {
+      await open(page, owner);
+      const c = card(page, "gpu-box");
+      await c.getByRole("button", { name: "Edit" }).click();
+      await c.getByLabel("Worker name").fill("gpu-box-2");
+      await c.getByLabel("Labels").fill("gpu, Bad Label");
+      await c.getByRole("button", { name: "Save" }).click();
+      await expect(shownText(page, `#worker-labels-${busy.workerId}-error`)).resolves.not.toBe("");
+      expect((await worker(s, owner, busy.workerId)).name).toBe("gpu-box");
+      await c.getByLabel("Labels").fill("gpu, cuda-12");
+      await c.getByRole("button", { name: "Save" }).click();
+      const renamed = card(page, "gpu-box-2");
+      await renamed.locator(".labels .chip", { hasText: "cuda-12" }).waitFor();
+      const after = await worker(s, owner, busy.workerId);
+      expect([after.name, after.labels]).toEqual(["gpu-box-2", ["gpu", "cuda-12"]]);
+
+      await renamed.getByRole("button", { name: "Revoke" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Yes, revoke" }).click();
+      await renamed.locator(".worker-status", { hasText: "revoked" }).waitFor();
+      expect((await worker(s, owner, busy.workerId)).status).toBe("revoked");
+      expect((await s.api("GET", "/worker/me", { token: busy.credential })).status).toBe(401);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("a member or viewer sees the workers but no Approve, Edit or Revoke, and why", async () => {
+    const { owner } = await fleet();
+    for (const role of ["member", "viewer"] as const) {
+      const who = await addMember(s, owner, role);
+      await steps(async ({ page, problems }) => {
+        await open(page, who);
+        await card(page, "build-box").locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
+        await page.getByText("Only owners and admins approve, revoke or change workers.").waitFor();
+        for (const name of ["Approve", "Edit", "Revoke"]) await expect(page.getByRole("button", { name }).count()).resolves.toBe(0);
+        expect(problems).toEqual([]);
+      });
+    }
+  }, MANAGE_TEST_MS);
+
+  test("an org without workers says how to pair one; screenshot; the phone layout", async () => {
+    const lonely = await newOrg(s);
+    await steps(async ({ page, problems }) => {
+      await open(page, lonely);
+      await page.locator("#workers-empty").getByText("No worker yet.").waitFor();
+      expect(problems).toEqual([]);
+    });
+    const { owner } = await fleet();
+    await steps(
+      async ({ page, problems }) => {
+        await open(page, owner);
+        await card(page, "gpu-box").locator(".worker-status", { hasText: "online" }).waitFor();
+        await docsScreenshot(page, "workers");
+        expect(problems).toEqual([]);
+      },
+      DESKTOP,
+    );
+    await steps(
+      async ({ page, problems }) => {
+        await open(page, owner);
+        await card(page, "gpu-box").locator(".worker-status", { hasText: "online" }).waitFor();
+        expect(await overflowsSideways(page)).toBe(false);
+        expect(problems).toEqual([]);
+      },
+      PHONE,
+    );
+  }, MANAGE_TEST_MS);
+});
