@@ -17,8 +17,13 @@ export interface ToolDecision {
   decision: "allow" | "ask" | "deny";
   /** The rule that decided, or null for the built-in rules. */
   rule: string | null;
-  /** "project policy" or "built-in rules": who decided, for the timeline. */
+  /** The project's policy, or the built-in rules (decidedBy names them for the timeline). */
   by: "policy" | "default";
+}
+
+/** Who decided, as the timeline's decision events name it: "policy" or "built-in rules". */
+export function decidedBy(d: ToolDecision): "policy" | "built-in rules" {
+  return d.by === "policy" ? "policy" : "built-in rules";
 }
 
 /** `*` matches any run of characters; everything else is literal. */

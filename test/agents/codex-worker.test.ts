@@ -86,7 +86,7 @@ test("approve: the task waits in needs_approval with Codex's command; approving 
   expect(await waitStatus(p, t.id, "completed")).toMatchObject({ summary: "approved.txt is there.", attempt: 1 });
   const ev = await events(p, t.id);
   expect(ev.filter((e) => e.type === "decision").map((e) => [e.data.decision, e.data.by])).toEqual([
-    ["ask", "default"],
+    ["ask", "built-in rules"],
     ["allow", "person"],
   ]);
   expect(ev.find((e) => e.type === "tool" && e.data.status === "completed")?.data).toMatchObject({ name: "shell", input: { command: "touch approved.txt" }, exitCode: 0 });

@@ -49,7 +49,7 @@ test("a command Codex asks to run waits for a person; approve runs it in the che
   const ask = await ctx.until(() => ctx.asks[0]);
   expect(ask).toEqual({ kind: "approval", message: "Codex asks to run: touch approved.txt" });
   expect(existsSync(join(workdir, "approved.txt"))).toBe(false);
-  expect(decisions(ctx)).toEqual([{ tool: "exec_command", kind: "shell", subject: "touch approved.txt", decision: "ask", by: "default", rule: null }]);
+  expect(decisions(ctx)).toEqual([{ tool: "exec_command", kind: "shell", subject: "touch approved.txt", decision: "ask", by: "built-in rules", rule: null }]);
 
   run.answer({ kind: "approve" });
   expect(await run.exited).toEqual({ code: 0, signal: null });
@@ -172,7 +172,7 @@ test("a command Codex parsed as reading a file is a read: the built-in rules let
   expect(ctx.asks).toEqual([{ kind: "approval", message: "Codex asks to run: cat README.md | sh" }]);
   run.answer({ kind: "deny", reason: "no" });
   expect(await run.exited).toEqual({ code: 0, signal: null });
-  expect(decisions(ctx)[0]).toEqual({ tool: "exec_command", kind: "read", subject: join(workdir, "README.md"), decision: "allow", by: "default", rule: null });
+  expect(decisions(ctx)[0]).toEqual({ tool: "exec_command", kind: "read", subject: join(workdir, "README.md"), decision: "allow", by: "built-in rules", rule: null });
   expect(decisions(ctx)[1]).toMatchObject({ kind: "shell", subject: "cat README.md | sh", decision: "ask" });
   expect(ctx.events.find((e) => e.type === "tool" && e.data.status === "completed")?.data.output).toContain("# demo");
 });

@@ -9,7 +9,7 @@
 // found on PATH: inside the compiled `ao` executable the SDK's own bundled CLI does not exist.
 import { spawn, spawnSync } from "node:child_process";
 import { query, type CanUseTool, type HookCallback, type Options, type PermissionResult, type SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
-import type { ToolCall, ToolDecision } from "../policy";
+import { decidedBy, type ToolCall, type ToolDecision } from "../policy";
 import { previousSession } from "./claude-session";
 import { ClaudeUsage, claudeMapper } from "./claude-events";
 export { mapClaudeEvent } from "./claude-events";
@@ -90,7 +90,7 @@ interface Pending {
   settle(a: Answer): void;
 }
 
-const by = (d: ToolDecision) => (d.by === "policy" ? "policy" : "built-in rules");
+const by = decidedBy;
 
 export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent {
   return {

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { VERSION } from "../../version";
-import type { ToolCall } from "../policy";
+import { decidedBy, type ToolCall } from "../policy";
 import { spawnGroup } from "../process";
 import { CodexRpc, RpcError } from "./codex-rpc";
 import { commandCalls, fileCalls, strictest } from "./codex-asks";
@@ -229,7 +229,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
       const decided = calls.map((call) => ({ call, d: ctx.decide(call) }));
       const d = strictest(decided.map((x) => x.d));
       const call = decided.find((x) => x.d === d)!.call;
-      ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: d.by, rule: d.rule });
+      ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: decidedBy(d), rule: d.rule });
       if (d.decision === "allow") {
         rpc.respond(r.id, { decision: "accept" });
       } else if (d.decision === "deny") {
