@@ -43,7 +43,7 @@ describe("foundation", () => {
       expect([m, path, typeof op.summary, op.tags?.length > 0]).toEqual([m, path, "string", true]);
     }
     const identity = ops.filter(({ path }) => /^\/api\/v1\/(health|auth|me|setup|admin|orgs(\/\{orgId\}(\/members.*)?)?$)/.test(path));
-    expect(identity.length).toBe(29);
+    expect(identity.length).toBe(32);
     for (const { path, m, op } of identity) {
       const statuses = Object.keys(op.responses ?? {});
       const ok = statuses.filter((c) => c.startsWith("2"));
