@@ -149,8 +149,30 @@ describe("the app, from ao's manifest", () => {
 
 let installationId: number;
 
+/**
+ * The person's own GitHub connection (the app's OAuth web flow), as `login` at GitHub; the stand-in
+ * is signed in as octo-admin again after.
+ */
+async function connectGithub(who: Session, login: string) {
+  gh.signIn(login);
+  try {
+    const r = await api("POST", `/orgs/${who.orgId}/codehost/user`, undefined, who.accessToken);
+    expect(r.status).toBe(200);
+    const atGithub = await visit(r.body.url);
+    const back = await visit(atGithub.location!);
+    expect(back.location).toBe(`${s.url}/github?connection=${login}`);
+  } finally {
+    gh.signIn("octo-admin");
+  }
+}
+
+const callback = (installation: number, state: string) => visit(`${s.url}/api/v1/codehost/installations/callback?installation_id=${installation}&setup_action=install&state=${state}`);
+const boundTo = (installation: number) => s.core.sqlite.query<{ org_id: string }, [number]>("SELECT org_id FROM codehost_installations WHERE id = ?").get(installation)?.org_id ?? null;
+
 describe("installations and sync", () => {
   test("install on an organization with 130 repositories: the setup callback connects it and syncs every page", async () => {
+    // The setup callback checks the installation against the person's own connection.
+    await connectGithub(owner, "octo-admin");
     const link = await api("POST", `${org()}/codehost/installations`);
     expect(link.status).toBe(200);
     expect(link.body.url).toBe(`${gh.url}/apps/${slug}/installations/new?state=${link.body.state}`);
@@ -168,6 +190,45 @@ describe("installations and sync", () => {
     expect(gh.requests.filter((r) => r.path.startsWith("/installation/repositories")).length).toBeGreaterThanOrEqual(2);
     // The setup link's state is spent too.
     expect((await visit(done.setupRedirect!)).status).toBe(400);
+  });
+
+  test("another org's admin with a valid state cannot bind an installation they did not make; nothing is bound", async () => {
+    // Installed at GitHub outside ao's flow, on an organization only octo-admin belongs to.
+    const victim = (await gh.install(slug, "victim-co", { type: "Organization", repositories: 2, webhook: false, state: "" })).installation.record.id;
+    const mallory = await newOrg(s);
+    const link = async () => (await api("POST", `/orgs/${mallory.orgId}/codehost/installations`, undefined, mallory.accessToken)).body.state as string;
+
+    // No connection of their own yet: 409 no_connection, saying what to do.
+    const bare = await callback(victim, await link());
+    expect(bare.status).toBe(409);
+    const bareError = JSON.parse(bare.body).error;
+    expect(bareError.details.reason).toBe("no_connection");
+    expect(bareError.message).toContain("connect your GitHub account first");
+    expect(boundTo(victim)).toBeNull();
+
+    // Connected as a GitHub account that cannot reach the installation: 403, nothing bound, the state spent.
+    await connectGithub(mallory, "mallory");
+    const state = await link();
+    const forged = await callback(victim, state);
+    expect(forged.status).toBe(403);
+    expect(JSON.parse(forged.body).error.message).toContain(`installation ${victim} is not one your GitHub account (mallory) can reach`);
+    expect(boundTo(victim)).toBeNull();
+    expect((await api("GET", `/orgs/${mallory.orgId}/codehost`, undefined, mallory.accessToken)).body.installations).toEqual([]);
+    expect(s.core.sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?").get(victim)!.n).toBe(0);
+    expect((await callback(victim, state)).status).toBe(400);
+    // Nor can they mint a token for it: no claim of theirs reaches its repositories.
+    expect((await api("GET", `/orgs/${mallory.orgId}/codehost/repositories?q=victim-co`, undefined, mallory.accessToken)).body.items).toEqual([]);
+
+    // Their own installation, made by their own account, binds to their org.
+    gh.signIn("mallory");
+    const own = (await gh.install(slug, "mallory-co", { type: "Organization", repositories: 1, webhook: false, state: "" })).installation.record.id;
+    gh.signIn("octo-admin");
+    const mine = await callback(own, await link());
+    expect(mine.status).toBe(302);
+    expect(mine.location).toBe(`${s.url}/github?installation=${own}`);
+    expect(boundTo(own)).toBe(mallory.orgId);
+    // The first org's installation is untouched.
+    expect(boundTo(installationId)).toBe(owner.orgId);
   });
 
   test("sync again, and the synced repositories are listed by name with paging", async () => {
@@ -238,11 +299,17 @@ describe("a repository created from ao, a task's token and its pull request", ()
     expect(r.body.project).toMatchObject({ name: "widget", repositories: [{ url: `${gh.url}/acme/widget.git`, primary: true }] });
     const made = gh.repository("acme", "widget")!;
     expect(made.record.private).toBe(true);
-    // Taken names: 409; an owner with no installation and no connection of the caller: 409 no_connection.
+    // Taken names: 409; an owner with no installation and not the caller's connection: 400 naming owner;
+    // a caller with no connection: 409 no_connection.
     expect((await api("POST", `${org()}/codehost/repositories`, { owner: "acme", name: "widget" })).status).toBe(409);
     const stranger = await api("POST", `${org()}/codehost/repositories`, { owner: "someone-else", name: "x" });
-    expect(stranger.status).toBe(409);
-    expect(stranger.body.error.details.reason).toBe("no_connection");
+    expect(stranger.status).toBe(400);
+    expect(stranger.body.error.details[0].field).toBe("owner");
+    const unconnected = await addMember(s, owner, "admin");
+    const none = await api("POST", `${org()}/codehost/repositories`, { owner: "someone-else", name: "x" }, unconnected.accessToken);
+    expect(none.status).toBe(409);
+    expect(none.body.error.details.reason).toBe("no_connection");
+    expect(gh.repository("someone-else", "x")).toBeUndefined();
     const bad = await api("POST", `${org()}/codehost/repositories`, { owner: "acme", name: "no spaces" });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0].field).toBe("name");

@@ -117,6 +117,10 @@ describe("the GitHub app through the built executable and a real worker", () => 
     const back = await visit(made.location!);
     expect(back.status).toBe(302);
     slug = gh.app("ao-e2e").record.slug;
+    // The setup callback checks the installation against the person's own connection: connect first.
+    const connect = await api("POST", `/orgs/${orgId}/codehost/user`);
+    const authorized = await visit(connect.body.url);
+    expect((await visit(authorized.location!)).status).toBe(302);
     const link = await api("POST", `/orgs/${orgId}/codehost/installations`);
     await visit(link.body.url);
     const installed = await gh.install(slug, "acme", { type: "Organization", repositories: 101 });

@@ -62,6 +62,10 @@ describeBrowser("web: GitHub page", () => {
   test("install on an organization, then sync: the synced repositories list follows", async () => {
     await steps(async ({ page, problems }) => {
       await openAs(s, page, owner, `/github`);
+      // The setup callback checks the installation against the person's own connection: connect first.
+      await page.getByRole("button", { name: "Connect your GitHub account" }).click();
+      await page.waitForURL((u) => u.pathname === "/github" && u.searchParams.get("connection") === "octo-admin");
+      await page.locator("#connection-login", { hasText: "octo-admin" }).waitFor();
       await page.getByRole("button", { name: "Install on GitHub" }).click();
       await page.waitForURL((u) => u.href.startsWith(`${gh.url}/apps/`));
       const done = await gh.install("ao-web-test", "acme", { type: "Organization", repositories: 3 });

@@ -154,10 +154,11 @@ export default (core: Core) => {
       },
       {
         query: SetupQuery,
-        response: { 302: t.Null({ description: "To the web app's /github page" }), ...errorAnswers(400, 409, 502, 503) },
+        response: { 302: t.Null({ description: "To the web app's /github page" }), ...errorAnswers(400, 403, 409, 502, 503) },
         detail: {
           summary: "GitHub's redirect after an installation (the app's setup URL)",
-          description: "The installation is read from GitHub as the app, connected to the organization the state names, and its repositories synced.",
+          description:
+            "The installation must be one the person who started the flow can reach with their own GitHub connection (GET /user/installations): 409 `no_connection` without a connection, 403 when it is not theirs. It is then read from GitHub as the app, connected to the organization the state names, and its repositories synced.",
           tags,
           security: [],
         },

@@ -3,13 +3,13 @@
 import { and, asc, eq, gt, like, or, sql } from "drizzle-orm";
 import type { Octokit } from "@octokit/rest";
 import type { Core } from "../../server/core";
-import { conflict, invalid } from "../../server/errors";
+import { conflict, forbidden, invalid } from "../../server/errors";
 import { codehostConnections, codehostInstallations, codehostRepositories } from "../../db/schema";
 import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf } from "../orgs/paging";
 import { appRow, consumeState, credentialsOf, newState, requireApp, type AppRow } from "./app";
-import { apiClient, appClient, githubFailure, oauthApp, withInstallation } from "./github";
+import { apiClient, appClient, githubFailure, oauthApp, statusOf, withInstallation } from "./github";
 
 export type InstallationRow = typeof codehostInstallations.$inferSelect;
 export type CodehostRepositoryRow = typeof codehostRepositories.$inferSelect;
@@ -137,8 +137,12 @@ export async function finishInstallation(core: Core, query: { installation_id?: 
   const id = Number(query.installation_id);
   if (!query.installation_id || !Number.isSafeInteger(id) || id <= 0) throw invalid("installation_id is missing or not a number", [{ field: "installation_id", message: "GitHub's installation id" }]);
   let orgId: string;
-  if (query.state) orgId = consumeState(core, "install", query.state).orgId;
-  else {
+  if (query.state) {
+    const flow = consumeState(core, "install", query.state);
+    orgId = flow.orgId;
+    // The state only says who asked, not which installation they made: anyone can send any id.
+    await requireInstallationOfPerson(core, flow.userId, id);
+  } else {
     const known = core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, id)).get();
     // No state: nothing binds this browser to an org, so an unknown installation is not taken.
     if (!known) orgId = consumeState(core, "install", undefined).orgId;
@@ -154,6 +158,31 @@ export async function finishInstallation(core: Core, query: { installation_id?: 
   core.sqlite.transaction(() => txBindInstallation(core, orgId, gh)).immediate();
   await syncRepositories(core, app, orgId, id);
   return { orgId, installationId: id };
+}
+
+/**
+ * GitHub's advice for the setup URL: the installation_id is only a browser parameter, so check
+ * with the person's own user token that they can reach it (GET /user/installations, every page).
+ * Otherwise an admin of one org could bind an installation someone else made to their own org
+ * and get tokens for its repositories.
+ */
+async function requireInstallationOfPerson(core: Core, userId: string, installationId: number) {
+  const c = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+  if (!c)
+    throw conflict("connect your GitHub account first (GitHub -> Connect your GitHub account, or POST /orgs/:orgId/codehost/user), then install the app again", {
+      reason: "no_connection",
+    });
+  let mine: GithubInstallation[];
+  try {
+    mine = (await apiClient(core, core.sealer.open(c.tokenSealed)).paginate("GET /user/installations", { per_page: 100 })) as unknown as GithubInstallation[];
+  } catch (err) {
+    // GitHub no longer takes the person's token (expired or revoked): the same way out as without one.
+    if (statusOf(err) === 401)
+      throw conflict(`GitHub no longer accepts your connection (${c.login}): connect your GitHub account again, then install the app again`, { reason: "no_connection" });
+    throw githubFailure(err, "listing the installations your GitHub account can reach");
+  }
+  if (!mine.some((i) => i.id === installationId))
+    throw forbidden(`installation ${installationId} is not one your GitHub account (${c.login}) can reach; install the app from ao with the account connected here`);
 }
 
 /** Sync now: the app's installations (all pages), and every page of each of this org's installations' repositories. */

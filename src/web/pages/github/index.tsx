@@ -311,7 +311,7 @@ export function GitHubPage(_: PageProps) {
                 </p>
               ) : (
                 <>
-                  <p class="muted">Connect it to create repositories under your own account.</p>
+                  <p class="muted">Connect it before installing the app (ao checks that the installation is yours), and to create repositories under your own account.</p>
                   <button type="button" onClick={go("/codehost/user")} disabled={busy.value}>
                     Connect your GitHub account
                   </button>
