@@ -31,6 +31,8 @@ const NEEDS: [string, RegExp, Need][] = [
   ["*", /^\/api\/v1\/worker\//, { kind: "worker" }],
   ["*", /^\/api\/v1\/admin\//, { kind: "admin" }],
   ["GET", /^\/api\/v1\/(me|orgs)$/, { kind: "any" }],
+  // A person's own name: sessions only, like the rest of /me/.
+  ["PATCH", /^\/api\/v1\/me$/, { kind: "session" }],
   ["*", /^\/api\/v1\/(me\/|auth\/|pairing\/|orgs$)/, { kind: "session" }],
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}\/(integrations|plugins)/, org("settings.manage")],
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}/, org("member")],
@@ -104,6 +106,8 @@ interface Operation {
   op: Schema;
 }
 
+const signsOut = (o: { method: string; path: string }) => o.path === "/api/v1/auth/logout" || (o.method === "DELETE" && o.path === "/api/v1/me/sessions");
+
 let s: TestServer;
 let w: World;
 let operations: Operation[];
@@ -112,8 +116,8 @@ beforeAll(async () => {
   w = await makeWorld(s);
   const doc = (await s.api("GET", "/openapi.json")).body;
   operations = Object.entries<Record<string, Schema>>(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ method: method.toUpperCase(), path, op })));
-  // Signing out ends the caller's session: those rows go last.
-  operations.sort((a, b) => Number(a.path === "/api/v1/auth/logout") - Number(b.path === "/api/v1/auth/logout"));
+  // Signing out ends the caller's session (everywhere, for DELETE /me/sessions): those rows go last.
+  operations.sort((a, b) => Number(signsOut(a)) - Number(signsOut(b)));
 });
 afterAll(() => s.stop());
 
@@ -152,15 +156,19 @@ describe("authorization matrix", () => {
   test("each caller on each operation", async () => {
     const failures: string[] = [];
     let requests = 0;
+    // Callers whose session a sign-out row ended: the next sign-out row must refuse them (401);
+    // DELETE /me/sessions with a live session is covered in test/identity/account.test.ts.
+    const ended = new Set<string>();
     for (const { method, path, op } of operations) {
       const need = needOf(method, path)!;
       if (need.kind === "socket" || need.kind === "metrics") continue;
       const url = fillPath(path, w).replace(/^\/api\/v1/, "");
       for (const caller of CALLERS) {
-        const want = OVERRIDES[`${method} ${path}`]?.[caller] ?? expected(need, caller);
+        const want = ended.has(caller) ? 401 : (OVERRIDES[`${method} ${path}`]?.[caller] ?? expected(need, caller));
         const body = bodyFor(op);
         const r = await s.api(method, url, { token: credentialOf(caller), body, raw: method === "PUT" && body === undefined ? "x" : undefined });
         requests++;
+        if (signsOut({ method, path }) && r.status < 300) ended.add(caller);
         const row = `${method} ${path} as ${caller}: ${r.status} ${JSON.stringify(r.body)?.slice(0, 160)} (wanted ${want})`;
         if (r.status >= 500) failures.push(row);
         else if (want === "pass" && (r.status === 401 || r.status === 403)) failures.push(row);
