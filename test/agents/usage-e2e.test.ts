@@ -1,4 +1,4 @@
-// Usage and budgets end to end with the real Claude Code CLI: a real server, a real `ao worker
+// Usage and budgets end to end with the real Claude Code CLI (and the real Codex CLI, below): a real server, a real `ao worker
 // --agent claude` running the real `claude` (node_modules/.bin on its PATH) against the Messages
 // API stand-in. The usage a task shows is what the stand-in's answers carried and the cost Claude
 // Code computed from them; a per-task budget crossed mid-run stops the real process and asks.
@@ -9,7 +9,10 @@ import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
 import { createTaskApi, until } from "../workers/helpers";
-import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
+import { addRepositoryRow, orgWithProject } from "../workers/helpers";
+import { createAdmin } from "../helpers/identity";
 import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
 
 setDefaultTimeout(120_000);
@@ -153,8 +156,10 @@ describe("usage and budgets with ao worker --agent claude", () => {
       }
       expect(now.needs.kind).toBe("budget");
       expect(approvals).toBeLessThan(5);
-      expect((await action(t.id, { action: "approve" })).status).toBe(200);
-      approvals++;
+      const r = await action(t.id, { action: "approve" });
+      // Claude's run had already ended when it asked again: the attempt may complete before the answer.
+      if (r.status === 409) expect((await task(t.id)).status).toBe("completed");
+      else expect(r.status).toBe(200), approvals++;
     }
     expect(done.summary).toBe("budget-approve: finished");
     expect(existsSync(marker("budget-approve.txt"))).toBe(true);
@@ -186,8 +191,104 @@ describe("usage and budgets with ao worker --agent claude", () => {
   });
 });
 
+// Codex reports tokens after every model response (ao prices them from OpenAI's list), so its
+// budget is crossed mid-turn, between one response and the next.
+describe("usage and budgets with ao worker --agent codex", () => {
+  let standIn: OpenAIStandIn;
+  let codexWorker: WorkerProcess;
+  let codexData: string;
+  let bare: string;
+  let owner: Awaited<ReturnType<typeof createAdmin>>;
+  const MODEL = "gpt-5.1-codex";
+
+  beforeAll(async () => {
+    standIn = startOpenAIStandIn();
+    bare = bareFrom(gitRepo(join(tmp, "codex-src"), { "README.md": "# demo\n" }), join(tmp, "codex-demo.git"));
+    owner = await createAdmin(s);
+    codexData = join(tmp, "codex-worker");
+    preparedWorker(s, owner.orgId, codexData);
+    // A model on ao's price list, so the tokens have a cost.
+    const { env } = codexHome(join(tmp, "codex-home"), standIn, MODEL);
+    codexWorker = startWorker(s, codexData, ["--agent", "codex"], { ...env, PATH: `${BIN}:${process.env.PATH}` });
+    await codexWorker.waitFor(/connected as/, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await codexWorker?.stop();
+    await standIn?.stop();
+  });
+
+  const project = async (policy: Record<string, unknown>) => {
+    const p = await orgWithProject(s, owner, policy);
+    addRepositoryRow(s, p.orgId, p.projectId, bare);
+    return p;
+  };
+  const get = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+  const act = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
+  const waitFor = (p: { orgId: string; token: string }, id: string, statuses: string[], ms = 60_000) =>
+    until(async () => {
+      const t = await get(p, id);
+      return statuses.includes(t.status) && t;
+    }, ms, 100);
+
+  test("usage from Codex's token reports, priced; a per-task budget stops the real codex after the first response; approve goes on", async () => {
+    const p = await project({ budget: { perTaskUsd: 0.003 }, agent: { allow: ["shell:touch*"] } });
+    const before = standIn.requests.length;
+    standIn.push(
+      { items: [{ message: "I'll add the file." }, { exec: "touch codex-budget.txt" }], usage: { input: 3000, cached: 1000, output: 70 } },
+      { items: [{ message: "codex-budget.txt is there." }], usage: { input: 3500, cached: 3000, output: 30 } },
+    );
+    const t = await createTaskApi(s, p, { title: "Codex budget", prompt: "Create codex-budget.txt" });
+    const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
+    expect(asking.status).toBe("needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    expect(asking.needs.message).toMatch(/^over budget: /);
+    // The first response's tokens ((input - cached) and cached at their prices, output at its), before the second was asked for.
+    const first = { inputTokens: 2000, cacheReadTokens: 1000, outputTokens: 70 };
+    expect(asking.usage).toMatchObject({ ...first, model: MODEL });
+    const cost = Math.round((2000 * 1.25 + 1000 * 0.125 + 70 * 10)) / 1e6;
+    expect(asking.usage.costUsd).toBeCloseTo(cost, 9);
+    expect(asking.needs.costUsd).toBeCloseTo(cost, 9);
+    expect(asking.needs.allowanceUsd).toBe(0.003);
+    const pid = findAgentPid(t.id, codexData);
+    expect(state(pid)).toBe("T");
+    await Bun.sleep(500);
+    expect(standIn.requests.length - before).toBe(1);
+
+    // perTaskUsd 0.003: the first response (0.003325) passes it; one approval raises the allowance to 0.006, which the whole task (0.004625) stays under.
+    expect((await act(p, t.id, { action: "approve" })).status).toBe(200);
+    const now = await waitFor(p, t.id, ["completed", "failed"]);
+    expect(now.status).toBe("completed");
+    expect(now.summary).toBe("codex-budget.txt is there.");
+    expect(standIn.requests.length - before).toBe(2);
+    expect(now.usage).toMatchObject({ inputTokens: 2000 + 500, cacheReadTokens: 4000, outputTokens: 100, model: MODEL });
+    expect(now.allowanceUsd).toBeCloseTo(0.006, 12);
+    expect(now.usage.costUsd).toBeCloseTo(0.004625, 9);
+    const r = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage`, { token: p.token });
+    expect(r.body.totals).toMatchObject({ inputTokens: 2500, cacheReadTokens: 4000, outputTokens: 100, costUsd: now.usage.costUsd, tasks: 1 });
+  });
+
+  test("deny on Codex's budget question cancels the task before its next response", async () => {
+    const p = await project({ budget: { perTaskUsd: 0.001 }, agent: { allow: ["shell:touch*"] } });
+    const before = standIn.requests.length;
+    standIn.push({ items: [{ message: "Starting." }, { exec: "touch codex-deny.txt" }] }, { items: [{ message: "Should never be asked for." }] });
+    const t = await createTaskApi(s, p, { title: "Codex deny", prompt: "Create codex-deny.txt" });
+    const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
+    expect(asking.status).toBe("needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    const pid = findAgentPid(t.id, codexData);
+    expect(state(pid)).toBe("T");
+    expect((await act(p, t.id, { action: "deny" })).status).toBe(200);
+    await waitFor(p, t.id, ["cancelled"]);
+    await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
+    await Bun.sleep(500);
+    expect(standIn.requests.length - before).toBe(1);
+    expect((await get(p, t.id)).status).toBe("cancelled");
+  });
+});
+
 /** The agent's pid the worker recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
-function findAgentPid(taskId: string): number {
+function findAgentPid(taskId: string, root = dataDir): number {
   const walk = (dir: string): string | null => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, e.name);
@@ -199,7 +300,7 @@ function findAgentPid(taskId: string): number {
     }
     return null;
   };
-  const file = walk(dataDir);
+  const file = walk(root);
   if (!file) throw new Error("no agent.pid recorded");
   return JSON.parse(readFileSync(file, "utf8")).pid;
 }
