@@ -1,0 +1,306 @@
+// Usage and budgets end to end with the real Claude Code CLI (and the real Codex CLI, below): a real server, a real `ao worker
+// --agent claude` running the real `claude` (node_modules/.bin on its PATH) against the Messages
+// API stand-in. The usage a task shows is what the stand-in's answers carried and the cost Claude
+// Code computed from them; a per-task budget crossed mid-run stops the real process and asks.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg } from "../helpers/identity";
+import { createTaskApi, until } from "../workers/helpers";
+import { bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
+import { addRepositoryRow, orgWithProject } from "../workers/helpers";
+import { createAdmin } from "../helpers/identity";
+import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
+
+setDefaultTimeout(120_000);
+
+const BIN = join(import.meta.dir, "..", "..", "node_modules", ".bin");
+let s: TestServer;
+let tmp: string;
+let standin: AnthropicStandin;
+let worker: WorkerProcess;
+let dataDir: string;
+let orgId: string;
+let token: string;
+
+// Figures no default carries, so the task's usage can only have come from these answers.
+const USAGE = { input_tokens: 1234, output_tokens: 56, cache_read_input_tokens: 78, cache_creation_input_tokens: 9 };
+const text = (t: string): ScriptTurn => ({ content: [{ type: "text", text: t }], usage: USAGE });
+const bash = (command: string, description: string): ScriptTurn => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description } }], usage: USAGE });
+const marker = (name: string) => join(tmp, "marks", name);
+
+function script(body: any): ScriptTurn {
+  const all = JSON.stringify(body.messages);
+  const scenario = /SCENARIO:([a-z-]+)/.exec(all)?.[1] ?? "none";
+  const turn = body.messages.filter((m: any) => m.role === "assistant").length;
+  switch (scenario) {
+    case "usage":
+      return text("usage: finished");
+    case "budget-approve":
+    case "budget-deny":
+      return turn === 0 ? bash(`touch ${marker(`${scenario}.txt`)}`, "Leave a mark") : text(`${scenario}: finished`);
+  }
+  return text("no scenario");
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-usage-e2e-"));
+  mkdirSync(join(tmp, "marks"));
+  mkdirSync(join(tmp, "home"));
+  standin = startAnthropicStandin((body) => script(body));
+  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
+  const org = await newOrg(s);
+  dataDir = join(tmp, "worker");
+  preparedWorker(s, org.orgId, dataDir);
+  worker = startWorker(s, dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) });
+  await worker.waitFor(/agent claude/, 60_000);
+  await worker.waitFor(/connected as/, 60_000);
+  orgId = org.orgId;
+  token = org.accessToken;
+}, 150_000);
+
+afterAll(async () => {
+  await worker?.stop();
+  await s?.stop();
+  await standin?.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+async function newTask(scenario: string, policy: Record<string, unknown> = {}) {
+  const r = await s.api("POST", `/orgs/${orgId}/projects`, { token, body: { name: `p-${scenario}`, policy } });
+  expect(r.status).toBe(201);
+  const p = { orgId, projectId: r.body.id as string, token };
+  return { projectId: p.projectId, ...(await createTaskApi(s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` })) };
+}
+const task = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}`, { token })).body;
+const events = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}/events?limit=200`, { token })).body.items as any[];
+const action = (id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${orgId}/tasks/${id}/actions`, { token, body });
+const waitStatus = (id: string, status: string, ms = 60_000) =>
+  until(async () => {
+    const t = await task(id);
+    return t.status === status && t;
+  }, ms, 100);
+const state = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
+  } catch {
+    return "gone";
+  }
+};
+/** The main-loop answers the stand-in gave a scenario's conversation. */
+const mainAnswers = (scenario: string) => standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`));
+
+describe("usage and budgets with ao worker --agent claude", () => {
+  test("the task's usage is what the API answers carried, with Claude's model and its computed cost; the project's usage includes it", async () => {
+    const t = await newTask("usage");
+    const done = await waitStatus(t.id, "completed");
+    expect(done.summary).toBe("usage: finished");
+    const answers = mainAnswers("usage");
+    expect(answers).toHaveLength(1);
+    expect(done.usage).toMatchObject({
+      inputTokens: USAGE.input_tokens,
+      outputTokens: USAGE.output_tokens,
+      cacheReadTokens: USAGE.cache_read_input_tokens,
+      cacheWriteTokens: USAGE.cache_creation_input_tokens,
+      model: answers[0].body.model,
+    });
+    expect(done.usage.costUsd).toBeGreaterThan(0);
+    // The cost is Claude Code's own (its result's total_cost_usd, in the run's last line), kept to the micro-dollar.
+    const finished = (await events(t.id)).find((e) => e.type === "log" && /^claude finished: success/.test(e.data.line));
+    expect(Math.abs(done.usage.costUsd - Number(/\$([\d.e-]+)$/.exec(finished.data.line)![1]))).toBeLessThanOrEqual(0.000001);
+
+    const r = await s.api("GET", `/orgs/${orgId}/projects/${t.projectId}/usage`, { token });
+    expect(r.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const { costUsd, model: _m, ...tokens } = done.usage;
+    expect(r.body.totals).toMatchObject({ ...tokens, tasks: 1 });
+    expect(r.body.totals.costUsd).toBe(costUsd);
+    expect(r.body.days.at(-1).costUsd).toBe(costUsd);
+    expect(r.body.days.at(-1)).toMatchObject({ day: today, ...tokens });
+  });
+
+  // Claude Code reports its cost only in each turn's result (the streamed answers carry tokens, no
+  // price), so the crossing comes with the result: the worker stops the real process before it exits.
+  test("a per-task budget crossed by Claude's report stops the real claude and asks; approve raises the allowance and the task completes", async () => {
+    const t = await newTask("budget-approve", { budget: { perTaskUsd: 0.000001 }, agent: { allow: ["shell:touch*"] } });
+    const asking = await waitStatus(t.id, "needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    expect(asking.needs.message).toMatch(/^over budget: \$[\d.]+ of \$[\d.]+; continue\?$/);
+    expect(asking.needs.costUsd).toBeGreaterThan(0.000001);
+    expect(asking.needs.costUsd).toBe(asking.usage.costUsd);
+    expect(asking.needs.allowanceUsd).toBe(0.000001);
+    expect(asking.allowanceUsd).toBe(0.000001);
+    const pid = findAgentPid(t.id);
+    expect(state(pid)).toBe("T");
+    // Stopped: it stays so while nobody answers.
+    await Bun.sleep(500);
+    expect(state(pid)).toBe("T");
+    expect((await task(t.id)).status).toBe("needs_approval");
+
+    expect((await action(t.id, { action: "approve" })).status).toBe(200);
+    // The report that crossed passes the raised allowance too (perTaskUsd is tiny): the worker may ask
+    // again at once; each approval raises the allowance by perTaskUsd, visible on the task.
+    let approvals = 1;
+    let done: any;
+    for (;;) {
+      const now = await until(async () => {
+        const x = await task(t.id);
+        return ["completed", "needs_approval"].includes(x.status) && x;
+      }, 60_000, 100);
+      if (now.status === "completed") {
+        done = now;
+        break;
+      }
+      expect(now.needs.kind).toBe("budget");
+      expect(approvals).toBeLessThan(5);
+      const r = await action(t.id, { action: "approve" });
+      // Claude's run had already ended when it asked again: the attempt may complete before the answer.
+      if (r.status === 409) expect((await task(t.id)).status).toBe("completed");
+      else expect(r.status).toBe(200), approvals++;
+    }
+    expect(done.summary).toBe("budget-approve: finished");
+    expect(existsSync(marker("budget-approve.txt"))).toBe(true);
+    expect(state(pid) === "gone" || state(pid) === "Z").toBe(true);
+    const ev = await events(t.id);
+    const raised = ev.filter((e) => e.type === "action" && e.data.action === "approve").map((e) => e.data.budget.allowanceUsd);
+    expect(raised).toHaveLength(approvals);
+    expect(raised[0]).toBeCloseTo(0.000002, 12);
+    expect(done.allowanceUsd).toBeCloseTo(0.000001 * (approvals + 1), 12);
+    const asks = ev.filter((e) => e.type === "decision" && e.data.kind === "budget");
+    expect(asks[0].data).toMatchObject({ decision: "ask", by: "project budget", rule: "policy.budget.perTaskUsd", allowanceUsd: 0.000001 });
+  });
+
+  test("deny on a budget question cancels the task and ends the real claude", async () => {
+    const t = await newTask("budget-deny", { budget: { perTaskUsd: 0.000001 }, agent: { allow: ["shell:touch*"] } });
+    const asking = await waitStatus(t.id, "needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    const pid = findAgentPid(t.id);
+    expect(state(pid)).toBe("T");
+    expect((await action(t.id, { action: "deny" })).status).toBe(200);
+    const cancelled = await waitStatus(t.id, "cancelled");
+    expect(cancelled.summary).toBeNull();
+    await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
+    const denied = (await events(t.id)).find((e) => e.type === "action" && e.data.action === "deny");
+    expect(denied.actor).toBeTruthy();
+    // Still cancelled a moment later: the stopped run did not complete it after all.
+    await Bun.sleep(500);
+    expect((await task(t.id)).status).toBe("cancelled");
+  });
+});
+
+// Codex reports tokens after every model response (ao prices them from OpenAI's list), so its
+// budget is crossed mid-turn, between one response and the next.
+describe("usage and budgets with ao worker --agent codex", () => {
+  let standIn: OpenAIStandIn;
+  let codexWorker: WorkerProcess;
+  let codexData: string;
+  let bare: string;
+  let owner: Awaited<ReturnType<typeof createAdmin>>;
+  const MODEL = "gpt-5.1-codex";
+
+  beforeAll(async () => {
+    standIn = startOpenAIStandIn();
+    bare = bareFrom(gitRepo(join(tmp, "codex-src"), { "README.md": "# demo\n" }), join(tmp, "codex-demo.git"));
+    owner = await createAdmin(s);
+    codexData = join(tmp, "codex-worker");
+    preparedWorker(s, owner.orgId, codexData);
+    // A model on ao's price list, so the tokens have a cost.
+    const { env } = codexHome(join(tmp, "codex-home"), standIn, MODEL);
+    codexWorker = startWorker(s, codexData, ["--agent", "codex"], { ...env, PATH: `${BIN}:${process.env.PATH}` });
+    await codexWorker.waitFor(/connected as/, 60_000);
+  }, 90_000);
+
+  afterAll(async () => {
+    await codexWorker?.stop();
+    await standIn?.stop();
+  });
+
+  const project = async (policy: Record<string, unknown>) => {
+    const p = await orgWithProject(s, owner, policy);
+    addRepositoryRow(s, p.orgId, p.projectId, bare);
+    return p;
+  };
+  const get = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+  const act = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
+  const waitFor = (p: { orgId: string; token: string }, id: string, statuses: string[], ms = 60_000) =>
+    until(async () => {
+      const t = await get(p, id);
+      return statuses.includes(t.status) && t;
+    }, ms, 100);
+
+  test("usage from Codex's token reports, priced; a per-task budget stops the real codex after the first response; approve goes on", async () => {
+    const p = await project({ budget: { perTaskUsd: 0.003 }, agent: { allow: ["shell:touch*"] } });
+    const before = standIn.requests.length;
+    standIn.push(
+      { items: [{ message: "I'll add the file." }, { exec: "touch codex-budget.txt" }], usage: { input: 3000, cached: 1000, output: 70 } },
+      { items: [{ message: "codex-budget.txt is there." }], usage: { input: 3500, cached: 3000, output: 30 } },
+    );
+    const t = await createTaskApi(s, p, { title: "Codex budget", prompt: "Create codex-budget.txt" });
+    const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
+    expect(asking.status).toBe("needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    expect(asking.needs.message).toMatch(/^over budget: /);
+    // The first response's tokens ((input - cached) and cached at their prices, output at its), before the second was asked for.
+    const first = { inputTokens: 2000, cacheReadTokens: 1000, outputTokens: 70 };
+    expect(asking.usage).toMatchObject({ ...first, model: MODEL });
+    const cost = Math.round((2000 * 1.25 + 1000 * 0.125 + 70 * 10)) / 1e6;
+    expect(asking.usage.costUsd).toBeCloseTo(cost, 9);
+    expect(asking.needs.costUsd).toBeCloseTo(cost, 9);
+    expect(asking.needs.allowanceUsd).toBe(0.003);
+    const pid = findAgentPid(t.id, codexData);
+    expect(state(pid)).toBe("T");
+    await Bun.sleep(500);
+    expect(standIn.requests.length - before).toBe(1);
+
+    // perTaskUsd 0.003: the first response (0.003325) passes it; one approval raises the allowance to 0.006, which the whole task (0.004625) stays under.
+    expect((await act(p, t.id, { action: "approve" })).status).toBe(200);
+    const now = await waitFor(p, t.id, ["completed", "failed"]);
+    expect(now.status).toBe("completed");
+    expect(now.summary).toBe("codex-budget.txt is there.");
+    expect(standIn.requests.length - before).toBe(2);
+    expect(now.usage).toMatchObject({ inputTokens: 2000 + 500, cacheReadTokens: 4000, outputTokens: 100, model: MODEL });
+    expect(now.allowanceUsd).toBeCloseTo(0.006, 12);
+    expect(now.usage.costUsd).toBeCloseTo(0.004625, 9);
+    const r = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage`, { token: p.token });
+    expect(r.body.totals).toMatchObject({ inputTokens: 2500, cacheReadTokens: 4000, outputTokens: 100, costUsd: now.usage.costUsd, tasks: 1 });
+  });
+
+  test("deny on Codex's budget question cancels the task before its next response", async () => {
+    const p = await project({ budget: { perTaskUsd: 0.001 }, agent: { allow: ["shell:touch*"] } });
+    const before = standIn.requests.length;
+    standIn.push({ items: [{ message: "Starting." }, { exec: "touch codex-deny.txt" }] }, { items: [{ message: "Should never be asked for." }] });
+    const t = await createTaskApi(s, p, { title: "Codex deny", prompt: "Create codex-deny.txt" });
+    const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
+    expect(asking.status).toBe("needs_approval");
+    expect(asking.needs.kind).toBe("budget");
+    const pid = findAgentPid(t.id, codexData);
+    expect(state(pid)).toBe("T");
+    expect((await act(p, t.id, { action: "deny" })).status).toBe(200);
+    await waitFor(p, t.id, ["cancelled"]);
+    await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
+    await Bun.sleep(500);
+    expect(standIn.requests.length - before).toBe(1);
+    expect((await get(p, t.id)).status).toBe("cancelled");
+  });
+});
+
+/** The agent's pid the worker recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
+function findAgentPid(taskId: string, root = dataDir): number {
+  const walk = (dir: string): string | null => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory() && e.name.startsWith(`${taskId}-a`) && existsSync(join(path, "agent.pid"))) return join(path, "agent.pid");
+      if (e.isDirectory() && e.name !== "work") {
+        const found = walk(path);
+        if (found) return found;
+      }
+    }
+    return null;
+  };
+  const file = walk(root);
+  if (!file) throw new Error("no agent.pid recorded");
+  return JSON.parse(readFileSync(file, "utf8")).pid;
+}
