@@ -11,6 +11,10 @@ import { addMember, createAdmin, newOrg, type Session } from "../helpers/identit
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { alive, preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
 
+// The machine's PATH without npm's node_modules/.bin (npm test puts it first): the real claude and
+// codex CLIs installed for other tests must not be found by `--agent auto` here.
+const SYSTEM_PATH = (process.env.PATH ?? "").split(":").filter((d) => !d.includes("node_modules/.bin")).join(":");
+
 const TIMEOUTS = { offerMs: 2000, offlineMs: 3000, heartbeatMs: 300 };
 
 let s: TestServer;
@@ -287,8 +291,8 @@ describe("agents", () => {
   test("a task naming an agent goes to a worker that has it, not to one that does not; one no worker has waits and says why", async () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
-    const execOnly = run(p.orgId, "agents-exec", ["--agent", "exec", "--exec", `sh ${script}`], { PATH: `${bin}:${process.env.PATH}` });
-    const claudeOnly = run(p.orgId, "agents-claude", ["--agent", "claude"], { PATH: `${bin}:${process.env.PATH}` });
+    const execOnly = run(p.orgId, "agents-exec", ["--agent", "exec", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
+    const claudeOnly = run(p.orgId, "agents-claude", ["--agent", "claude"], { PATH: `${bin}:${SYSTEM_PATH}` });
     await execOnly.proc.waitFor(/connected as/);
     await claudeOnly.proc.waitFor(/connected as/);
     // Each advertises what it runs, with versions.
@@ -310,7 +314,7 @@ describe("agents", () => {
   test("one worker with several agents (--agent auto) runs each task with the one it names, else the project's preferredAgent", async () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org, { preferredAgent: "claude" });
-    const { proc, workerId } = run(p.orgId, "agents-auto", ["--agent", "auto", "--exec", `sh ${script}`], { PATH: `${bin}:${process.env.PATH}` });
+    const { proc, workerId } = run(p.orgId, "agents-auto", ["--agent", "auto", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
     await proc.waitFor(/agent exec, claude/);
     await proc.waitFor(/connected as/);
     const agents = (await s.api("GET", `/orgs/${p.orgId}/workers/${workerId}`, { token: p.token })).body.agents.map((a: any) => a.name);
