@@ -5,6 +5,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../db";
+import { SqliteStore } from "../db/store";
 import { defaultConfig } from "../server/config";
 import { createFirstAdmin, DEFAULT_ORG_NAME, MIN_PASSWORD_LENGTH } from "../server/bootstrap";
 import { findUserByEmail, hashPasswordSync, insertUser, type IdentityStore } from "../modules/auth/users";
@@ -45,7 +46,7 @@ export async function admin(args: string[]): Promise<number> {
   const config = defaultConfig({ dataDir: values["data-dir"] });
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(config.dataDir, "ao.db"));
-  const store: IdentityStore = { db, sqlite: db.$client, config };
+  const store: IdentityStore = { db, sqlite: db.$client, store: new SqliteStore(db.$client), config };
   try {
     const existing = findUserByEmail(store, email);
     if (existing) {

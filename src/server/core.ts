@@ -2,6 +2,8 @@
 // servers in one process, and services take the core they act on.
 import type { Database } from "bun:sqlite";
 import type { Db } from "../db";
+import type { Store } from "../db/store";
+import type { Q } from "../db/query";
 import type { Sealer } from "../lib/seal";
 import type { Sockets } from "./sockets";
 import type { TaskChange } from "../modules/tasks/store";
@@ -62,7 +64,11 @@ export interface Core {
   /** Unique per server instance (plugin de-duplication seed). */
   instanceId: string;
   config: Config;
+  /** Runs the services' database programs (db/query.ts) on SQLite or PostgreSQL. */
+  store: Store;
+  /** Drizzle's query builder: build with it, run through store (yield* rows(core.db.select()...)). */
   db: Db;
+  /** SQLite only, for code not yet written as programs; absent on PostgreSQL. */
   sqlite: Database;
   sealer: Sealer;
   /** Key for signing access tokens. */
@@ -77,9 +83,9 @@ export interface Core {
   events: CoreEvents;
   /**
    * Run inside the transaction of every task change (e.g. the outbox row of a callback), so the
-   * change and what follows from it commit together. Must be synchronous.
+   * change and what follows from it commit together. A program (db/query.ts), run inside the change's.
    */
-  taskHooks: ((change: TaskChange) => void)[];
+  taskHooks: ((change: TaskChange) => Q<void>)[];
   /** Cleanups to run at shutdown (timers, relays). */
   onClose: (() => void | Promise<void>)[];
 }

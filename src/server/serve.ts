@@ -4,6 +4,7 @@ import { mkdirSync, existsSync, readFileSync, writeFileSync, chmodSync } from "n
 import { join } from "node:path";
 import type { Server } from "bun";
 import { openDatabase } from "../db";
+import { SqliteStore } from "../db/store";
 import { startCheckpointer } from "../db/checkpointer";
 import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
@@ -53,6 +54,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const core: Core = {
     instanceId: crypto.randomUUID(),
     config,
+    store: new SqliteStore(db.$client),
     db,
     sqlite: db.$client,
     sealer: new Sealer(masterKey),

@@ -8,7 +8,7 @@ import { conflict } from "../../server/errors";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 
 /** What user and org creation needs of a core; the admin CLI builds this from a bare database. */
-export type IdentityStore = Pick<Core, "db" | "sqlite" | "config">;
+export type IdentityStore = Pick<Core, "db" | "sqlite" | "store" | "config">;
 
 export type UserRow = typeof users.$inferSelect;
 

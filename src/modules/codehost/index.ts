@@ -36,7 +36,9 @@ function backToApp(core: Core, query: Record<string, string>) {
 
 function wire(core: Core) {
   const runner = startRunner(core);
-  core.taskHooks.push((change) => reviewHook(core, change));
+  core.taskHooks.push(function* (change) {
+    reviewHook(core, change);
+  });
   core.events.on("task.changed", (change) => {
     if (change.after.kind === "review" && change.after.status === "completed") runner.wake();
   });

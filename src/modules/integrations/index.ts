@@ -15,7 +15,7 @@ function wireCallbacks(core: Core) {
   // Set by a change that wrote rows, cleared by the wake after commit. A rolled-back change may
   // leave it set: one extra wake, never a missed one.
   let written = false;
-  core.taskHooks.push((change) => {
+  core.taskHooks.push(function* (change) {
     if (writeOutbox(core, change) > 0) written = true;
   });
   const relay = startRelay(core);

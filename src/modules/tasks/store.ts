@@ -125,7 +125,7 @@ export function txInsertTask(core: Core, row: Omit<TaskRow, "last_seq" | "create
   taskStatements(core).insert.run(...COLUMNS.map((c) => full[c] as string | number | null));
   const written = writeEvents(core, full.id, 1, events, now);
   const change = { before: null, after: full, events: written };
-  for (const hook of core.taskHooks) hook(change);
+  for (const hook of core.taskHooks) core.store.sync(hook(change));
   return change;
 }
 
@@ -168,7 +168,7 @@ export function txChangeTask(
   update.run(...values, taskId);
   const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
   const change = { before, after, events: written };
-  if (changed) for (const hook of core.taskHooks) hook(change);
+  if (changed) for (const hook of core.taskHooks) core.store.sync(hook(change));
   return change;
 }
 

@@ -1,0 +1,8 @@
+// Every database program the server makes is run (scripts/check-programs.ts): a generator called
+// without yield* or a store runs nothing, and TypeScript would not say so.
+import { expect, test } from "bun:test";
+import { findUnrunPrograms } from "../../scripts/check-programs";
+
+test("no database program is made and left unrun", () => {
+  expect(findUnrunPrograms()).toEqual([]);
+}, 60_000);
