@@ -1,0 +1,74 @@
+// A real PostgreSQL for the tests: Debian's postgresql package, one cluster per test process on a
+// free loopback port (initdb + pg_ctl, trust auth, fsync off), a fresh database per caller.
+// Set AO_TEST_POSTGRES_URL to use a server of your own instead (a superuser URL).
+// Root cannot run initdb, so as root the cluster runs as the `postgres` user the package creates.
+import { existsSync, mkdtempSync, readdirSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SQL } from "bun";
+
+let cluster: Promise<string> | null = null;
+let counter = 0;
+
+function binDir(): string {
+  const base = "/usr/lib/postgresql";
+  const versions = existsSync(base) ? readdirSync(base).sort((a, b) => Number(b) - Number(a)) : [];
+  for (const v of versions) if (existsSync(join(base, v, "bin", "initdb"))) return join(base, v, "bin");
+  throw new Error("PostgreSQL is not installed (apt-get install postgresql); .ci/run installs it");
+}
+
+function asPostgres(args: string[]): string[] {
+  return process.getuid?.() === 0 ? ["runuser", "-u", "postgres", "--", ...args] : args;
+}
+
+async function exec(args: string[]) {
+  const p = Bun.spawn(asPostgres(args), { stdout: "pipe", stderr: "pipe" });
+  const [code, out, err] = await Promise.all([p.exited, new Response(p.stdout).text(), new Response(p.stderr).text()]);
+  if (code !== 0) throw new Error(`${args.join(" ")} failed (${code}): ${out}${err}`);
+}
+
+async function freePort(): Promise<number> {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = s.port;
+  s.stop(true);
+  return port;
+}
+
+async function startCluster(): Promise<string> {
+  const given = process.env.AO_TEST_POSTGRES_URL;
+  if (given) return given;
+  const bin = binDir();
+  const dir = mkdtempSync(join(tmpdir(), "ao-pg-"));
+  chmodSync(dir, 0o777);
+  const data = join(dir, "data");
+  await exec([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--locale=C.UTF-8", "-E", "UTF8"]);
+  const port = await freePort();
+  await exec([
+    join(bin, "pg_ctl"), "-D", data, "-l", join(dir, "log"), "-w", "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
+    "start",
+  ]);
+  process.on("exit", () => {
+    Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop"]));
+  });
+  return `postgres://postgres@127.0.0.1:${port}/postgres`;
+}
+
+/** The cluster's superuser URL (started on first use). */
+export function postgresServer(): Promise<string> {
+  return (cluster ??= startCluster());
+}
+
+/** A new empty database on the test cluster; returns its URL. */
+export async function freshDatabase(name = "ao_test"): Promise<string> {
+  const admin = new URL(await postgresServer());
+  const db = `${name}_${process.pid}_${++counter}_${Date.now().toString(36)}`.toLowerCase().replace(/[^a-z0-9_]/g, "_");
+  const sql = new SQL(admin.toString());
+  try {
+    await sql.unsafe(`CREATE DATABASE ${db}`);
+  } finally {
+    await sql.close();
+  }
+  admin.pathname = `/${db}`;
+  return admin.toString();
+}
