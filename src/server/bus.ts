@@ -24,7 +24,7 @@ export interface Bus {
   on(channel: string, handler: Handler): () => void;
   /** Calls fn when the bus is connected again after a loss (messages may have been missed); returns its removal. */
   onReconnect(fn: () => void): () => void;
-  /** Resolves once the bus receives other servers' messages. */
+  /** Resolves once the bus receives other servers' messages; rejects if the first LISTEN failed (no retry then). */
   ready: Promise<void>;
   /** Stops delivering and sending; later publishes are dropped. */
   close(): Promise<void>;
