@@ -5,4 +5,4 @@ import { findUnrunPrograms } from "../../scripts/check-programs";
 
 test("no database program is made and left unrun", () => {
   expect(findUnrunPrograms()).toEqual([]);
-}, 60_000);
+}, 180_000);
