@@ -40,16 +40,21 @@ interface Translated {
 const translations = new Map<string, Translated>();
 const MAX_TRANSLATIONS = 5000;
 const JSON_EACH = /json_each\(\s*\?\s*\)/iy;
+/** Drizzle's SQLite dialect names the conflict target's columns with their table, which PostgreSQL refuses. */
+const CONFLICT_TARGET = /on conflict \(((?:\s*"(?:[^"]|"")*"\."(?:[^"]|"")*"\s*,?)+)\)/iy;
+const TABLE_QUALIFIER = /"(?:[^"]|"")*"\./g;
 const IDENTIFIER_CHAR = /[A-Za-z0-9_$]/;
 
 /**
- * SQLite's SQL as PostgreSQL's: numbers the `?` placeholders and rewrites `json_each(?)`, outside
- * string literals, quoted identifiers and comments.
+ * SQLite's SQL as PostgreSQL's: numbers the `?` placeholders, rewrites `json_each(?)` and drops the
+ * table from drizzle's `on conflict ("table"."column")`, outside string literals, quoted
+ * identifiers and comments.
  */
 export function toPostgres(sql: string): string {
   let out = "";
   let n = 0;
   let i = 0;
+  let m: RegExpExecArray | null;
   while (i < sql.length) {
     const c = sql[i]!;
     if (c === "'" || c === '"') {
@@ -69,10 +74,13 @@ export function toPostgres(sql: string): string {
     } else if (c === "?") {
       out += `$${++n}`;
       i++;
-    } else if ((c === "j" || c === "J") && (i === 0 || !IDENTIFIER_CHAR.test(sql[i - 1]!)) && matchesAt(JSON_EACH, sql, i)) {
+    } else if ((c === "j" || c === "J") && (i === 0 || !IDENTIFIER_CHAR.test(sql[i - 1]!)) && (m = matchAt(JSON_EACH, sql, i))) {
       // A JSON array of values as rows with a `value` column, like SQLite's json_each.
       out += `json_array_elements_text(CAST($${++n} AS text)::json)`;
-      i = JSON_EACH.lastIndex;
+      i += m[0].length;
+    } else if ((c === "o" || c === "O") && (i === 0 || !IDENTIFIER_CHAR.test(sql[i - 1]!)) && (m = matchAt(CONFLICT_TARGET, sql, i))) {
+      out += `on conflict (${m[1]!.replace(TABLE_QUALIFIER, "")})`;
+      i += m[0].length;
     } else {
       out += c;
       i++;
@@ -81,9 +89,10 @@ export function toPostgres(sql: string): string {
   return out;
 }
 
-function matchesAt(re: RegExp, s: string, at: number): boolean {
+/** The match of a sticky regular expression at `at`, or null. */
+function matchAt(re: RegExp, s: string, at: number): RegExpExecArray | null {
   re.lastIndex = at;
-  return re.test(s);
+  return re.exec(s);
 }
 
 /** The index after the quote that closes the one at `start` (a doubled quote is an escape). */

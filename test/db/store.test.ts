@@ -1,11 +1,11 @@
 // One list of database programs, run on both stores: SQLite on a temporary file, PostgreSQL on a
 // fresh database of the test cluster. A program that passes here means the same on both.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eq, sql as raw } from "drizzle-orm";
+import { desc, eq, inArray, sql as raw } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import { all, exec, get, isUniqueViolation, row, rows, run, type Param, type Q } from "../../src/db/query";
@@ -107,6 +107,29 @@ for (const [name, open] of subjects) {
       ]);
       expect(await store.read(row(db.select({ name: items.name }).from(items).where(eq(items.done, true))))).toEqual({ name: "two" });
       expect(await store.read(row(db.select().from(items).where(eq(items.id, "nope"))))).toBeUndefined();
+    });
+
+    test("drizzle's builder: upserts, lists of ids, limit and offset, delete with returning", async () => {
+      await store.write(reset());
+      await store.write(seed("a", "b", "c", "d"));
+      await store.write(exec(db.insert(items).values({ id: "i1", name: "ignored" }).onConflictDoNothing()));
+      await store.write(
+        exec(
+          db
+            .insert(items)
+            .values({ id: "i2", name: "b", n: 20 })
+            .onConflictDoUpdate({ target: items.id, set: { n: raw`excluded.n` } }),
+        ),
+      );
+      const page = await store.read(
+        rows(db.select({ id: items.id, n: items.n }).from(items).where(inArray(items.id, ["i1", "i2", "i3"])).orderBy(desc(items.n)).limit(2).offset(1)),
+      );
+      expect(page).toEqual([
+        { id: "i3", n: 3 },
+        { id: "i1", n: 1 },
+      ]);
+      const gone = await store.write(rows(db.delete(items).where(eq(items.n, 20)).returning({ id: items.id })));
+      expect(gone).toEqual([{ id: "i2" }]);
     });
 
     test("a query's error is thrown into the program, which may catch it and go on in the same transaction", async () => {
@@ -225,6 +248,10 @@ describe("postgres store only", () => {
     expect(toPostgres(`SELECT ? , '?''?' , "a?""?" -- ?\n, /* ? */ ?`)).toBe(`SELECT $1 , '?''?' , "a?""?" -- ?\n, /* ? */ $2`);
     expect(toPostgres("SELECT value FROM json_each( ? ) WHERE x = ?")).toBe("SELECT value FROM json_array_elements_text(CAST($1 AS text)::json) WHERE x = $2");
     expect(toPostgres("SELECT my_json_each(?)")).toBe("SELECT my_json_each($1)");
+    expect(toPostgres(`insert into "m" ("a", "b") values (?, ?) on conflict ("m"."a", "m"."b") do update set "b" = ?`)).toBe(
+      `insert into "m" ("a", "b") values ($1, $2) on conflict ("a", "b") do update set "b" = $3`,
+    );
+    expect(toPostgres("INSERT INTO m (a) VALUES (?) ON CONFLICT (a) DO NOTHING")).toBe("INSERT INTO m (a) VALUES ($1) ON CONFLICT (a) DO NOTHING");
   });
 
   test("an integer beyond JavaScript's safe integers is refused, not rounded", async () => {
@@ -268,5 +295,23 @@ describe("postgres store only", () => {
     await arrived;
     expect(received).toEqual(["first", '{"id":"t1"}']);
     await subscription.unlisten();
+  });
+
+  test("a listener that throws is logged, and the others still get the payload", async () => {
+    const logged = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const { promise: arrived, resolve } = Promise.withResolvers<string>();
+      const failing = await store.listen("ao_test_throw", () => {
+        throw new Error("listener bug");
+      });
+      const working = await store.listen("ao_test_throw", resolve);
+      await store.notify("ao_test_throw", "still here");
+      expect(await arrived).toBe("still here");
+      expect(logged).toHaveBeenCalled();
+      await failing.unlisten();
+      await working.unlisten();
+    } finally {
+      logged.mockRestore();
+    }
   });
 });
