@@ -20,7 +20,12 @@ import { ormResult, type Store } from "./store";
  */
 const LOCK_WRITERS = "SELECT pg_advisory_xact_lock(7981027316222869001)";
 
-/** A statement that fails inside a write transaction is rolled back alone, as on SQLite. */
+/**
+ * A write that fails inside a write transaction is rolled back alone, as on SQLite, so a program
+ * may catch its error (a unique violation it expected) and go on. PostgreSQL otherwise aborts the
+ * whole transaction at the first error. Plain SELECTs go without (their failures are bugs, not
+ * answers): after one, the transaction only rolls back.
+ */
 const SAVEPOINT = "SAVEPOINT ao_statement";
 const RELEASE = "RELEASE SAVEPOINT ao_statement";
 const ROLLBACK_TO = "ROLLBACK TO SAVEPOINT ao_statement";

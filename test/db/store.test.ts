@@ -219,6 +219,8 @@ for (const [name, open] of subjects) {
       expect(found).toEqual({ n: 3, total: 6, top: 3, many: 1 });
       const grouped = await store.read(all("SELECT done, count(*) AS n FROM items GROUP BY done"));
       expect(grouped).toEqual([{ done: 0, n: 3 }]);
+      // Drizzle's rows too, where no mapWith(Number) says it.
+      expect(await store.read(row(db.select({ n: raw<number>`count(*)`, top: raw<number>`max(${items.n})` }).from(items)))).toEqual({ n: 3, top: 3 });
     });
 
     test("booleans are bound as 1 and 0", async () => {
