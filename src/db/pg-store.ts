@@ -171,7 +171,7 @@ async function send(conn: Connection, sql: string, params: readonly unknown[], a
     return (asValues ? q.values() : q) as Promise<Rows | Values>;
   };
   if (!conn.inWrite || !t.writes) return portable(await query(), asValues);
-  // Sent together: the savepoint costs no round trip of its own.
+  // The savepoint goes out with the statement (Bun pipelines the queries of a connection).
   const savepoint = conn.sql.unsafe(SAVEPOINT);
   let result: Rows | Values;
   try {
