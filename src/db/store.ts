@@ -1,6 +1,6 @@
 // The store runs database programs (db/query.ts). Services never see which database is behind it.
 import type { Database, Statement } from "bun:sqlite";
-import { drive, type Op, type Q } from "./query";
+import { drive, type Method, type Op, type Q, type RunResult } from "./query";
 
 export type Dialect = "sqlite" | "postgres";
 
@@ -38,15 +38,17 @@ export class StatementCache {
 
   /** Answers one query of a program. */
   exec = (op: Op): unknown => {
-    if (op.orm) {
-      const r = op.orm[op.method]();
-      return op.method === "run" ? { changes: Number((r as { changes?: number }).changes ?? 0) } : r;
-    }
+    if (op.orm) return ormResult(op.method, op.orm[op.method]());
     const s = this.statement(op.sql);
     if (op.method === "all") return s.all(...op.params);
     if (op.method === "get") return s.get(...op.params) ?? undefined;
     return { changes: Number(s.run(...op.params).changes) };
   };
+}
+
+/** What a program receives for a drizzle query: its rows, or for `exec` the rows it changed. */
+export function ormResult(method: Method, result: unknown): unknown {
+  return method === "run" ? ({ changes: Number((result as { changes?: number }).changes ?? 0) } satisfies RunResult) : result;
 }
 
 export class SqliteStore implements Store {
