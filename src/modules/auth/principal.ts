@@ -62,8 +62,8 @@ export function forgetTokens(core: Core) {
 }
 
 /**
- * After the commit that revoked, removed or changed the user's access: the token cache forgets,
- * then the live sockets re-check (before the listeners, so they read through an empty cache).
+ * Announces, after the commit, that the user's access was revoked, removed or changed: the token
+ * cache forgets first, so the listeners (live sockets re-checking) read afresh.
  */
 export function accessChanged(core: Core, userId: string, reason: AccessChange) {
   forgetTokens(core);
