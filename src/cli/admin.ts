@@ -11,6 +11,7 @@ import { createFirstAdmin, DEFAULT_ORG_NAME, MIN_PASSWORD_LENGTH } from "../serv
 import { findUserByEmail, hashPasswordSync, insertUser, type IdentityStore } from "../modules/auth/users";
 import { createOrg, findOrgByName, setMembership } from "../modules/orgs/service";
 import { ROLES, type Role } from "../modules/orgs/roles";
+import type { Q } from "../db/query";
 
 const USAGE = `usage: ao admin create-user --email EMAIL --password PASSWORD [--name NAME]
                              [--org NAME [--role owner|admin|member|viewer]] [--admin] [--data-dir DIR]
@@ -46,12 +47,12 @@ export async function admin(args: string[]): Promise<number> {
   const config = defaultConfig({ dataDir: values["data-dir"] });
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const db = openDatabase(join(config.dataDir, "ao.db"));
-  const store: IdentityStore = { db, sqlite: db.$client, store: new SqliteStore(db.$client), config };
+  const store: IdentityStore = { db, store: new SqliteStore(db.$client), config };
   try {
-    const existing = findUserByEmail(store, email);
+    const existing = await store.store.read(findUserByEmail(store, email));
     if (existing) {
       if (!values.org) return fail(`a user with email ${existing.email} already exists (give --org to add them to an org)`);
-      const joined = store.sqlite.transaction(() => join_(store, existing.id, values.org!, role)).immediate();
+      const joined = await store.store.write(join_(store, existing.id, values.org, role));
       return done({ user: { id: existing.id, email: existing.email, isAdmin: existing.isAdmin }, ...joined, created: false });
     }
     const password = values.password;
@@ -59,27 +60,28 @@ export async function admin(args: string[]): Promise<number> {
     const passwordHash = hashPasswordSync(store, password);
     const orgName = values.org ?? process.env.AO_ORG_NAME ?? DEFAULT_ORG_NAME;
 
-    const first = createFirstAdmin(store, { email, passwordHash, name: values.name, orgName });
+    const first = await store.store.write(createFirstAdmin(store, { email, passwordHash, name: values.name, orgName }));
     if (first) return done({ user: { id: first.user.id, email: first.user.email, isAdmin: true }, org: { id: first.org.id, name: first.org.name }, role: "owner", created: true });
 
-    const result = store.sqlite
-      .transaction(() => {
-        const user = insertUser(store, { email, passwordHash, name: values.name, isAdmin: values.admin });
-        return { user, ...(values.org ? join_(store, user.id, values.org, role) : { org: null, role: null }) };
-      })
-      .immediate();
+    const result = await store.store.write(newUser(store, { email, passwordHash, name: values.name, isAdmin: values.admin }, values.org, role));
     return done({ user: { id: result.user.id, email: result.user.email, isAdmin: result.user.isAdmin }, org: result.org, role: result.role, created: true });
   } finally {
     db.$client.close();
   }
 }
 
+/** A later user, in the org named `orgName` when given (see join_), in one transaction. */
+function* newUser(store: IdentityStore, input: Parameters<typeof insertUser>[1], orgName: string | undefined, role: Role | undefined) {
+  const user = yield* insertUser(store, input);
+  return { user, ...(orgName ? yield* join_(store, user.id, orgName, role) : { org: null, role: null }) };
+}
+
 /** Puts the user in the org named `orgName`: with `role` (default member), or as owner of a new org of that name. */
-function join_(store: IdentityStore, userId: string, orgName: string, role: Role | undefined) {
-  const found = findOrgByName(store, orgName);
-  const org = found ?? createOrg(store, orgName, userId);
+function* join_(store: IdentityStore, userId: string, orgName: string, role: Role | undefined): Q<{ org: { id: string; name: string }; role: Role }> {
+  const found = yield* findOrgByName(store, orgName);
+  const org = found ?? (yield* createOrg(store, orgName, userId));
   const given: Role = found ? (role ?? "member") : "owner";
-  if (found) setMembership(store, org.id, userId, given);
+  if (found) yield* setMembership(store, org.id, userId, given);
   return { org: { id: org.id, name: org.name }, role: given };
 }
 

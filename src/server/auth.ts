@@ -48,14 +48,14 @@ function build(core: Core) {
     const value = bearer(headers);
     if (!value) throw unauthorized();
     if (value.startsWith("aot_")) {
-      const p = principalFromApiToken(core, value);
+      const p = await core.store.read(principalFromApiToken(core, value));
       if (!p) throw unauthorized("the API token is invalid, expired or revoked");
       return p;
     }
     if (value.startsWith("aow_")) throw forbidden("a worker credential cannot be used here");
     const claims = await verifyAccessToken(core, value);
     if (!claims) throw unauthorized("the access token is invalid or expired");
-    const p = principalFromClaims(core, claims);
+    const p = await core.store.read(principalFromClaims(core, claims));
     if (!p) throw unauthorized("the session was revoked");
     return p;
   }
@@ -77,7 +77,7 @@ function build(core: Core) {
           const orgId = (params as Record<string, string | undefined>).orgId;
           if (!orgId) throw new ApiError(500, "internal", "route declares a permission but has no :orgId");
           if (principal.kind === "token" && principal.orgId !== orgId) throw forbidden("this token belongs to another organization");
-          const role: Role | null = roleIn(core, principal, orgId);
+          const role: Role | null = await core.store.read(roleIn(core, principal, orgId));
           if (!role) {
             if (principal.kind === "token") throw forbidden("the token's owner is no longer a member of this organization");
             throw notFound("organization");

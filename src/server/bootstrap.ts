@@ -7,26 +7,29 @@ import { conflict, unauthorized } from "./errors";
 import { constantTimeEqual, randomSecret } from "../lib/tokens";
 import { countUsers, hashPassword, hashPasswordSync, insertUser, type IdentityStore, type UserRow } from "../modules/auth/users";
 import { createOrg, type OrgRow } from "../modules/orgs/service";
+import type { Q } from "../db/query";
 
 export const DEFAULT_ORG_NAME = "default";
 export const MIN_PASSWORD_LENGTH = 8;
 
 const setupTokens = new WeakMap<Core, string>();
 
-export function bootstrap(core: Core, env: Record<string, string | undefined> = process.env) {
-  if (countUsers(core) > 0) return;
+/** Runs at startup, before the server takes requests. */
+export async function bootstrap(core: Core, env: Record<string, string | undefined> = process.env) {
+  if ((await core.store.read(countUsers(core))) > 0) return;
   const email = env.AO_ADMIN_EMAIL?.trim();
   const password = env.AO_ADMIN_PASSWORD;
   if (email && password) {
     if (password.length < MIN_PASSWORD_LENGTH) throw new Error(`AO_ADMIN_PASSWORD must have at least ${MIN_PASSWORD_LENGTH} characters`);
-    const { user, org } = createFirstAdmin(core, { email, passwordHash: hashPasswordSync(core, password), orgName: env.AO_ORG_NAME })!;
+    const { user, org } = (await core.store.write(createFirstAdmin(core, { email, passwordHash: hashPasswordSync(core, password), orgName: env.AO_ORG_NAME })))!;
     core.log.info("created the first administrator", { email: user.email, orgId: org.id, org: org.name });
     return;
   }
   const token = randomSecret(32);
   setupTokens.set(core, token);
-  // The URL is read when the line is written: serve.ts fills in publicUrl after binding the port.
-  queueMicrotask(() => core.log.info(`no user yet: finish setup at ${core.config.publicUrl}/setup?token=${token}`));
+  // The URL is read when the line is written: serve.ts fills in publicUrl after binding the port,
+  // in the same turn as it awaits this function.
+  setTimeout(() => core.log.info(`no user yet: finish setup at ${core.config.publicUrl}/setup?token=${token}`), 0);
 }
 
 /** The pending setup token of a server, while no user exists (for tests and the web app's dev tools). */
@@ -34,19 +37,15 @@ export function setupTokenOf(core: Core): string | null {
   return setupTokens.get(core) ?? null;
 }
 
-/** Creates the first user (instance admin) and their org, or returns null when a user exists. */
-export function createFirstAdmin(
+/** Creates the first user (instance admin) and their org, or returns null when a user exists. Run it in a write. */
+export function* createFirstAdmin(
   store: IdentityStore,
   input: { email: string; passwordHash: string; name?: string; orgName?: string },
-): { user: UserRow; org: OrgRow } | null {
-  return store.sqlite
-    .transaction(() => {
-      if (countUsers(store) > 0) return null;
-      const user = insertUser(store, { email: input.email, passwordHash: input.passwordHash, name: input.name, isAdmin: true });
-      const org = createOrg(store, input.orgName?.trim() || DEFAULT_ORG_NAME, user.id);
-      return { user, org };
-    })
-    .immediate();
+): Q<{ user: UserRow; org: OrgRow } | null> {
+  if ((yield* countUsers(store)) > 0) return null;
+  const user = yield* insertUser(store, { email: input.email, passwordHash: input.passwordHash, name: input.name, isAdmin: true });
+  const org = yield* createOrg(store, input.orgName?.trim() || DEFAULT_ORG_NAME, user.id);
+  return { user, org };
 }
 
 /** POST /setup: the one-time token creates the first administrator and org. */
@@ -55,10 +54,10 @@ export async function completeSetup(
   input: { token: string; email: string; password: string; name?: string; orgName?: string },
 ): Promise<{ user: UserRow; org: OrgRow }> {
   const expected = setupTokens.get(core);
-  if (!expected || countUsers(core) > 0) throw conflict("setup is already complete");
+  if (!expected || (await core.store.read(countUsers(core))) > 0) throw conflict("setup is already complete");
   if (!constantTimeEqual(input.token, expected)) throw unauthorized("the setup token is wrong");
   const passwordHash = await hashPassword(core, input.password);
-  const created = createFirstAdmin(core, { ...input, passwordHash });
+  const created = await core.store.write(createFirstAdmin(core, { ...input, passwordHash }));
   if (!created) throw conflict("setup is already complete");
   setupTokens.delete(core);
   return created;

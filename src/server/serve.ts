@@ -8,6 +8,7 @@ import { SqliteStore } from "../db/store";
 import { startCheckpointer } from "../db/checkpointer";
 import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
+import { bootstrap } from "./bootstrap";
 import { CoreEvents, type Config, type Core, type Logger } from "./core";
 import { defaultConfig, publicUrlFor } from "./config";
 import { createLogger, withoutRepeats } from "./log";
@@ -81,6 +82,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     () => core.log.info("background checkpoints work again"),
   );
 
+  await bootstrap(core);
   const app = createApp(core);
   app.compile();
   const sockets = core.sockets;

@@ -173,15 +173,15 @@ describe("open sign-ins are capped (start needs no credential)", () => {
       expect((await capped.api("POST", "/auth/device/start")).status).toBe(200);
       expect((await capped.api("POST", "/auth/device/start")).status).toBe(429);
       // Worker pairing is another kind and is not counted here.
-      expect(() => createGrant(capped.core, "pairing", { requestIp: "127.0.0.1" })).not.toThrow();
+      await expect(capped.core.store.write(createGrant(capped.core, "pairing", { requestIp: "127.0.0.1" }))).resolves.toBeDefined();
       // The total cap, whatever the address.
       const total = { perAddress: 1000, total: 3 };
       const t0 = Date.now();
       const fresh = await startTestServer();
       try {
-        for (const ip of ["10.0.0.1", "10.0.0.2", "10.0.0.3"]) createGrant(fresh.core, "signin", { requestIp: ip }, t0, total);
-        expect(() => createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0, total)).toThrow(/too many/);
-        expect(() => createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0 + 600_001, total)).not.toThrow();
+        for (const ip of ["10.0.0.1", "10.0.0.2", "10.0.0.3"]) await fresh.core.store.write(createGrant(fresh.core, "signin", { requestIp: ip }, t0, total));
+        await expect(fresh.core.store.write(createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0, total))).rejects.toThrow(/too many/);
+        await expect(fresh.core.store.write(createGrant(fresh.core, "signin", { requestIp: "10.0.0.4" }, t0 + 600_001, total))).resolves.toBeDefined();
       } finally {
         await fresh.stop();
       }
@@ -200,26 +200,30 @@ describe("device-grants functions (shared with worker pairing)", () => {
   });
 
   test("kinds are separate; approve records orgId and details; poll returns the grant once", () => {
-    const g = createGrant(s.core, "pairing", { workerName: "box", hostname: "box.local", labels: ["gpu"] });
-    expect(findPendingGrant(s.core, "signin", g.userCode)).toBeNull();
-    expect(decideGrant(s.core, "signin", g.userCode, { approve: true, decidedBy: person.userId })).toBeNull();
-    expect(findPendingGrant(s.core, "pairing", g.userCode)?.workerName).toBe("box");
-    const decided = decideGrant(s.core, "pairing", g.userCode, { approve: true, decidedBy: person.userId, orgId: admin.orgId, details: { workerName: "renamed" } });
+    const store = s.core.store;
+    const g = store.syncWrite(createGrant(s.core, "pairing", { workerName: "box", hostname: "box.local", labels: ["gpu"] }));
+    expect(store.sync(findPendingGrant(s.core, "signin", g.userCode))).toBeNull();
+    expect(store.syncWrite(decideGrant(s.core, "signin", g.userCode, { approve: true, decidedBy: person.userId }))).toBeNull();
+    expect(store.sync(findPendingGrant(s.core, "pairing", g.userCode))?.workerName).toBe("box");
+    const decided = store.syncWrite(
+      decideGrant(s.core, "pairing", g.userCode, { approve: true, decidedBy: person.userId, orgId: admin.orgId, details: { workerName: "renamed" } }),
+    );
     expect(decided).toMatchObject({ status: "approved", orgId: admin.orgId, workerName: "renamed", labels: ["gpu"] });
-    expect(decideGrant(s.core, "pairing", g.userCode, { approve: false, decidedBy: person.userId })).toBeNull();
-    expect(pollGrant(s.core, "signin", g.deviceCode)).toEqual({ status: "expired" });
-    const got = pollGrant(s.core, "pairing", g.deviceCode);
+    expect(store.syncWrite(decideGrant(s.core, "pairing", g.userCode, { approve: false, decidedBy: person.userId }))).toBeNull();
+    expect(store.syncWrite(pollGrant(s.core, "signin", g.deviceCode))).toEqual({ status: "expired" });
+    const got = store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode));
     expect(got.status).toBe("approved");
     if (got.status === "approved") expect(got.grant).toMatchObject({ orgId: admin.orgId, decidedBy: person.userId, hostname: "box.local" });
-    expect(pollGrant(s.core, "pairing", g.deviceCode, Date.now() + 60_000)).toEqual({ status: "expired" });
+    expect(store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode, Date.now() + 60_000))).toEqual({ status: "expired" });
   });
 
   test("slow_down timing with explicit clocks", () => {
-    const g = createGrant(s.core, "pairing");
+    const poll = (now: number) => s.core.store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode, now));
+    const g = s.core.store.syncWrite(createGrant(s.core, "pairing"));
     const t0 = Date.now();
-    expect(pollGrant(s.core, "pairing", g.deviceCode, t0)).toEqual({ status: "pending" });
-    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 4_999)).toEqual({ status: "slow_down", intervalSec: 10 });
-    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 4_999 + 10_000)).toEqual({ status: "pending" });
-    expect(pollGrant(s.core, "pairing", g.deviceCode, t0 + 600_000)).toEqual({ status: "expired" });
+    expect(poll(t0)).toEqual({ status: "pending" });
+    expect(poll(t0 + 4_999)).toEqual({ status: "slow_down", intervalSec: 10 });
+    expect(poll(t0 + 4_999 + 10_000)).toEqual({ status: "pending" });
+    expect(poll(t0 + 600_000)).toEqual({ status: "expired" });
   });
 });

@@ -372,7 +372,7 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
       const web = s.core.sqlite
         .query<{ id: string }, [string]>("SELECT id FROM sessions WHERE user_id = ? AND client = 'web' AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1")
         .get(w.owner.userId)!;
-      revokeSession(s.core, web.id, "signed out elsewhere");
+      await revokeSession(s.core, web.id, "signed out elsewhere");
       // The socket is closed for the token, the renewal is refused: the page asks to sign in again, saying why.
       await expect(shownText(page, "#signin-ended")).resolves.toStartWith("Your sign-in has ended");
       await expect(page.evaluate("window.__closes")).resolves.toEqual([4401]);

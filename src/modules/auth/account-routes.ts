@@ -6,6 +6,7 @@ import { authPlugin } from "../../server/auth";
 import { createApiToken, deleteApiToken, listApiTokens } from "./api-tokens";
 import { disableTwoFactor, enableTwoFactor, setupTwoFactor } from "./two-factor";
 import { sessionUser } from "./service";
+import { accessChanged } from "./principal";
 import { userView } from "./users";
 import { clearRefreshCookie, clientIp, noContent } from "./http";
 import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, RenameBody, SessionView, TokenView, TwoFactorSetup, UserView } from "./model";
@@ -14,13 +15,14 @@ import { PageQuery, pageOfSchema } from "../orgs/model";
 import { refuseUnknownFields } from "../../server/strict";
 import { errorAnswers, noContentDoc } from "../../server/errors";
 
-export default (core: Core) =>
-  new Elysia({ name: "auth-account", seed: core.instanceId, tags: ["account"] })
+export default (core: Core) => {
+  const me = (userId: string) => core.store.read(sessionUser(core, userId));
+  return new Elysia({ name: "auth-account", seed: core.instanceId, tags: ["account"] })
     .use(authPlugin(core))
     .get(
       "/me",
-      ({ principal }) => ({
-        ...userView(sessionUser(core, principal.userId)),
+      async ({ principal }) => ({
+        ...userView(await me(principal.userId)),
         via:
           principal.kind === "user"
             ? { type: "session" as const, sessionId: principal.sessionId }
@@ -28,14 +30,14 @@ export default (core: Core) =>
       }),
       { auth: "any", response: { 200: Me, ...errorAnswers(401, 403) }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
     )
-    .patch("/me", ({ principal, body }) => userView(renameUser(core, principal.userId, body.name)), {
+    .patch("/me", async ({ principal, body }) => userView(await core.store.write(renameUser(core, principal.userId, body.name))), {
       auth: "session",
       body: RenameBody,
       transform: refuseUnknownFields(RenameBody),
       response: { 200: UserView, ...errorAnswers(400, 401, 403) },
       detail: { summary: "Change the caller's display name" },
     })
-    .get("/me/sessions", ({ principal, query }) => listSessions(core, principal.userId, principal.kind === "user" ? principal.sessionId : "", query), {
+    .get("/me/sessions", ({ principal, query }) => core.store.read(listSessions(core, principal.userId, principal.kind === "user" ? principal.sessionId : "", query)), {
       auth: "session",
       query: PageQuery,
       response: { 200: pageOfSchema(SessionView), ...errorAnswers(400, 401, 403) },
@@ -43,8 +45,8 @@ export default (core: Core) =>
     })
     .delete(
       "/me/sessions",
-      ({ principal, cookie }) => {
-        revokeAllSessions(core, principal.userId);
+      async ({ principal, cookie }) => {
+        if ((await core.store.write(revokeAllSessions(core, principal.userId))) > 0) accessChanged(core, principal.userId, "session_revoked");
         clearRefreshCookie(core, cookie);
         return noContent();
       },
@@ -57,7 +59,7 @@ export default (core: Core) =>
         },
       },
     )
-    .post("/me/tokens", ({ principal, body, status }) => status(201, createApiToken(core, principal.userId, body)), {
+    .post("/me/tokens", async ({ principal, body, status }) => status(201, await core.store.write(createApiToken(core, principal.userId, body))), {
       auth: "session",
       body: CreateTokenBody,
       transform: refuseUnknownFields(CreateTokenBody),
@@ -69,7 +71,7 @@ export default (core: Core) =>
           "The token then acts with min(its role, the owner's current role), in that org only.",
       },
     })
-    .get("/me/tokens", ({ principal, query }) => listApiTokens(core, principal.userId, query), {
+    .get("/me/tokens", ({ principal, query }) => core.store.read(listApiTokens(core, principal.userId, query)), {
       auth: "session",
       query: PageQuery,
       response: { 200: pageOfSchema(TokenView), ...errorAnswers(400, 401, 403) },
@@ -77,8 +79,9 @@ export default (core: Core) =>
     })
     .delete(
       "/me/tokens/:id",
-      ({ principal, params }) => {
-        deleteApiToken(core, principal.userId, params.id);
+      async ({ principal, params }) => {
+        await core.store.write(deleteApiToken(core, principal.userId, params.id));
+        accessChanged(core, principal.userId, "token_revoked");
         return noContent();
       },
       {
@@ -87,14 +90,14 @@ export default (core: Core) =>
         detail: { summary: "Revoke a personal API token", responses: noContentDoc("Revoked: the token stops working at once", 401, 403, 404) },
       },
     )
-    .post("/me/2fa/setup", ({ principal }) => setupTwoFactor(core, sessionUser(core, principal.userId)), {
+    .post("/me/2fa/setup", async ({ principal }) => core.store.write(setupTwoFactor(core, await me(principal.userId))), {
       auth: "session",
       response: { 200: TwoFactorSetup, ...errorAnswers(401, 403, 409) },
       detail: { summary: "Start two-factor enrolment: a TOTP secret (enforced only after enable)", description: "409 when already enabled." },
     })
     .post(
       "/me/2fa/enable",
-      async (ctx) => ({ recoveryCodes: await enableTwoFactor(core, sessionUser(core, ctx.principal.userId), ctx.body.code, clientIp(ctx)) }),
+      async (ctx) => ({ recoveryCodes: await enableTwoFactor(core, await me(ctx.principal.userId), ctx.body.code, clientIp(ctx)) }),
       {
         auth: "session",
         body: CodeBody,
@@ -108,7 +111,7 @@ export default (core: Core) =>
     .post(
       "/me/2fa/disable",
       async (ctx) => {
-        await disableTwoFactor(core, sessionUser(core, ctx.principal.userId), ctx.body.code, clientIp(ctx));
+        await disableTwoFactor(core, await me(ctx.principal.userId), ctx.body.code, clientIp(ctx));
         return noContent();
       },
       {
@@ -121,3 +124,4 @@ export default (core: Core) =>
         },
       },
     );
+};

@@ -18,7 +18,7 @@ export default (core: Core) =>
       response: { 201: UserView, ...errorAnswers(400, 401, 403, 409) },
       detail: { summary: "Create a user", description: "409 conflict when the email is taken. Add them to orgs with POST /orgs/:orgId/members." },
     })
-    .get("/admin/users", ({ query }) => listUsers(core, query), {
+    .get("/admin/users", ({ query }) => core.store.read(listUsers(core, query)), {
       auth: "admin",
       query: PageQuery,
       response: { 200: pageOfSchema(UserView), ...errorAnswers(400, 401, 403) },

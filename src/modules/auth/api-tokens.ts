@@ -1,7 +1,6 @@
 // Personal API tokens (SPEC §4): `aot_` values shown once, stored as SHA-256. A token acts in
 // one org with min(its role, its owner's current role), re-evaluated on every request
 // (see principal.ts).
-import { forgetTokens } from "./principal";
 import { and, desc, eq, lt } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { apiTokens, memberships } from "../../db/schema";
@@ -11,6 +10,7 @@ import { newChecksummedToken, sha256Hex } from "../../lib/tokens";
 import { forbidden, invalid, notFound } from "../../server/errors";
 import { roleAtLeast, type Role } from "../orgs/roles";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { exec, row, rows, type Q } from "../../db/query";
 
 type TokenRow = typeof apiTokens.$inferSelect;
 
@@ -36,16 +36,18 @@ const view = (r: TokenRow): ApiTokenView => ({
   createdAt: r.createdAt,
 });
 
-export function createApiToken(
+/** Run it in a write: the owner's role is read and the token written with nothing in between. */
+export function* createApiToken(
   core: Core,
   userId: string,
   input: { name: string; orgId: string; role?: Role; expiresAt?: string },
-): { id: string; name: string; orgId: string; role: Role; token: string; expiresAt: string | null; createdAt: string } {
-  const membership = core.db
-    .select({ role: memberships.role })
-    .from(memberships)
-    .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, userId)))
-    .get();
+): Q<{ id: string; name: string; orgId: string; role: Role; token: string; expiresAt: string | null; createdAt: string }> {
+  const membership = yield* row(
+    core.db
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.orgId, input.orgId), eq(memberships.userId, userId))),
+  );
   if (!membership) throw notFound("organization");
   const role = input.role ?? membership.role;
   if (!roleAtLeast(membership.role, role)) throw forbidden(`a token cannot have more than your role (${membership.role})`);
@@ -57,7 +59,7 @@ export function createApiToken(
     expiresAt = iso(ms);
   }
   const token = newChecksummedToken("aot_");
-  const row: TokenRow = {
+  const record: TokenRow = {
     id: newId("tok"),
     userId,
     orgId: input.orgId,
@@ -69,32 +71,31 @@ export function createApiToken(
     lastUsedAt: null,
     createdAt: iso(),
   };
-  core.db.insert(apiTokens).values(row).run();
-  return { id: row.id, name: row.name, orgId: row.orgId, role, token, expiresAt, createdAt: row.createdAt };
+  yield* exec(core.db.insert(apiTokens).values(record));
+  return { id: record.id, name: record.name, orgId: record.orgId, role, token, expiresAt, createdAt: record.createdAt };
 }
 
 /** The caller's tokens, newest first, never with their values. */
-export function listApiTokens(core: Core, userId: string, q: PageQuery): Page<ApiTokenView> {
+export function listApiTokens(core: Core, userId: string, q: PageQuery): Q<Page<ApiTokenView>> {
   return pageOf(
     q,
     1,
     (after, n) =>
-      core.db
-        .select()
-        .from(apiTokens)
-        .where(and(eq(apiTokens.userId, userId), after ? lt(apiTokens.id, after[0]) : undefined))
-        .orderBy(desc(apiTokens.id))
-        .limit(n)
-        .all(),
+      rows(
+        core.db
+          .select()
+          .from(apiTokens)
+          .where(and(eq(apiTokens.userId, userId), after ? lt(apiTokens.id, after[0]) : undefined))
+          .orderBy(desc(apiTokens.id))
+          .limit(n),
+      ),
     (r) => [r.id],
     view,
   );
 }
 
-export function deleteApiToken(core: Core, userId: string, id: string) {
-  const gone = core.db.delete(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId))).returning({ id: apiTokens.id }).all();
+/** Deletes one of the user's tokens; after the commit, announce it: accessChanged(core, userId, "token_revoked"). */
+export function* deleteApiToken(core: Core, userId: string, id: string): Q<void> {
+  const gone = yield* rows(core.db.delete(apiTokens).where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId))).returning({ id: apiTokens.id }));
   if (gone.length === 0) throw notFound("token");
-  // Before the listeners: the live sockets re-check through the token cache.
-  forgetTokens(core);
-  core.events.emit("access.changed", { userId, reason: "token_revoked" });
 }

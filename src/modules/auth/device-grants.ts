@@ -8,7 +8,9 @@
 //   findPendingGrant(core, kind, userCode)  -> the grant a person is about to decide, or null
 //   decideGrant(core, kind, userCode, d)    -> the decided grant, or null when unknown/expired/decided
 //
-// Every function is scoped by kind: a pairing code is unknown to the sign-in endpoints and back.
+// Those that touch the database are programs (db/query.ts); createGrant and pollGrant run in a
+// write transaction. Every function is scoped by kind: a pairing code is unknown to the sign-in
+// endpoints and back.
 import { and, count, eq, gt, lt, min } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { deviceGrants } from "../../db/schema";
@@ -16,6 +18,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { randomSecret, sha256Hex } from "../../lib/tokens";
 import { ApiError, rateLimited } from "../../server/errors";
+import { exec, row, type Q } from "../../db/query";
 
 export type GrantKind = "signin" | "pairing";
 export type GrantRow = typeof deviceGrants.$inferSelect;
@@ -80,61 +83,65 @@ export interface GrantLimits {
   total: number;
 }
 
-/** Starts a grant of `kind`. The details are shown to the person who decides it. Over `limits`: 429 rate_limited. */
-export function createGrant(core: Core, kind: GrantKind, details: GrantDetails = {}, now = Date.now(), limits?: GrantLimits): StartedGrant {
+/**
+ * Starts a grant of `kind` (run it in a write: the open grants are counted and the new one
+ * inserted with nothing in between). The details are shown to the person who decides it. Over
+ * `limits`: 429 rate_limited.
+ */
+export function* createGrant(core: Core, kind: GrantKind, details: GrantDetails = {}, now = Date.now(), limits?: GrantLimits): Q<StartedGrant> {
   const deviceCode = randomSecret(43);
   const expiresAt = now + GRANT_TTL_SEC * 1000;
-  const row = core.sqlite
-    .transaction(() => {
-      core.db.delete(deviceGrants).where(lt(deviceGrants.expiresAt, now - KEEP_EXPIRED_MS)).run();
-      if (limits) checkOpenGrants(core, kind, details.requestIp ?? null, limits, now);
-      // 20^8 codes: a collision with a live code is rare; try again when it happens.
-      for (let attempt = 0; ; attempt++) {
-        const userCode = newUserCode();
-        if (core.db.select({ id: deviceGrants.id }).from(deviceGrants).where(eq(deviceGrants.userCode, userCode)).get()) {
-          if (attempt < 10) continue;
-          throw new ApiError(503, "unavailable", "could not allocate a user code; try again");
-        }
-        const grant: GrantRow = {
-          id: newId("dev"),
-          kind,
-          deviceCodeHash: sha256Hex(deviceCode),
-          userCode,
-          status: "pending",
-          clientName: details.clientName ?? null,
-          workerName: details.workerName ?? null,
-          hostname: details.hostname ?? null,
-          labels: details.labels ?? null,
-          requestIp: details.requestIp ?? null,
-          intervalSec: GRANT_INTERVAL_SEC,
-          lastPolledAt: null,
-          expiresAt,
-          decidedBy: null,
-          orgId: null,
-          createdAt: iso(now),
-        };
-        core.db.insert(deviceGrants).values(grant).run();
-        return grant;
-      }
-    })
-    .immediate();
+  yield* exec(core.db.delete(deviceGrants).where(lt(deviceGrants.expiresAt, now - KEEP_EXPIRED_MS)));
+  if (limits) yield* checkOpenGrants(core, kind, details.requestIp ?? null, limits, now);
+  const grant = yield* insertGrant(core, kind, details, deviceCode, expiresAt, now);
   return {
-    id: row.id,
+    id: grant.id,
     deviceCode,
-    userCode: formatUserCode(row.userCode),
+    userCode: formatUserCode(grant.userCode),
     expiresIn: GRANT_TTL_SEC,
     intervalSec: GRANT_INTERVAL_SEC,
     expiresAt: iso(expiresAt),
   };
 }
 
+function* insertGrant(core: Core, kind: GrantKind, details: GrantDetails, deviceCode: string, expiresAt: number, now: number): Q<GrantRow> {
+  // 20^8 codes: a collision with a live code is rare; try again when it happens.
+  for (let attempt = 0; ; attempt++) {
+    const userCode = newUserCode();
+    if (yield* row(core.db.select({ id: deviceGrants.id }).from(deviceGrants).where(eq(deviceGrants.userCode, userCode)))) {
+      if (attempt < 10) continue;
+      throw new ApiError(503, "unavailable", "could not allocate a user code; try again");
+    }
+    const grant: GrantRow = {
+      id: newId("dev"),
+      kind,
+      deviceCodeHash: sha256Hex(deviceCode),
+      userCode,
+      status: "pending",
+      clientName: details.clientName ?? null,
+      workerName: details.workerName ?? null,
+      hostname: details.hostname ?? null,
+      labels: details.labels ?? null,
+      requestIp: details.requestIp ?? null,
+      intervalSec: GRANT_INTERVAL_SEC,
+      lastPolledAt: null,
+      expiresAt,
+      decidedBy: null,
+      orgId: null,
+      createdAt: iso(now),
+    };
+    yield* exec(core.db.insert(deviceGrants).values(grant));
+    return grant;
+  }
+}
+
 /** Throws 429 when the address, or everyone together, has used up the open grants allowed. */
-function checkOpenGrants(core: Core, kind: GrantKind, ip: string | null, limits: GrantLimits, now: number) {
+function* checkOpenGrants(core: Core, kind: GrantKind, ip: string | null, limits: GrantLimits, now: number): Q<void> {
   const open = and(eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending"), gt(deviceGrants.expiresAt, now));
   const scopes: [ReturnType<typeof and>, number][] = [[open, limits.total]];
   if (ip) scopes.unshift([and(open, eq(deviceGrants.requestIp, ip)), limits.perAddress]);
   for (const [where, limit] of scopes) {
-    const { n, oldest } = core.db.select({ n: count(), oldest: min(deviceGrants.expiresAt) }).from(deviceGrants).where(where).get()!;
+    const { n, oldest } = (yield* row(core.db.select({ n: count(), oldest: min(deviceGrants.expiresAt) }).from(deviceGrants).where(where)))!;
     // A place frees up at the latest when the oldest open grant expires.
     if (n >= limit) throw rateLimited(Math.max(1, Math.ceil(((oldest ?? now) - now) / 1000)));
   }
@@ -152,28 +159,25 @@ export type PollResult =
 /**
  * One poll of a device code. The first poll may come at once; a poll sooner than the interval
  * after the previous one is slow_down and grows the interval by 5 s (RFC 8628 §3.5).
- * Atomic: of two parallel polls of an approved grant, only one gets `approved`.
+ * Run it in a write: of two parallel polls of an approved grant, only one gets `approved`.
  */
-export function pollGrant(core: Core, kind: GrantKind, deviceCode: string, now = Date.now()): PollResult {
-  return core.sqlite
-    .transaction((): PollResult => {
-      const grant = core.db
-        .select()
-        .from(deviceGrants)
-        .where(and(eq(deviceGrants.deviceCodeHash, sha256Hex(deviceCode)), eq(deviceGrants.kind, kind)))
-        .get();
-      if (!grant || grant.status === "consumed" || grant.expiresAt <= now) return { status: "expired" };
-      if (grant.lastPolledAt !== null && now - grant.lastPolledAt < grant.intervalSec * 1000) {
-        const intervalSec = grant.intervalSec + SLOW_DOWN_STEP_SEC;
-        core.db.update(deviceGrants).set({ intervalSec, lastPolledAt: now }).where(eq(deviceGrants.id, grant.id)).run();
-        return { status: "slow_down", intervalSec };
-      }
-      const status = grant.status === "approved" ? "consumed" : grant.status;
-      core.db.update(deviceGrants).set({ lastPolledAt: now, status }).where(eq(deviceGrants.id, grant.id)).run();
-      if (grant.status === "approved") return { status: "approved", grant: { ...grant, status: "consumed", lastPolledAt: now } };
-      return grant.status === "denied" ? { status: "denied" } : { status: "pending" };
-    })
-    .immediate();
+export function* pollGrant(core: Core, kind: GrantKind, deviceCode: string, now = Date.now()): Q<PollResult> {
+  const grant = yield* row(
+    core.db
+      .select()
+      .from(deviceGrants)
+      .where(and(eq(deviceGrants.deviceCodeHash, sha256Hex(deviceCode)), eq(deviceGrants.kind, kind))),
+  );
+  if (!grant || grant.status === "consumed" || grant.expiresAt <= now) return { status: "expired" };
+  if (grant.lastPolledAt !== null && now - grant.lastPolledAt < grant.intervalSec * 1000) {
+    const intervalSec = grant.intervalSec + SLOW_DOWN_STEP_SEC;
+    yield* exec(core.db.update(deviceGrants).set({ intervalSec, lastPolledAt: now }).where(eq(deviceGrants.id, grant.id)));
+    return { status: "slow_down", intervalSec };
+  }
+  const status = grant.status === "approved" ? "consumed" : grant.status;
+  yield* exec(core.db.update(deviceGrants).set({ lastPolledAt: now, status }).where(eq(deviceGrants.id, grant.id)));
+  if (grant.status === "approved") return { status: "approved", grant: { ...grant, status: "consumed", lastPolledAt: now } };
+  return grant.status === "denied" ? { status: "denied" } : { status: "pending" };
 }
 
 const POLL_ERRORS = {
@@ -190,14 +194,15 @@ export function pollError(result: Exclude<PollResult, { status: "approved" }>): 
 }
 
 /** The pending, unexpired grant with this user code, or null (also for malformed codes). */
-export function findPendingGrant(core: Core, kind: GrantKind, userCode: string, now = Date.now()): GrantRow | null {
+export function* findPendingGrant(core: Core, kind: GrantKind, userCode: string, now = Date.now()): Q<GrantRow | null> {
   const code = normaliseUserCode(userCode);
   if (!code) return null;
-  const grant = core.db
-    .select()
-    .from(deviceGrants)
-    .where(and(eq(deviceGrants.userCode, code), eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending")))
-    .get();
+  const grant = yield* row(
+    core.db
+      .select()
+      .from(deviceGrants)
+      .where(and(eq(deviceGrants.userCode, code), eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending"))),
+  );
   return grant && grant.expiresAt > now ? grant : null;
 }
 
@@ -209,7 +214,7 @@ export type GrantDecision =
  * Approves or denies a pending grant in one statement (a second decision finds nothing).
  * Returns the decided grant, or null when the code is unknown, expired or already decided.
  */
-export function decideGrant(core: Core, kind: GrantKind, userCode: string, decision: GrantDecision, now = Date.now()): GrantRow | null {
+export function* decideGrant(core: Core, kind: GrantKind, userCode: string, decision: GrantDecision, now = Date.now()): Q<GrantRow | null> {
   const code = normaliseUserCode(userCode);
   if (!code) return null;
   const set: Partial<GrantRow> = { status: decision.approve ? "approved" : "denied", decidedBy: decision.decidedBy };
@@ -219,12 +224,13 @@ export function decideGrant(core: Core, kind: GrantKind, userCode: string, decis
     if (decision.details?.labels !== undefined) set.labels = decision.details.labels;
   }
   return (
-    core.db
-      .update(deviceGrants)
-      .set(set)
-      .where(and(eq(deviceGrants.userCode, code), eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending"), gt(deviceGrants.expiresAt, now)))
-      .returning()
-      .get() ?? null
+    (yield* row(
+      core.db
+        .update(deviceGrants)
+        .set(set)
+        .where(and(eq(deviceGrants.userCode, code), eq(deviceGrants.kind, kind), eq(deviceGrants.status, "pending"), gt(deviceGrants.expiresAt, now)))
+        .returning(),
+    )) ?? null
   );
 }
 

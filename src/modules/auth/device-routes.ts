@@ -25,19 +25,29 @@ export const SIGNIN_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 };
 
 export default (core: Core) => {
   // An unknown or expired user code counts as a failure of the person (apart from their sign-in) and of the address.
-  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => GrantRow | null) =>
-    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], () => {
-      const grant = find();
+  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => Promise<GrantRow | null>) =>
+    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], async () => {
+      const grant = await find();
       if (!grant) throw notFound("device code");
       return view(grant);
     });
+
+  /** One poll; an approved grant becomes a session in the same transaction, so a sign-in is never lost half-way. */
+  function* signIn(deviceCode: string) {
+    const result = yield* pollGrant(core, "signin", deviceCode);
+    if (result.status !== "approved") return result;
+    const user = yield* sessionUser(core, result.grant.decidedBy!);
+    return { user, issued: yield* startSession(core, user.id, "device") };
+  }
 
   return new Elysia({ name: "auth-device", seed: core.instanceId, tags: ["auth"] })
     .use(authPlugin(core))
     .post(
       "/auth/device/start",
-      (ctx) => {
-        const g = createGrant(core, "signin", { clientName: ctx.body?.clientName ?? null, requestIp: clientIp(ctx) }, Date.now(), SIGNIN_START_LIMITS);
+      async (ctx) => {
+        const g = await core.store.write(
+          createGrant(core, "signin", { clientName: ctx.body?.clientName ?? null, requestIp: clientIp(ctx) }, Date.now(), SIGNIN_START_LIMITS),
+        );
         const verificationUri = `${core.config.publicUrl}/device`;
         return {
           deviceCode: g.deviceCode,
@@ -64,10 +74,9 @@ export default (core: Core) => {
     .post(
       "/auth/device/poll",
       async (ctx) => {
-        const result = pollGrant(core, "signin", ctx.body.deviceCode);
-        if (result.status !== "approved") throw pollError(result);
-        const user = sessionUser(core, result.grant.decidedBy!);
-        return tokenAnswer(core, ctx, startSession(core, user.id, "device"), user, false);
+        const signedIn = await core.store.write(signIn(ctx.body.deviceCode));
+        if ("status" in signedIn) throw pollError(signedIn);
+        return tokenAnswer(core, ctx, signedIn.issued, signedIn.user, false);
       },
       {
         body: DevicePollBody,
@@ -81,7 +90,7 @@ export default (core: Core) => {
         },
       },
     )
-    .get("/auth/device/:userCode", (ctx) => decide(ctx, () => findPendingGrant(core, "signin", ctx.params.userCode)), {
+    .get("/auth/device/:userCode", (ctx) => decide(ctx, () => core.store.read(findPendingGrant(core, "signin", ctx.params.userCode))), {
       auth: "session",
       params: t.Object({ userCode: t.String({ maxLength: 20 }) }),
       response: { 200: DeviceGrantView, ...errorAnswers(401, 403, 404, 429) },
@@ -89,7 +98,7 @@ export default (core: Core) => {
     })
     .post(
       "/auth/device/approve",
-      (ctx) => decide(ctx, () => decideGrant(core, "signin", ctx.body.userCode, { approve: true, decidedBy: ctx.principal.userId })),
+      (ctx) => decide(ctx, () => core.store.write(decideGrant(core, "signin", ctx.body.userCode, { approve: true, decidedBy: ctx.principal.userId }))),
       {
         auth: "session",
         body: UserCodeBody,
@@ -99,7 +108,7 @@ export default (core: Core) => {
     )
     .post(
       "/auth/device/deny",
-      (ctx) => decide(ctx, () => decideGrant(core, "signin", ctx.body.userCode, { approve: false, decidedBy: ctx.principal.userId })),
+      (ctx) => decide(ctx, () => core.store.write(decideGrant(core, "signin", ctx.body.userCode, { approve: false, decidedBy: ctx.principal.userId }))),
       {
         auth: "session",
         body: UserCodeBody,

@@ -4,7 +4,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { errorAnswers, invalid, noContentDoc, unauthorized } from "../../server/errors";
-import { bootstrap, completeSetup, setupTokenOf } from "../../server/bootstrap";
+import { completeSetup, setupTokenOf } from "../../server/bootstrap";
 import { countUsers, userView } from "./users";
 import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
 import { countingFailures } from "./limits";
@@ -16,16 +16,15 @@ import accountRoutes from "./account-routes";
 import adminRoutes from "./admin-routes";
 import { refuseUnknownFields, parseOptionalJson } from "../../server/strict";
 
-export default (core: Core) => {
-  bootstrap(core);
-  return new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1", tags: ["auth"] })
+export default (core: Core) =>
+  new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1", tags: ["auth"] })
     .use(authPlugin(core))
     .post(
       "/auth/login",
       async (ctx) => {
         const user = await login(core, ctx.body, clientIp(ctx));
         const web = isWebClient(ctx.headers);
-        return tokenAnswer(core, ctx, startSession(core, user.id, web ? "web" : "cli"), user, web);
+        return tokenAnswer(core, ctx, await core.store.write(startSession(core, user.id, web ? "web" : "cli")), user, web);
       },
       {
         body: LoginBody,
@@ -54,8 +53,8 @@ export default (core: Core) => {
         if (typeof presented !== "string" || presented === "") {
           throw unauthorized(web ? "no ao_refresh cookie" : "refreshToken is required");
         }
-        const issued = rotateRefreshToken(core, presented);
-        return tokenAnswer(core, ctx, issued, sessionUser(core, issued.userId), web);
+        const issued = await rotateRefreshToken(core, presented);
+        return tokenAnswer(core, ctx, issued, await core.store.read(sessionUser(core, issued.userId)), web);
       },
       {
         body: t.Optional(RefreshBody),
@@ -73,14 +72,14 @@ export default (core: Core) => {
     )
     .post(
       "/auth/logout",
-      ({ principal, cookie }) => {
-        if (principal.kind === "user") revokeSession(core, principal.sessionId, "logout");
+      async ({ principal, cookie }) => {
+        if (principal.kind === "user") await revokeSession(core, principal.sessionId, "logout");
         clearRefreshCookie(core, cookie);
         return noContent();
       },
       { auth: "session", detail: { summary: "Sign out: revokes the caller's session family", responses: noContentDoc("Signed out", 401, 403) } },
     )
-    .get("/setup", () => ({ required: countUsers(core) === 0 && setupTokenOf(core) !== null }), {
+    .get("/setup", async () => ({ required: (await core.store.read(countUsers(core))) === 0 && setupTokenOf(core) !== null }), {
       response: SetupState,
       detail: { summary: "Whether first-run setup is still open (no user exists)", security: [] },
     })
@@ -104,4 +103,3 @@ export default (core: Core) => {
     .use(deviceRoutes(core))
     .use(accountRoutes(core))
     .use(adminRoutes(core));
-};

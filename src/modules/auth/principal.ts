@@ -1,6 +1,7 @@
-// Who is calling: resolved from the Authorization header on every request.
-// Prepared statements are created once per core: this runs on every request.
-import type { Core } from "../../server/core";
+// Who is calling: resolved from the Authorization header on every request. The SQL texts are
+// constants, so the SQLite runner prepares each once: this runs on every request.
+import type { AccessChange, Core } from "../../server/core";
+import { get, run, type Q } from "../../db/query";
 import { isWellFormedToken, sha256Hex } from "../../lib/tokens";
 import { lesserRole, type Role } from "../orgs/roles";
 import { iso } from "../../lib/time";
@@ -33,32 +34,15 @@ interface TokenRow {
   display_name: string;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    token: q.query<TokenRow, [string]>(
-      `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, t.last_used_at, m.role AS member_role,
-              (CASE WHEN u.name <> '' THEN u.name ELSE u.email END) || ' (token ' || t.name || ')' AS display_name
-         FROM api_tokens t JOIN users u ON u.id = t.user_id
-         LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
-        WHERE t.token_hash = ?`,
-    ),
-    touchToken: q.query<unknown, [string, string]>("UPDATE api_tokens SET last_used_at = ? WHERE id = ?"),
-    session: q.query<{ revoked_at: string | null; is_admin: number; user_id: string; display_name: string }, [string]>(
-      `SELECT s.revoked_at, s.user_id, u.is_admin, CASE WHEN u.name <> '' THEN u.name ELSE u.email END AS display_name
-         FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`,
-    ),
-    membership: q.query<{ role: Role }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?"),
-  };
-}
-
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const TOKEN = `SELECT t.id, t.user_id, t.org_id, t.role, t.expires_at, t.last_used_at, m.role AS member_role,
+       (CASE WHEN u.name <> '' THEN u.name ELSE u.email END) || ' (token ' || t.name || ')' AS display_name
+  FROM api_tokens t JOIN users u ON u.id = t.user_id
+  LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
+ WHERE t.token_hash = ?`;
+const TOUCH_TOKEN = "UPDATE api_tokens SET last_used_at = ? WHERE id = ?";
+const SESSION = `SELECT s.revoked_at, s.user_id, u.is_admin, CASE WHEN u.name <> '' THEN u.name ELSE u.email END AS display_name
+  FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ?`;
+const MEMBERSHIP = "SELECT role FROM memberships WHERE org_id = ? AND user_id = ?";
 
 const tokenCaches = new WeakMap<Core, RowCache<TokenRow>>();
 function tokenCache(core: Core) {
@@ -77,18 +61,33 @@ export function forgetTokens(core: Core) {
   tokenCaches.get(core)?.clear();
 }
 
+/**
+ * Announces, after the commit, that the user's access was revoked, removed or changed: the token
+ * cache forgets first, so the listeners (live sockets re-checking) read afresh.
+ */
+export function accessChanged(core: Core, userId: string, reason: AccessChange) {
+  forgetTokens(core);
+  core.events.emit("access.changed", { userId, reason });
+}
+
 /** Resolves a personal API token, or null when it is unknown, malformed or expired. */
-export function principalFromApiToken(core: Core, value: string): Principal | null {
+export function* principalFromApiToken(core: Core, value: string): Q<Principal | null> {
   if (!isWellFormedToken(value, "aot_")) return null; // no database read for garbage
   const hash = sha256Hex(value);
-  const row = tokenCache(core).get(hash, () => stmts(core).token.get(hash));
-  if (!row) return null;
+  const cache = tokenCache(core);
+  // A hit yields no query; a miss reads the row, then caches it.
+  let row = cache.get(hash, () => null);
+  if (!row) {
+    const read = yield* get<TokenRow>(TOKEN, hash);
+    if (!read) return null;
+    row = cache.get(hash, () => read)!;
+  }
   const now = iso();
   if (row.expires_at && row.expires_at <= now) return null;
   // lastUsedAt to the minute: one write a minute per token, not one per request.
   if (!row.last_used_at || Date.parse(now) - Date.parse(row.last_used_at) >= 60_000) {
-    stmts(core).touchToken.run(now, row.id);
-    row.last_used_at = now;
+    row.last_used_at = now; // first: requests that arrive while the write runs do not write too
+    yield* run(TOUCH_TOKEN, now, row.id);
   }
   return {
     kind: "token",
@@ -101,14 +100,14 @@ export function principalFromApiToken(core: Core, value: string): Principal | nu
 }
 
 /** Resolves verified access-token claims; null when the session was revoked. */
-export function principalFromClaims(core: Core, claims: AccessClaims): Principal | null {
-  const row = stmts(core).session.get(claims.sid);
+export function* principalFromClaims(core: Core, claims: AccessClaims): Q<Principal | null> {
+  const row = yield* get<{ revoked_at: string | null; is_admin: number; user_id: string; display_name: string }>(SESSION, claims.sid);
   if (!row || row.revoked_at || row.user_id !== claims.sub) return null;
   return { kind: "user", userId: claims.sub, sessionId: claims.sid, isAdmin: row.is_admin === 1, name: row.display_name };
 }
 
 /** The caller's role in an org, or null when the caller has no access to it. */
-export function roleIn(core: Core, principal: Principal, orgId: string): Role | null {
+export function* roleIn(core: Core, principal: Principal, orgId: string): Q<Role | null> {
   if (principal.kind === "token") return principal.orgId === orgId ? principal.role : null;
-  return stmts(core).membership.get(orgId, principal.userId)?.role ?? null;
+  return (yield* get<{ role: Role }>(MEMBERSHIP, orgId, principal.userId))?.role ?? null;
 }

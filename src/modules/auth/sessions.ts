@@ -7,6 +7,7 @@ import { iso } from "../../lib/time";
 import { pageOf, type PageQuery } from "../orgs/paging";
 import { getUser, type UserRow } from "./users";
 import { unauthorized } from "../../server/errors";
+import { exec, rows, type Q } from "../../db/query";
 
 export interface SessionView {
   id: string;
@@ -22,35 +23,39 @@ export function listSessions(core: Core, userId: string, currentId: string, q: P
     q,
     1,
     (cursor, limit) =>
-      core.db
-        .select()
-        .from(sessions)
-        .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), cursor ? lt(sessions.id, cursor[0]) : undefined))
-        .orderBy(desc(sessions.id))
-        .limit(limit)
-        .all(),
+      rows(
+        core.db
+          .select()
+          .from(sessions)
+          .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), cursor ? lt(sessions.id, cursor[0]) : undefined))
+          .orderBy(desc(sessions.id))
+          .limit(limit),
+      ),
     (row) => [row.id],
     (row): SessionView => ({ id: row.id, client: row.client, current: row.id === currentId, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt }),
   );
 }
 
-/** Revokes every session of the user, the caller's own included; answers how many. */
-export function revokeAllSessions(core: Core, userId: string): number {
-  const revoked = core.db
-    .update(sessions)
-    .set({ revokedAt: iso(), revokedReason: "signed_out_everywhere" })
-    .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt)))
-    .returning({ id: sessions.id })
-    .all();
-  // One announcement closes every live socket of the person (they all belong to these sessions).
-  if (revoked.length > 0) core.events.emit("access.changed", { userId, reason: "session_revoked" });
+/**
+ * Revokes every session of the user, the caller's own included; answers how many. After the
+ * commit, when any: accessChanged(core, userId, "session_revoked"), one announcement that closes
+ * every live socket of the person (they all belong to these sessions).
+ */
+export function* revokeAllSessions(core: Core, userId: string): Q<number> {
+  const revoked = yield* rows(
+    core.db
+      .update(sessions)
+      .set({ revokedAt: iso(), revokedReason: "signed_out_everywhere" })
+      .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt)))
+      .returning({ id: sessions.id }),
+  );
   return revoked.length;
 }
 
 /** Changes the person's display name. */
-export function renameUser(core: Core, userId: string, name: string): UserRow {
-  core.db.update(users).set({ name: name.trim(), updatedAt: iso() }).where(eq(users.id, userId)).run();
-  const user = getUser(core, userId);
+export function* renameUser(core: Core, userId: string, name: string): Q<UserRow> {
+  yield* exec(core.db.update(users).set({ name: name.trim(), updatedAt: iso() }).where(eq(users.id, userId)));
+  const user = yield* getUser(core, userId);
   if (!user) throw unauthorized();
   return user;
 }

@@ -6,9 +6,10 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { conflict } from "../../server/errors";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { exec, row, rows, type Q } from "../../db/query";
 
 /** What user and org creation needs of a core; the admin CLI builds this from a bare database. */
-export type IdentityStore = Pick<Core, "db" | "sqlite" | "store" | "config">;
+export type IdentityStore = Pick<Core, "db" | "store" | "config">;
 
 export type UserRow = typeof users.$inferSelect;
 
@@ -59,24 +60,24 @@ export async function verifyPassword(core: Core, password: string, hash: string 
 
 const randomPasswordFiller = () => Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64");
 
-export function findUserByEmail(core: IdentityStore, email: string): UserRow | undefined {
-  return core.db.select().from(users).where(eq(users.email, normaliseEmail(email))).get();
+export function* findUserByEmail(core: IdentityStore, email: string): Q<UserRow | undefined> {
+  return yield* row(core.db.select().from(users).where(eq(users.email, normaliseEmail(email))));
 }
 
-export function getUser(core: IdentityStore, id: string): UserRow | undefined {
-  return core.db.select().from(users).where(eq(users.id, id)).get();
+export function* getUser(core: IdentityStore, id: string): Q<UserRow | undefined> {
+  return yield* row(core.db.select().from(users).where(eq(users.id, id)));
 }
 
-export function countUsers(core: IdentityStore): number {
-  return core.db.select({ n: sql<number>`count(*)` }).from(users).get()!.n;
+export function* countUsers(core: IdentityStore): Q<number> {
+  return (yield* row(core.db.select({ n: sql<number>`count(*)` }).from(users)))!.n;
 }
 
-/** Inserts a user with an already computed hash (synchronous, so it can run inside a transaction). */
-export function insertUser(core: IdentityStore, input: { email: string; passwordHash: string; name?: string; isAdmin?: boolean }): UserRow {
+/** Inserts a user with an already computed hash (a program: the caller's write transaction checks and inserts). */
+export function* insertUser(core: IdentityStore, input: { email: string; passwordHash: string; name?: string; isAdmin?: boolean }): Q<UserRow> {
   const email = normaliseEmail(input.email);
-  if (findUserByEmail(core, email)) throw conflict("a user with this email already exists");
+  if (yield* findUserByEmail(core, email)) throw conflict("a user with this email already exists");
   const now = iso();
-  const row = {
+  const user = {
     id: newId("usr"),
     email,
     name: input.name?.trim() ?? "",
@@ -88,26 +89,32 @@ export function insertUser(core: IdentityStore, input: { email: string; password
     createdAt: now,
     updatedAt: now,
   };
-  core.db.insert(users).values(row).run();
-  return row;
+  yield* exec(core.db.insert(users).values(user));
+  return user;
 }
 
+/** Hashes the password (not inside a transaction: it takes a while), then inserts in one write. */
 export async function createUser(core: Core, input: { email: string; password: string; name?: string; isAdmin?: boolean }): Promise<UserRow> {
-  if (findUserByEmail(core, input.email)) throw conflict("a user with this email already exists");
+  // Refused before spending a hash; insertUser checks again inside its transaction.
+  if (await core.store.read(findUserByEmail(core, input.email))) throw conflict("a user with this email already exists");
   const passwordHash = await hashPassword(core, input.password);
-  return insertUser(core, { ...input, passwordHash });
+  return core.store.write(insertUser(core, { ...input, passwordHash }));
 }
 
 /** Every user, newest first (instance administration). */
-export function listUsers(core: IdentityStore, q: PageQuery): Page<UserView> {
-  return pageOf(q, 1, (cursor, limit) =>
-    core.db
-      .select()
-      .from(users)
-      .where(cursor ? lt(users.id, cursor[0]) : undefined)
-      .orderBy(desc(users.id))
-      .limit(limit)
-      .all(),
+export function listUsers(core: IdentityStore, q: PageQuery): Q<Page<UserView>> {
+  return pageOf(
+    q,
+    1,
+    (cursor, limit) =>
+      rows(
+        core.db
+          .select()
+          .from(users)
+          .where(cursor ? lt(users.id, cursor[0]) : undefined)
+          .orderBy(desc(users.id))
+          .limit(limit),
+      ),
     (u) => [u.id],
     userView,
   );

@@ -8,6 +8,7 @@ import { codehostConnections, codehostInstallations, codehostRepositories } from
 import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf } from "../orgs/paging";
+import { pure } from "../../db/query";
 import { appRow, consumeState, credentialsOf, newState, requireApp, type AppRow } from "./app";
 import { apiClient, appClient, githubFailure, oauthApp, statusOf, withInstallation } from "./github";
 
@@ -219,10 +220,10 @@ export async function syncOrg(core: Core, orgId: string) {
 
 export function listRepositories(core: Core, orgId: string, q: { limit?: number; cursor?: string; q?: string }) {
   const needle = q.q?.trim().toLowerCase();
-  return pageOf(
+  return core.store.sync(pageOf(
     q,
     2,
-    (after, n) =>
+    (after, n) => pure(
       core.db
         .select()
         .from(codehostRepositories)
@@ -237,10 +238,10 @@ export function listRepositories(core: Core, orgId: string, q: { limit?: number;
         )
         .orderBy(asc(codehostRepositories.fullName), asc(codehostRepositories.id))
         .limit(n)
-        .all(),
+        .all()),
     (r) => [r.fullName, String(r.id)],
     repositoryRecord,
-  );
+  ));
 }
 
 export const repositoryRecord = (r: CodehostRepositoryRow) => ({

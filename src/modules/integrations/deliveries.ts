@@ -4,6 +4,7 @@ import type { Core } from "../../server/core";
 import { ApiError, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { pageOf, type PageQuery } from "../orgs/paging";
+import { pure } from "../../db/query";
 import type { DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
 import { DELIVERY_TRIES_KEPT } from "./relay";
 
@@ -97,13 +98,13 @@ export function listDeliveries(core: Core, orgId: string, targetId: string, q: P
   const after = core.sqlite.query<DeliveryRow, [string, string, string, number]>(
     `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
   );
-  const page = pageOf(
+  const page = core.store.sync(pageOf(
     q,
     1,
-    (key, n) => (key ? after.all(orgId, targetId, key[0], n) : first.all(orgId, targetId, n)),
+    (key, n) => pure(key ? after.all(orgId, targetId, key[0], n) : first.all(orgId, targetId, n)),
     (row) => [row.id],
     (row) => row,
-  );
+  ));
   const tries = triesOf(core, page.items.map((row) => row.id), RECENT_TRIES_LISTED);
   return { items: page.items.map((row) => toRecord(row, tries.get(row.id)!)), nextCursor: page.nextCursor };
 }

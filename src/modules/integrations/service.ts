@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids";
 import { randomBase62 } from "../../lib/tokens";
 import { iso } from "../../lib/time";
 import { pageOf, type PageQuery } from "../orgs/paging";
+import { pure } from "../../db/query";
 import { checkTargetAtConfiguration, TargetRefused } from "./netguard";
 import type { IntegrationCreate, IntegrationPatch, IntegrationRecord } from "./model";
 
@@ -63,20 +64,20 @@ export function getIntegration(core: Core, orgId: string, id: string): Integrati
 }
 
 export function listIntegrations(core: Core, orgId: string, q: PageQuery) {
-  return pageOf(
+  return core.store.sync(pageOf(
     q,
     1,
-    (after, n) =>
+    (after, n) => pure(
       core.db
         .select()
         .from(integrations)
         .where(after ? and(eq(integrations.orgId, orgId), lt(integrations.id, after[0])) : eq(integrations.orgId, orgId))
         .orderBy(desc(integrations.id))
         .limit(n)
-        .all(),
+        .all()),
     (row) => [row.id],
     (row) => toIntegrationRecord(core, row),
-  );
+  ));
 }
 
 /** label and command say which issues and comments become tasks: signed JSON has neither. */

@@ -2,7 +2,6 @@
 // The protocol is in service.ts; this file wires it to the socket's life cycle.
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
-import { guarded } from "../../server/core";
 import type { Socket } from "../../server/sockets";
 import { authenticate, handle, isFailure, newState, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
 
@@ -31,19 +30,20 @@ function parse(raw: string | Buffer): Record<string, unknown> | string {
 
 export default (core: Core) => {
   const open = new Set<Socket>();
-  const timer = setInterval(
-    guarded(core.log, "live socket re-check", () => {
-      for (const ws of open) revalidate(core, ws, stateOf(ws));
-    }),
-    core.config.liveTimeouts.recheckMs,
-  );
+  // In the socket's queue, after the message being handled; a failure is logged, never thrown.
+  const recheck = (ws: Socket) => {
+    const state = stateOf(ws);
+    state.queue = state.queue
+      .then(() => revalidate(core, ws, state))
+      .catch((err) => core.log.error("live socket re-check failed", { error: String((err as Error)?.stack ?? err) }));
+  };
+  const timer = setInterval(() => {
+    for (const ws of open) recheck(ws);
+  }, core.config.liveTimeouts.recheckMs);
   core.onClose.push(() => clearInterval(timer));
   // Revocation reaches the sockets in the same moment (the periodic re-check is a safety net only).
   core.events.on("access.changed", ({ userId }) => {
-    for (const ws of open) {
-      const state = stateOf(ws);
-      if (state.principal?.userId === userId) revalidate(core, ws, state);
-    }
+    for (const ws of open) if (stateOf(ws).principal?.userId === userId) recheck(ws);
   });
 
   core.sockets.register(LIVE_PATH, {
@@ -60,7 +60,7 @@ export default (core: Core) => {
       open.add(ws);
       const state = stateOf(ws);
       // Access revoked between the upgrade's check and now found no socket to close: check again.
-      if (state.principal) revalidate(core, ws, state);
+      if (state.principal) recheck(ws);
       else {
         state.authTimer = setTimeout(() => {
           if (!state.principal && !state.closed) refuse(ws, state, `authenticate within ${core.config.liveTimeouts.authMs / 1000} s`);

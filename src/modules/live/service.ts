@@ -12,6 +12,7 @@ import type { Socket } from "../../server/sockets";
 import { verifyAccessToken } from "../../server/auth";
 import { principalFromApiToken, principalFromClaims, roleIn, type Principal } from "../auth/principal";
 import { findTask } from "../tasks/store";
+import type { Q } from "../../db/query";
 
 export const MAX_MESSAGE_BYTES = 16 * 1024;
 export const MAX_SUBSCRIPTIONS = 1000;
@@ -32,20 +33,28 @@ export type Failure = { code: "unauthorized" | "forbidden"; message: string };
 /** Resolves a bearer value (aot_ token or access JWT) to a principal, or says why not. */
 export async function authenticate(core: Core, value: string): Promise<Principal | Failure> {
   if (value.startsWith("aot_")) {
-    return principalFromApiToken(core, value) ?? { code: "unauthorized", message: "the API token is invalid, expired or revoked" };
+    return (await core.store.read(principalFromApiToken(core, value))) ?? { code: "unauthorized", message: "the API token is invalid, expired or revoked" };
   }
   if (value.startsWith("aow_")) return { code: "forbidden", message: "a worker credential cannot be used here" };
   const claims = await verifyAccessToken(core, value);
   if (!claims) return { code: "unauthorized", message: "the access token is invalid or expired" };
-  return principalFromClaims(core, claims) ?? { code: "unauthorized", message: "the session was revoked" };
+  return (await core.store.read(principalFromClaims(core, claims))) ?? { code: "unauthorized", message: "the session was revoked" };
 }
 
 /** The principal as it stands now (session not revoked, token not revoked or expired), or null. */
-export function recheck(core: Core, state: LiveState): Principal | null {
+function* recheck(core: Core, state: LiveState): Q<Principal | null> {
   const p = state.principal;
   if (!p) return null;
-  if (p.kind === "user") return principalFromClaims(core, { sub: p.userId, sid: p.sessionId });
-  return state.credential ? principalFromApiToken(core, state.credential) : null;
+  if (p.kind === "user") return yield* principalFromClaims(core, { sub: p.userId, sid: p.sessionId });
+  return state.credential ? yield* principalFromApiToken(core, state.credential) : null;
+}
+
+/** The principal as it stands now and whether it may see the org (and the task). */
+function* standing(core: Core, state: LiveState, orgId: string, taskId: string | undefined) {
+  const principal = yield* recheck(core, state);
+  if (!principal) return { principal, member: false, taskFound: false };
+  const member = (yield* roleIn(core, principal, orgId)) !== null;
+  return { principal, member, taskFound: member && (!taskId || !!findTask(core, orgId, taskId)) };
 }
 
 export const isFailure = (v: Principal | Failure): v is Failure => "code" in v;
@@ -107,11 +116,12 @@ export async function handle(core: Core, ws: Socket, state: LiveState, msg: Reco
     unsubscribe(ws, state, orgId, taskId);
     return send(ws, { type: "unsubscribed", ...target });
   }
-  const principal = recheck(core, state);
+  const { principal, member, taskFound } = await core.store.read(standing(core, state, orgId, taskId));
+  if (state.closed) return;
   if (!principal) return refuse(ws, state, "the session or token is no longer valid");
   state.principal = principal;
-  if (!roleIn(core, principal, orgId)) return sendError(ws, "forbidden", "you are not a member of this organization", target);
-  if (taskId && !findTask(core, orgId, taskId)) return sendError(ws, "not_found", "task not found", target);
+  if (!member) return sendError(ws, "forbidden", "you are not a member of this organization", target);
+  if (!taskFound) return sendError(ws, "not_found", "task not found", target);
   if (subscriptionCount(state) >= MAX_SUBSCRIPTIONS) {
     return sendError(ws, "validation_failed", `at most ${MAX_SUBSCRIPTIONS} subscriptions per socket`, target);
   }
@@ -146,14 +156,28 @@ function unsubscribe(ws: Socket, state: LiveState, orgId: string, taskId?: strin
   if (!org.whole && org.tasks.size === 0) state.orgs.delete(orgId);
 }
 
-/** Periodic re-check: a revoked credential closes the socket; a lost membership drops that org. */
-export function revalidate(core: Core, ws: Socket, state: LiveState) {
+/** The principal as it stands now, and the subscribed orgs it may no longer see. */
+function* lostAccess(core: Core, state: LiveState): Q<{ principal: Principal | null; lost: string[] }> {
+  const principal = yield* recheck(core, state);
+  const lost: string[] = [];
+  if (principal) for (const orgId of [...state.orgs.keys()]) if (!(yield* roleIn(core, principal, orgId))) lost.push(orgId);
+  return { principal, lost };
+}
+
+/**
+ * Periodic re-check: a revoked credential closes the socket; a lost membership drops that org.
+ * Run it in the socket's queue (after the message being handled), so a subscribe checked before
+ * a revocation is not added after the re-check that should have dropped it.
+ */
+export async function revalidate(core: Core, ws: Socket, state: LiveState) {
   if (!state.principal || state.closed) return;
-  const principal = recheck(core, state);
+  const { principal, lost } = await core.store.read(lostAccess(core, state));
+  if (state.closed) return;
   if (!principal) return refuse(ws, state, "the session or token is no longer valid");
   state.principal = principal;
-  for (const [orgId, org] of [...state.orgs]) {
-    if (roleIn(core, principal, orgId)) continue;
+  for (const orgId of lost) {
+    const org = state.orgs.get(orgId);
+    if (!org) continue;
     if (org.whole) ws.unsubscribe(`org:${orgId}`);
     for (const t of org.tasks) ws.unsubscribe(`task:${t}`);
     state.orgs.delete(orgId);

@@ -6,6 +6,7 @@ import { errorAnswers, noContentDoc, notFound } from "../../server/errors";
 import { addMember, changeMemberRole, createOrg, getOrg, listMembers, listOrgsOf, orgView, removeMember, updateOrg } from "./service";
 import { AddMemberBody, ChangeRoleBody, CreateOrgBody, MemberParams, MemberView, OrgParams, OrgView, PageQuery, pageOfSchema, UpdateOrgBody } from "./model";
 import { refuseUnknownFields } from "../../server/strict";
+import { accessChanged, forgetTokens } from "../auth/principal";
 
 export default (core: Core) =>
   new Elysia({ name: "orgs", seed: core.instanceId, prefix: "/api/v1", tags: ["orgs"] })
@@ -13,7 +14,7 @@ export default (core: Core) =>
     .get(
       "/orgs",
       ({ principal, query }) =>
-        listOrgsOf(core, principal.userId, query, principal.kind === "token" ? { orgId: principal.orgId, role: principal.role } : undefined),
+        core.store.read(listOrgsOf(core, principal.userId, query, principal.kind === "token" ? { orgId: principal.orgId, role: principal.role } : undefined)),
       {
         auth: "any",
         query: PageQuery,
@@ -24,7 +25,7 @@ export default (core: Core) =>
         },
       },
     )
-    .post("/orgs", ({ principal, body, status }) => status(201, { ...orgView(createOrg(core, body.name, principal.userId)), role: "owner" as const }), {
+    .post("/orgs", async ({ principal, body, status }) => status(201, { ...orgView(await core.store.write(createOrg(core, body.name, principal.userId))), role: "owner" as const }), {
       auth: "session",
       body: CreateOrgBody,
       transform: refuseUnknownFields(CreateOrgBody),
@@ -33,14 +34,14 @@ export default (core: Core) =>
     })
     .get(
       "/orgs/:orgId",
-      ({ orgId, role }) => {
-        const org = getOrg(core, orgId);
+      async ({ orgId, role }) => {
+        const org = await core.store.read(getOrg(core, orgId));
         if (!org) throw notFound("organization");
         return { ...orgView(org), role };
       },
       { permission: "member", params: OrgParams, response: { 200: OrgView, ...errorAnswers(401, 403, 404) }, detail: { summary: "Get an organization" } },
     )
-    .patch("/orgs/:orgId", ({ orgId, role, body }) => ({ ...orgView(updateOrg(core, orgId, body)), role }), {
+    .patch("/orgs/:orgId", async ({ orgId, role, body }) => ({ ...orgView(await core.store.write(updateOrg(core, orgId, body))), role }), {
       permission: "settings.manage",
       params: OrgParams,
       body: UpdateOrgBody,
@@ -48,39 +49,57 @@ export default (core: Core) =>
       response: { 200: OrgView, ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Rename, or change requireWorkerApproval" },
     })
-    .get("/orgs/:orgId/members", ({ orgId, query }) => listMembers(core, orgId, query), {
+    .get("/orgs/:orgId/members", ({ orgId, query }) => core.store.read(listMembers(core, orgId, query)), {
       permission: "member",
       params: OrgParams,
       query: PageQuery,
       response: { 200: pageOfSchema(MemberView), ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Members, most recently joined first" },
     })
-    .post("/orgs/:orgId/members", ({ orgId, role, body, status }) => status(201, addMember(core, orgId, role, body)), {
-      permission: "settings.manage",
-      params: OrgParams,
-      body: AddMemberBody,
-      transform: refuseUnknownFields(AddMemberBody),
-      response: { 201: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
-      detail: {
-        summary: "Add an existing user by email",
-        description: "404 for an unknown email, 409 when already a member, 403 when a non-owner gives the owner role.",
+    .post(
+      "/orgs/:orgId/members",
+      async ({ orgId, role, body, status }) => {
+        const added = await core.store.write(addMember(core, orgId, role, body));
+        // Token rows join the membership: none is cached as "not a member" any more.
+        forgetTokens(core);
+        return status(201, added);
       },
-    })
-    .patch("/orgs/:orgId/members/:userId", ({ orgId, role, params, body }) => changeMemberRole(core, orgId, role, params.userId, body.role), {
-      permission: "settings.manage",
-      params: MemberParams,
-      body: ChangeRoleBody,
-      transform: refuseUnknownFields(ChangeRoleBody),
-      response: { 200: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
-      detail: {
-        summary: "Change a member's role",
-        description: "Only an owner gives or takes the owner role (403); the last owner cannot be demoted (409 conflict).",
+      {
+        permission: "settings.manage",
+        params: OrgParams,
+        body: AddMemberBody,
+        transform: refuseUnknownFields(AddMemberBody),
+        response: { 201: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
+        detail: {
+          summary: "Add an existing user by email",
+          description: "404 for an unknown email, 409 when already a member, 403 when a non-owner gives the owner role.",
+        },
       },
-    })
+    )
+    .patch(
+      "/orgs/:orgId/members/:userId",
+      async ({ orgId, role, params, body }) => {
+        const changed = await core.store.write(changeMemberRole(core, orgId, role, params.userId, body.role));
+        accessChanged(core, params.userId, "role_changed");
+        return changed;
+      },
+      {
+        permission: "settings.manage",
+        params: MemberParams,
+        body: ChangeRoleBody,
+        transform: refuseUnknownFields(ChangeRoleBody),
+        response: { 200: MemberView, ...errorAnswers(400, 401, 403, 404, 409) },
+        detail: {
+          summary: "Change a member's role",
+          description: "Only an owner gives or takes the owner role (403); the last owner cannot be demoted (409 conflict).",
+        },
+      },
+    )
     .delete(
       "/orgs/:orgId/members/:userId",
-      ({ orgId, role, params }) => {
-        removeMember(core, orgId, role, params.userId);
+      async ({ orgId, role, params }) => {
+        await core.store.write(removeMember(core, orgId, role, params.userId));
+        accessChanged(core, params.userId, "membership_removed");
         return new Response(null, { status: 204 });
       },
       {

@@ -1,6 +1,7 @@
 // Keyset pagination (SPEC §1): `limit` 1..200 (default 50) and an opaque `cursor` naming the
 // last row of the previous page, so rows inserted meanwhile never shift a page.
 import { invalid } from "../../server/errors";
+import type { Q } from "../../db/query";
 
 export interface PageQuery {
   limit?: number;
@@ -28,18 +29,18 @@ function decodeCursor(cursor: string | undefined, parts: number): string[] | nul
 }
 
 /**
- * One page. `fetch(after, n)` returns up to n rows in list order strictly after the key `after`
- * (null: from the start); `keyOf` gives a row's key (always `parts` strings); `view` shapes it.
+ * One page. `fetch(after, n)` is a program reading up to n rows in list order strictly after the
+ * key `after` (null: from the start); `keyOf` gives a row's key (always `parts` strings); `view` shapes it.
  */
-export function pageOf<R, T>(
+export function* pageOf<R, T>(
   q: PageQuery,
   parts: number,
-  fetch: (after: string[] | null, n: number) => R[],
+  fetch: (after: string[] | null, n: number) => Q<R[]>,
   keyOf: (row: R) => string[],
   view: (row: R) => T,
-): Page<T> {
+): Q<Page<T>> {
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  const probe = fetch(decodeCursor(q.cursor, parts), limit + 1);
+  const probe = yield* fetch(decodeCursor(q.cursor, parts), limit + 1);
   const rows = probe.slice(0, limit);
   return { items: rows.map(view), nextCursor: probe.length > limit ? encodeCursor(keyOf(rows[rows.length - 1])) : null };
 }

@@ -6,6 +6,7 @@ import { conflict, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf, type PageQuery } from "../orgs/paging";
+import { pure } from "../../db/query";
 import { getProject, projectRow, txInsertProject, uniqueConflict, type ProjectRecord } from "../projects/service";
 import { txAddRepository } from "../projects/repositories";
 import { forgetProjects } from "../projects/cache";
@@ -74,7 +75,7 @@ export function listDiscovered(core: Core, orgId: string, query: PageQuery) {
       cursor = rows[rows.length - 1].id;
     }
   };
-  return pageOf(query, 1, fetch, (r) => [r.id], view);
+  return core.store.sync(pageOf(query, 1, (after, n) => pure(fetch(after, n)), (r) => [r.id], view));
 }
 
 function pendingRows(core: Core, orgId: string, ids: string[]): DiscoveredRow[] {

@@ -35,7 +35,7 @@ function stmts(core: Core) {
 }
 
 export function startPairing(core: Core, req: PairRequest, requestIp: string | null): PairStarted {
-  const g = createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS);
+  const g = core.store.syncWrite(createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS));
   const verificationUri = `${core.config.publicUrl}/pair`;
   return {
     deviceCode: g.deviceCode,
@@ -52,7 +52,7 @@ export function pollPairing(core: Core, deviceCode: string): PairResult {
   // Errors are returned, not thrown, inside the transaction: a pending poll must still commit its lastPolledAt.
   const outcome = core.sqlite
     .transaction((): PairResult | ApiError => {
-      const result = pollGrant(core, "pairing", deviceCode);
+      const result = core.store.sync(pollGrant(core, "pairing", deviceCode));
       if (result.status !== "approved") return pollError(result);
       const g = result.grant;
       const org = stmts(core).requireApproval.get(g.orgId!);
@@ -79,7 +79,7 @@ export function pairingView(g: GrantRow) {
 }
 
 export function describePairing(core: Core, userCode: string): GrantRow | null {
-  return findPendingGrant(core, "pairing", userCode);
+  return core.store.sync(findPendingGrant(core, "pairing", userCode));
 }
 
 /** Approves a pending pairing into an org where the caller may create work; null when the code is unknown. */
@@ -87,9 +87,9 @@ export function approvePairing(core: Core, userId: string, userCode: string, org
   const role = stmts(core).role.get(orgId, userId)?.role;
   if (!role) throw new ApiError(404, "not_found", "organization not found");
   if (!can(role, PAIRING_PERMISSION)) throw forbidden(`your role (${role}) cannot pair workers into this organization`);
-  return decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId });
+  return core.store.sync(decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId }));
 }
 
 export function denyPairing(core: Core, userId: string, userCode: string): GrantRow | null {
-  return decideGrant(core, "pairing", userCode, { approve: false, decidedBy: userId });
+  return core.store.sync(decideGrant(core, "pairing", userCode, { approve: false, decidedBy: userId }));
 }

@@ -3,6 +3,7 @@ import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { pure } from "../../db/query";
 import { presenceOf } from "./presence";
 import { txForgetSightings } from "./clones";
 import { forgetWorkers, getWorkerRow, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
@@ -44,13 +45,13 @@ function mustFind(core: Core, orgId: string, workerId: string): WorkerRow {
 
 export function listWorkers(core: Core, orgId: string, query: PageQuery): Page<WorkerRecord> {
   const s = stmts(core);
-  return pageOf(
+  return core.store.sync(pageOf(
     query,
     1,
-    (after, n) => (after ? s.after.all(orgId, after[0], n) : s.first.all(orgId, n)),
+    (after, n) => pure(after ? s.after.all(orgId, after[0], n) : s.first.all(orgId, n)),
     (row) => [row.id],
     (row) => workerRecord(core, row),
-  );
+  ));
 }
 
 export function getWorker(core: Core, orgId: string, workerId: string): WorkerRecord {
