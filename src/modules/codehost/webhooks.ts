@@ -2,7 +2,7 @@
 // webhook secret: installation and installation_repositories keep the record current without a
 // sync; pull_request closed / reopened move the pull request of a task. Other events (issues,
 // comments, labeled pull requests) go on to the github integration's usual interpretation.
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { codehostInstallations, codehostRepositories } from "../../db/schema";
 import { iso } from "../../lib/time";
@@ -67,7 +67,11 @@ export function* appEvent(core: Core, event: string | null, payload: unknown): Q
       if (Array.isArray(added)) yield* addRepositories(core, known.orgId, installationId, added, now);
       if (Array.isArray(removed) && removed.length) {
         const ids = removed.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
-        if (ids.length) yield* exec(core.db.delete(codehostRepositories).where(and(eq(codehostRepositories.installationId, installationId), inArray(codehostRepositories.id, ids))));
+        if (ids.length) {
+          // json_each gives text on PostgreSQL: the ids are numbers.
+          const listed = sql`${codehostRepositories.id} IN (SELECT CAST(value AS BIGINT) FROM json_each(${JSON.stringify(ids)}))`;
+          yield* exec(core.db.delete(codehostRepositories).where(and(eq(codehostRepositories.installationId, installationId), listed)));
+        }
       }
       return { handled: `repositories of installation ${installationId} updated`, changes: [] };
     }

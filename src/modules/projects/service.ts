@@ -1,6 +1,6 @@
 // Projects (SPEC §8): create, read, update, archive. Repositories are in repositories.ts.
 // Every query is scoped by orgId: another org's project is "not found".
-import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, asc, desc, eq, lt, sql } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
 import { projects, repositories } from "../../db/schema";
@@ -63,7 +63,8 @@ export function* listProjects(core: Core, orgId: string, q: { limit?: number; cu
       .limit(limit + 1),
   );
   const ids = probe.slice(0, limit).map((p) => p.id);
-  const repos = ids.length ? yield* rows(core.db.select().from(repositories).where(inArray(repositories.projectId, ids))) : [];
+  // One SQL text whatever the page's size (json_each, not a list of placeholders).
+  const repos = ids.length ? yield* rows(core.db.select().from(repositories).where(sql`${repositories.projectId} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`)) : [];
   const byProject = Map.groupBy(repos, (r) => r.projectId);
   return pageFrom(probe, limit, (p) => p.id, (p) => projectRecord(p, byProject.get(p.id) ?? []));
 }
