@@ -9,7 +9,8 @@ import { newId } from "../../lib/ids";
 import { randomBase62, sha256Hex } from "../../lib/tokens";
 import { iso } from "../../lib/time";
 import { newSecret } from "../integrations/service";
-import { txInsertProject } from "../projects/service";
+import { insertProject } from "../projects/service";
+import { exec, get, isUniqueViolation, row, run, type Q } from "../../db/query";
 import { apiClient, githubFailure, type AppCredentials } from "./github";
 
 export const STATE_TTL_MS = 10 * 60_000;
@@ -19,13 +20,13 @@ export const APP_INTEGRATION_NAME = "GitHub app";
 
 export type AppRow = typeof codehostApps.$inferSelect;
 
-export function appRow(core: Core): AppRow | null {
-  return core.db.select().from(codehostApps).where(eq(codehostApps.id, APP_ROW_ID)).get() ?? null;
+export function* appRow(core: Core): Q<AppRow | null> {
+  return (yield* row(core.db.select().from(codehostApps).where(eq(codehostApps.id, APP_ROW_ID)))) ?? null;
 }
 
 /** The app, or 409 naming what to do first. */
-export function requireApp(core: Core): AppRow {
-  const app = appRow(core);
+export function* requireApp(core: Core): Q<AppRow> {
+  const app = yield* appRow(core);
   if (!app) throw conflict("this server has no GitHub app yet: create it first (POST /orgs/:orgId/codehost/app/manifest)", { reason: "no_app" });
   return app;
 }
@@ -39,14 +40,13 @@ export function credentialsOf(core: Core, app: AppRow): AppCredentials {
   };
 }
 
-export function newState(core: Core, purpose: CodehostStatePurpose, orgId: string, userId: string, integrationId: string | null = null): string {
+/** A new state of a browser flow (run with core.store.write: it also deletes the expired ones). */
+export function* newState(core: Core, purpose: CodehostStatePurpose, orgId: string, userId: string, integrationId: string | null = null): Q<string> {
   const state = randomBase62(32);
   const now = Date.now();
-  core.sqlite.transaction(() => {
-    // Expired states of anyone go as new ones come: the table holds only live flows.
-    core.sqlite.query("DELETE FROM codehost_states WHERE expires_at < ?").run(now);
-    core.db.insert(codehostStates).values({ stateHash: sha256Hex(state), purpose, orgId, userId, integrationId, expiresAt: now + STATE_TTL_MS }).run();
-  })();
+  // Expired states of anyone go as new ones come: the table holds only live flows.
+  yield* run("DELETE FROM codehost_states WHERE expires_at < ?", now);
+  yield* exec(core.db.insert(codehostStates).values({ stateHash: sha256Hex(state), purpose, orgId, userId, integrationId, expiresAt: now + STATE_TTL_MS }));
   return state;
 }
 
@@ -56,51 +56,54 @@ const badState = () =>
   new ApiError(400, "invalid_state", "the state is unknown, already used or expired: start again from ao", [{ field: "state", message: "not a live state of this flow" }]);
 
 /** Takes a state out (single use): the row is deleted whether or not it is still valid. */
-export function consumeState(core: Core, purpose: CodehostStatePurpose, state: string | undefined): StateRow {
+export function* consumeState(core: Core, purpose: CodehostStatePurpose, state: string | undefined): Q<StateRow> {
   if (!state) throw badState();
-  const row = core.db.delete(codehostStates).where(eq(codehostStates.stateHash, sha256Hex(state))).returning().get();
-  if (!row || row.purpose !== purpose || row.expiresAt < Date.now()) throw badState();
-  return row;
+  const taken = yield* row(core.db.delete(codehostStates).where(eq(codehostStates.stateHash, sha256Hex(state))).returning());
+  if (!taken || taken.purpose !== purpose || taken.expiresAt < Date.now()) throw badState();
+  return taken;
 }
 
 /** The project of the app's integration: the one asked for, the org's oldest live one, or a new one. */
-function txIntegrationProject(core: Core, orgId: string, projectId: string | undefined): string {
+function* integrationProject(core: Core, orgId: string, projectId: string | undefined): Q<string> {
   if (projectId !== undefined) {
-    const p = core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))).get();
+    const p = yield* row(core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))));
     if (!p) throw invalid("projectId does not name a project of this organization", [{ field: "projectId", message: "unknown project" }]);
     if (p.archived) throw conflict("the project is archived");
     return p.id;
   }
-  const oldest = core.db.select().from(projects).where(and(eq(projects.orgId, orgId), eq(projects.archived, false))).orderBy(asc(projects.id)).limit(1).get();
-  return oldest ? oldest.id : txInsertProject(core, orgId, { name: "GitHub" }).id;
+  const oldest = yield* row(core.db.select().from(projects).where(and(eq(projects.orgId, orgId), eq(projects.archived, false))).orderBy(asc(projects.id)).limit(1));
+  return oldest ? oldest.id : (yield* insertProject(core, orgId, { name: "GitHub" })).id;
 }
 
 /**
  * The integration that will receive the app's webhooks: made now, because the manifest names its
  * URL before GitHub knows the app. An unfinished earlier attempt's integration is reused.
  */
-function txAppIntegration(core: Core, orgId: string, projectId: string | undefined): string {
-  const spare = core.sqlite
-    .query<{ id: string }, [string, string]>(
-      "SELECT id FROM integrations WHERE org_id = ? AND kind = 'github' AND name = ? AND id NOT IN (SELECT integration_id FROM codehost_apps) ORDER BY id LIMIT 1",
-    )
-    .get(orgId, APP_INTEGRATION_NAME);
+function* appIntegration(core: Core, orgId: string, projectId: string | undefined): Q<string> {
+  const spare = yield* get<{ id: string }>(
+    "SELECT id FROM integrations WHERE org_id = ? AND kind = 'github' AND name = ? AND id NOT IN (SELECT integration_id FROM codehost_apps) ORDER BY id LIMIT 1",
+    orgId,
+    APP_INTEGRATION_NAME,
+  );
   if (spare) {
-    if (projectId !== undefined) core.db.update(integrations).set({ projectId: txIntegrationProject(core, orgId, projectId), updatedAt: iso() }).where(eq(integrations.id, spare.id)).run();
+    if (projectId !== undefined) {
+      const project = yield* integrationProject(core, orgId, projectId);
+      yield* exec(core.db.update(integrations).set({ projectId: project, updatedAt: iso() }).where(eq(integrations.id, spare.id)));
+    }
     return spare.id;
   }
   const now = iso();
   // Replaced by the app's webhook secret when GitHub converts the manifest.
   const placeholder = newSecret();
   const id = newId("int");
-  core.db
-    .insert(integrations)
-    .values({
+  const project = yield* integrationProject(core, orgId, projectId);
+  yield* exec(
+    core.db.insert(integrations).values({
       id,
       orgId,
       kind: "github",
       name: APP_INTEGRATION_NAME,
-      projectId: txIntegrationProject(core, orgId, projectId),
+      projectId: project,
       enabled: true,
       callbackUrl: null,
       callbackDisabledAt: null,
@@ -109,8 +112,8 @@ function txAppIntegration(core: Core, orgId: string, projectId: string | undefin
       secretLast4: placeholder.slice(-4),
       createdAt: now,
       updatedAt: now,
-    })
-    .run();
+    }),
+  );
   return id;
 }
 
@@ -121,15 +124,11 @@ export interface ManifestRequest {
   projectId?: string;
 }
 
-/** Step 1 of the manifest flow: the manifest, where to post it, and a state bound to the caller. */
-export function startManifest(core: Core, orgId: string, userId: string, body: ManifestRequest) {
-  if (appRow(core)) throw conflict("this server already has its GitHub app (one per server): install it instead (POST /orgs/:orgId/codehost/installations)", { reason: "app_exists" });
-  const { state, integrationId } = core.sqlite
-    .transaction(() => {
-      const integrationId = txAppIntegration(core, orgId, body.projectId);
-      return { integrationId, state: newState(core, "manifest", orgId, userId, integrationId) };
-    })
-    .immediate();
+/** Step 1 of the manifest flow: the manifest, where to post it, and a state bound to the caller. Run with core.store.write. */
+export function* startManifest(core: Core, orgId: string, userId: string, body: ManifestRequest) {
+  if (yield* appRow(core)) throw conflict("this server already has its GitHub app (one per server): install it instead (POST /orgs/:orgId/codehost/installations)", { reason: "app_exists" });
+  const integrationId = yield* appIntegration(core, orgId, body.projectId);
+  const state = yield* newState(core, "manifest", orgId, userId, integrationId);
   const base = core.config.publicUrl;
   const host = new URL(base).host;
   const manifest = {
@@ -168,9 +167,9 @@ interface Conversion {
  * app's webhooks with the app's webhook secret.
  */
 export async function finishManifest(core: Core, code: string | undefined, state: string | undefined): Promise<AppRow> {
-  const flow = consumeState(core, "manifest", state);
+  const flow = await core.store.write(consumeState(core, "manifest", state));
   if (!code) throw invalid("the callback has no code", [{ field: "code", message: "required" }]);
-  if (appRow(core)) throw conflict("this server already has its GitHub app", { reason: "app_exists" });
+  if (await core.store.read(appRow(core))) throw conflict("this server already has its GitHub app", { reason: "app_exists" });
   let data: Conversion;
   try {
     data = (await apiClient(core).request("POST /app-manifests/{code}/conversions", { code })).data as unknown as Conversion;
@@ -178,7 +177,7 @@ export async function finishManifest(core: Core, code: string | undefined, state
     throw githubFailure(err, "converting the app manifest");
   }
   const now = iso();
-  const row: AppRow = {
+  const app: AppRow = {
     id: APP_ROW_ID,
     orgId: flow.orgId,
     integrationId: flow.integrationId!,
@@ -193,25 +192,27 @@ export async function finishManifest(core: Core, code: string | undefined, state
     createdBy: flow.userId,
     createdAt: now,
   };
+  const secret = data.webhook_secret;
   try {
-    core.sqlite
-      .transaction(() => {
-        core.db.insert(codehostApps).values(row).run();
-        if (data.webhook_secret) {
-          core.db
-            .update(integrations)
-            .set({ secretSealed: row.webhookSecretSealed, secretLast4: data.webhook_secret.slice(-4), enabled: true, updatedAt: now })
-            .where(eq(integrations.id, row.integrationId))
-            .run();
+    await core.store.write(
+      (function* () {
+        yield* exec(core.db.insert(codehostApps).values(app));
+        if (secret) {
+          yield* exec(
+            core.db
+              .update(integrations)
+              .set({ secretSealed: app.webhookSecretSealed, secretLast4: secret.slice(-4), enabled: true, updatedAt: now })
+              .where(eq(integrations.id, app.integrationId)),
+          );
         }
-      })
-      .immediate();
+      })(),
+    );
   } catch (err) {
-    if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_PRIMARYKEY") throw conflict("this server already has its GitHub app", { reason: "app_exists" });
+    if (isUniqueViolation(err)) throw conflict("this server already has its GitHub app", { reason: "app_exists" });
     throw err;
   }
-  core.log.info("GitHub app created", { appId: row.appId, slug: row.slug, orgId: row.orgId });
-  return row;
+  core.log.info("GitHub app created", { appId: app.appId, slug: app.slug, orgId: app.orgId });
+  return app;
 }
 
 /** The app's webhook secret in clear, for the integration's signature check. */

@@ -11,12 +11,12 @@ import { pullRequestMode } from "./policy";
 import { codehostRepositoryFor } from "./service";
 
 export async function withRepositoryTokens(core: Core, orgId: string, claim: ClaimResult): Promise<ClaimResult> {
-  const app = appRow(core);
+  const app = await core.store.read(appRow(core));
   if (!app || claim.project.repositories.length === 0) return claim;
   const push = pullRequestMode(claim.project.policy) !== "off";
   const repositories = await Promise.all(
     claim.project.repositories.map(async (repo) => {
-      const found = codehostRepositoryFor(core, orgId, repo.url);
+      const found = await core.store.read(codehostRepositoryFor(core, orgId, repo.url));
       if (!found || found.suspended) return repo;
       try {
         const { token } = await installationToken(core, credentialsOf(core, app), found.installationId, { repositoryIds: [found.id], permissions: { ...WORKER_PERMISSIONS } });

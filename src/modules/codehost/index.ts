@@ -37,7 +37,7 @@ function backToApp(core: Core, query: Record<string, string>) {
 function wire(core: Core) {
   const runner = startRunner(core);
   core.taskHooks.push(function* (change) {
-    reviewHook(core, change);
+    yield* reviewHook(core, change);
   });
   core.events.on("task.changed", (change) => {
     if (change.after.kind === "review" && change.after.status === "completed") runner.wake();
@@ -46,13 +46,11 @@ function wire(core: Core) {
     if (from && from !== core) return;
     // Several servers in one process (tests) all hear it: only the one holding the task acts.
     if (!findTask(core, result.orgId, result.taskId)) return;
-    const queued = enqueueJob(core, result.orgId, result.taskId, "open_pull_request", {
-      repositoryId: result.repositoryId,
-      branch: result.branch,
-      base: result.base,
-      commit: result.commit,
-    });
-    if (queued) runner.wake();
+    const job = { repositoryId: result.repositoryId, branch: result.branch, base: result.base, commit: result.commit };
+    core.store
+      .write(enqueueJob(core, result.orgId, result.taskId, "open_pull_request", job))
+      .then((queued) => queued && runner.wake())
+      .catch((error) => core.log.error("could not queue a pull request", { taskId: result.taskId, error: String((error as Error)?.stack ?? error) }));
   });
 }
 
@@ -60,13 +58,13 @@ export default (core: Core) => {
   wire(core);
   return new Elysia({ name: "codehost", seed: core.instanceId, prefix: "/api/v1" })
     .use(authPlugin(core))
-    .get("/orgs/:orgId/codehost", ({ orgId, principal }) => codehostStatus(core, orgId, principal.userId), {
+    .get("/orgs/:orgId/codehost", ({ orgId, principal }) => core.store.read(codehostStatus(core, orgId, principal.userId)), {
       permission: "member",
       params: OrgParams,
       response: { 200: CodehostStatus, ...errorAnswers(401, 403, 404) },
       detail: { summary: "The GitHub app, this organization's installations, and your own connection", tags },
     })
-    .post("/orgs/:orgId/codehost/app/manifest", ({ orgId, principal, body }) => startManifest(core, orgId, principal.userId, body ?? {}), {
+    .post("/orgs/:orgId/codehost/app/manifest", ({ orgId, principal, body }) => core.store.write(startManifest(core, orgId, principal.userId, body ?? {})), {
       permission: "settings.manage",
       params: OrgParams,
       body: t.Optional(ManifestBody),
@@ -82,7 +80,7 @@ export default (core: Core) => {
         tags,
       },
     })
-    .post("/orgs/:orgId/codehost/installations", ({ orgId, principal }) => startInstallation(core, orgId, principal.userId), {
+    .post("/orgs/:orgId/codehost/installations", ({ orgId, principal }) => core.store.write(startInstallation(core, orgId, principal.userId)), {
       permission: "settings.manage",
       params: OrgParams,
       response: { 200: LinkAnswer, ...errorAnswers(401, 403, 404, 409) },
@@ -112,7 +110,7 @@ export default (core: Core) => {
         tags,
       },
     })
-    .get("/orgs/:orgId/codehost/repositories", ({ orgId, query }) => listRepositories(core, orgId, query), {
+    .get("/orgs/:orgId/codehost/repositories", ({ orgId, query }) => core.store.read(listRepositories(core, orgId, query)), {
       permission: "member",
       params: OrgParams,
       query: RepositoriesQuery,

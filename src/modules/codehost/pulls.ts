@@ -13,6 +13,7 @@ import { appRow, credentialsOf } from "./app";
 import { statusOf, troubleOf, withInstallation } from "./github";
 import { pullRequestMode } from "./policy";
 import { codehostRepositoryFor } from "./service";
+import { all, exec, get, run, type Q } from "../../db/query";
 
 const POLL_MS = 1000;
 const MAX_BACKOFF_MS = 3600_000;
@@ -26,46 +27,38 @@ interface JobRow {
   attempts: number;
 }
 
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    recover: q.query("UPDATE codehost_jobs SET status = 'pending' WHERE status = 'working'"),
-    // A read first: the poll writes nothing while nothing is due (a full disk, a busy database).
-    due: q.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?"),
-    claim: q.query<JobRow, [string, number]>(
-      `UPDATE codehost_jobs SET status = 'working', updated_at = ?1
-        WHERE id IN (SELECT id FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?2 ORDER BY next_attempt_at LIMIT 8)
-        RETURNING id, org_id, task_id, kind, payload, attempts`,
-    ),
-    finish: q.query<unknown, [string, string, string | null, number, string]>(
-      "UPDATE codehost_jobs SET status = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?",
-    ),
-    later: q.query<unknown, [number, string, string, number, string]>(
-      "UPDATE codehost_jobs SET status = 'pending', next_attempt_at = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?",
-    ),
-    existing: q.query<{ id: string }, [string, string]>("SELECT id FROM codehost_jobs WHERE task_id = ? AND kind = ? AND status IN ('pending', 'working')"),
-    repository: q.query<{ url: string; branch: string }, [string, string]>("SELECT url, branch FROM repositories WHERE id = ? AND org_id = ?"),
-    primary: q.query<{ id: string; url: string; branch: string }, [string]>("SELECT id, url, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id LIMIT 1"),
-    policy: q.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
-  };
+// A read first: the poll writes nothing while nothing is due (a full disk, a busy database).
+const DUE = "SELECT count(*) AS n FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?";
+// Exactly once: a job is claimed by the UPDATE that moves it from pending to working; the outer
+// status test is checked again on the row itself should another server have claimed it meanwhile.
+const CLAIM = `UPDATE codehost_jobs SET status = 'working', updated_at = ?
+  WHERE status = 'pending' AND id IN (SELECT id FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT 8)
+  RETURNING id, org_id, task_id, kind, payload, attempts`;
+const FINISH = "UPDATE codehost_jobs SET status = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?";
+const LATER = "UPDATE codehost_jobs SET status = 'pending', next_attempt_at = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?";
+const EXISTING = "SELECT id FROM codehost_jobs WHERE task_id = ? AND kind = ? AND status IN ('pending', 'working')";
+const REPOSITORY = "SELECT url, branch FROM repositories WHERE id = ? AND org_id = ?";
+const PRIMARY = "SELECT id, url, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id LIMIT 1";
+const POLICY = "SELECT policy FROM projects WHERE id = ?";
+
+type Repository = { url: string; branch: string };
+const primaryOf = (projectId: string) => get<Repository & { id: string }>(PRIMARY, projectId);
+
+/** A job left working by a stopped server is due again (at least once; opening is idempotent below). */
+function* recover(): Q<void> {
+  if (yield* get("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1")) yield* run("UPDATE codehost_jobs SET status = 'pending' WHERE status = 'working'");
 }
 
 const runners = new WeakMap<Core, Runner>();
-
-export function runnerOf(core: Core): Runner | undefined {
-  return runners.get(core);
-}
 
 class Runner {
   private timer: ReturnType<typeof setInterval>;
   private busy = false;
   private stopped = false;
-  readonly s: ReturnType<typeof prepare>;
+  private readonly recovered: Promise<void>;
 
   constructor(private readonly core: Core) {
-    this.s = prepare(core);
-    // A job left working by a stopped server is due again (at least once; opening is idempotent below).
-    if (core.sqlite.query("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1").get()) this.s.recover.run();
+    this.recovered = core.store.write(recover()).catch((error) => core.log.error("codehost jobs: recovering working jobs failed", { error: String(error) }));
     this.timer = setInterval(guarded(core.log, "codehost jobs", () => this.wake()), POLL_MS);
     core.onClose.push(() => {
       this.stopped = true;
@@ -82,11 +75,12 @@ class Runner {
   }
 
   private async drain() {
+    await this.recovered;
     for (;;) {
       if (this.stopped) return;
       const now = Date.now();
-      if (this.s.due.get(now)!.n === 0) return;
-      const jobs = this.s.claim.all(iso(), now);
+      if ((await this.core.store.read(get<{ n: number }>(DUE, now)))!.n === 0) return;
+      const jobs = await this.core.store.write(all<JobRow>(CLAIM, iso(), now));
       if (jobs.length === 0) return;
       await Promise.all(jobs.map((job) => this.run(job)));
     }
@@ -98,20 +92,20 @@ class Runner {
     try {
       const payload = JSON.parse(job.payload) as Record<string, unknown>;
       const done = job.kind === "open_pull_request" ? await openPullRequest(core, job, payload) : await postReview(core, job);
-      this.s.finish.run("done", iso(), done, attempts, job.id);
+      await core.store.write(run(FINISH, "done", iso(), done, attempts, job.id));
     } catch (err) {
       const trouble = troubleOf(err);
       const what = job.kind === "open_pull_request" ? "opening the pull request" : "posting the review";
       if (trouble.transient && attempts < core.config.github.maxTries) {
         const backoff = Math.min(MAX_BACKOFF_MS, core.config.github.retryBaseMs * 2 ** (attempts - 1));
         const delay = Math.min(MAX_BACKOFF_MS, Math.max(backoff, trouble.retryAfterMs ?? 0));
-        this.s.later.run(Date.now() + delay, iso(), trouble.message, attempts, job.id);
+        await core.store.write(run(LATER, Date.now() + delay, iso(), trouble.message, attempts, job.id));
         const seconds = Math.ceil(delay / 1000);
         core.log.warn(`GitHub: ${what} backs off`, { taskId: job.task_id, attempt: attempts, retryInSec: seconds, reason: trouble.message });
         note(core, job, { action: "backing_off", message: `${what}: ${trouble.message}; backing off, next try in ${seconds} s`, attempt: attempts, retryInSec: seconds });
         return;
       }
-      this.s.finish.run("failed", iso(), trouble.message, attempts, job.id);
+      await core.store.write(run(FINISH, "failed", iso(), trouble.message, attempts, job.id));
       core.log.warn(`GitHub: ${what} failed`, { taskId: job.task_id, attempt: attempts, reason: trouble.message });
       note(core, job, { action: "failed", message: `${what} failed: ${trouble.message}`, attempt: attempts });
     }
@@ -133,12 +127,13 @@ export function startRunner(core: Core): Runner {
   return r;
 }
 
-/** Queues a job (inside or outside a transaction); a job of that kind already waiting for the task is enough. */
-export function enqueueJob(core: Core, orgId: string, taskId: string, kind: CodehostJobKind, payload: Record<string, unknown>): boolean {
-  const s = runnerOf(core)?.s ?? prepare(core);
-  if (s.existing.get(taskId, kind)) return false;
+/** Queues a job (inside the caller's write); a job of that kind already waiting for the task is enough. */
+export function* enqueueJob(core: Core, orgId: string, taskId: string, kind: CodehostJobKind, payload: Record<string, unknown>): Q<boolean> {
+  if (yield* get(EXISTING, taskId, kind)) return false;
   const now = iso();
-  core.db.insert(codehostJobs).values({ id: newId("evt"), orgId, taskId, kind, payload, status: "pending", attempts: 0, nextAttemptAt: Date.now(), createdAt: now, updatedAt: now }).run();
+  yield* exec(
+    core.db.insert(codehostJobs).values({ id: newId("evt"), orgId, taskId, kind, payload, status: "pending", attempts: 0, nextAttemptAt: Date.now(), createdAt: now, updatedAt: now }),
+  );
   return true;
 }
 
@@ -163,13 +158,13 @@ interface GithubPull {
 /** Opens the pull request of a task's pushed branch; returns a note for the job row. */
 async function openPullRequest(core: Core, job: JobRow, payload: Record<string, unknown>): Promise<string> {
   const task = findTask(core, job.org_id, job.task_id);
-  const app = appRow(core);
+  const app = await core.store.read(appRow(core));
   if (!task || !app) return "nothing to do: the task or the app is gone";
-  const s = runnerOf(core)!.s;
-  const mode = pullRequestMode(JSON.parse(s.policy.get(task.project_id)?.policy ?? "{}"));
+  const policy = await core.store.read(get<{ policy: string }>(POLICY, task.project_id));
+  const mode = pullRequestMode(JSON.parse(policy?.policy ?? "{}"));
   if (mode === "off") return "the project's policy says pullRequests: off";
-  const repository = s.repository.get(String(payload.repositoryId), job.org_id);
-  const found = repository && codehostRepositoryFor(core, job.org_id, repository.url);
+  const repository = await core.store.read(get<Repository>(REPOSITORY, String(payload.repositoryId), job.org_id));
+  const found = repository && (await core.store.read(codehostRepositoryFor(core, job.org_id, repository.url)));
   if (!repository || !found) return "the repository is not on an installation of the app";
   const branch = String(payload.branch);
   // The worker names the base by its commit; GitHub wants a branch: the one the task checked out.
@@ -214,11 +209,10 @@ async function pullOfReview(octokit: import("@octokit/rest").Octokit, task: Task
 /** Posts a completed review task's summary as a pull request review (event COMMENT). */
 async function postReview(core: Core, job: JobRow): Promise<string> {
   const task = findTask(core, job.org_id, job.task_id);
-  const app = appRow(core);
+  const app = await core.store.read(appRow(core));
   if (!task || !app) return "nothing to do: the task or the app is gone";
-  const s = runnerOf(core)!.s;
-  const repository = s.primary.get(task.project_id);
-  const found = repository && codehostRepositoryFor(core, job.org_id, repository.url);
+  const repository = await core.store.read(primaryOf(task.project_id));
+  const found = repository && (await core.store.read(codehostRepositoryFor(core, job.org_id, repository.url)));
   if (!found) return "the repository is not on an installation of the app";
   const { owner, repo } = splitName(found.fullName);
   const body = [task.summary?.trim() || "The review left no summary.", "", "---", `Review by [ao](${taskLink(core, task.id)}), task ${task.id}.`].join("\n");
@@ -243,12 +237,11 @@ async function postReview(core: Core, job: JobRow): Promise<string> {
  * The task hook (inside the change's transaction): a review task that completes on an app
  * repository queues its review, so the completion and the review commit together.
  */
-export function reviewHook(core: Core, change: TaskChange) {
+export function* reviewHook(core: Core, change: TaskChange): Q<void> {
   const { before, after } = change;
   if (after.kind !== "review" || after.status !== "completed" || before?.status === "completed") return;
-  if (!appRow(core)) return;
-  const s = runnerOf(core)?.s ?? prepare(core);
-  const repository = s.primary.get(after.project_id);
-  if (!repository || !codehostRepositoryFor(core, after.org_id, repository.url)) return;
-  enqueueJob(core, after.org_id, after.id, "post_review", {});
+  if (!(yield* appRow(core))) return;
+  const repository = yield* primaryOf(after.project_id);
+  if (!repository || !(yield* codehostRepositoryFor(core, after.org_id, repository.url))) return;
+  yield* enqueueJob(core, after.org_id, after.id, "post_review", {});
 }

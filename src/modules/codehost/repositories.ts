@@ -8,7 +8,8 @@ import { conflict, invalid } from "../../server/errors";
 import { codehostInstallations, codehostRepositories, projects, repositories } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
-import { getProject, txInsertProject, uniqueConflict, type RepositoryRow } from "../projects/service";
+import { getProject, insertProject, refusingDuplicates, type RepositoryRow } from "../projects/service";
+import { exec, row } from "../../db/query";
 import { credentialsOf, requireApp } from "./app";
 import { apiClient, githubFailure, statusOf, withInstallation } from "./github";
 import { repositoryRecord, repositoryValues, userToken } from "./service";
@@ -30,22 +31,25 @@ interface GithubRepository {
 }
 
 export async function createCodehostRepository(core: Core, orgId: string, userId: string, body: CreateRepositoryRequest) {
-  const app = requireApp(core);
-  const installation = core.db
-    .select()
-    .from(codehostInstallations)
-    .where(and(eq(codehostInstallations.orgId, orgId), sql`lower(${codehostInstallations.accountLogin}) = ${body.owner.toLowerCase()}`))
-    .get();
+  const app = await core.store.read(requireApp(core));
+  const installation = await core.store.read(
+    row(
+      core.db
+        .select()
+        .from(codehostInstallations)
+        .where(and(eq(codehostInstallations.orgId, orgId), sql`lower(${codehostInstallations.accountLogin}) = ${body.owner.toLowerCase()}`)),
+    ),
+  );
   const params = { name: body.name, private: body.private ?? true, description: body.description, auto_init: true };
   let created: GithubRepository;
-  let installationId: number | null = installation?.id ?? null;
+  const installationId: number | null = installation?.id ?? null;
   try {
     if (installation && installation.accountType === "Organization") {
       if (installation.suspended) throw conflict(`the app's installation on ${installation.accountLogin} is suspended`, { field: "owner" });
       created = (await withInstallation(core, credentialsOf(core, app), installation.id, (o) => o.request("POST /orgs/{org}/repos", { org: installation.accountLogin, ...params })))
         .data as unknown as GithubRepository;
     } else {
-      const me = userToken(core, userId);
+      const me = await core.store.read(userToken(core, userId));
       if (me.login.toLowerCase() !== body.owner.toLowerCase()) {
         throw invalid(`owner must be an organization where the app is installed, or your own account (${me.login})`, [
           { field: "owner", message: "no installation of the app on this organization here, and not your GitHub login" },
@@ -58,31 +62,27 @@ export async function createCodehostRepository(core: Core, orgId: string, userId
     throw githubFailure(err, `creating ${body.owner}/${body.name}`);
   }
   const now = iso();
-  try {
-    const projectId = core.sqlite
-      .transaction(() => {
-        if (installationId !== null) core.db.insert(codehostRepositories).values(repositoryValues(orgId, installationId, created, now)).onConflictDoNothing().run();
-        // The project takes the repository's name, or owner/name when a live project has that name.
-        const taken = core.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, orgId), eq(projects.name, body.name), eq(projects.archived, false))).get();
-        const project = txInsertProject(core, orgId, { name: taken ? created.full_name : body.name });
-        // GitHub's clone URL is trusted as it is (the stand-in of tests answers http on loopback).
-        const row: RepositoryRow = {
-          id: newId("rep"),
-          orgId,
-          projectId: project.id,
-          url: created.clone_url,
-          name: body.name,
-          branch: created.default_branch ?? "main",
-          primary: true,
-          createdAt: now,
-          updatedAt: now,
-        };
-        core.db.insert(repositories).values(row).run();
-        return project.id;
-      })
-      .immediate();
-    return { project: getProject(core, orgId, projectId), repository: repositoryRecord(repositoryValues(orgId, installationId ?? 0, created, now)) };
-  } catch (err) {
-    uniqueConflict(err);
-  }
+  return core.store.write(refusingDuplicates(insertCreated(core, orgId, installationId, created, body.name, now)));
+}
+
+/** The created repository as synced, and a project holding it as its primary. */
+function* insertCreated(core: Core, orgId: string, installationId: number | null, created: GithubRepository, name: string, now: string) {
+  if (installationId !== null) yield* exec(core.db.insert(codehostRepositories).values(repositoryValues(orgId, installationId, created, now)).onConflictDoNothing());
+  // The project takes the repository's name, or owner/name when a live project has that name.
+  const taken = yield* row(core.db.select({ id: projects.id }).from(projects).where(and(eq(projects.orgId, orgId), eq(projects.name, name), eq(projects.archived, false))));
+  const project = yield* insertProject(core, orgId, { name: taken ? created.full_name : name });
+  // GitHub's clone URL is trusted as it is (the stand-in of tests answers http on loopback).
+  const held: RepositoryRow = {
+    id: newId("rep"),
+    orgId,
+    projectId: project.id,
+    url: created.clone_url,
+    name,
+    branch: created.default_branch ?? "main",
+    primary: true,
+    createdAt: now,
+    updatedAt: now,
+  };
+  yield* exec(core.db.insert(repositories).values(held));
+  return { project: yield* getProject(core, orgId, project.id), repository: repositoryRecord(repositoryValues(orgId, installationId ?? 0, created, now)) };
 }

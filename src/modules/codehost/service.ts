@@ -1,6 +1,6 @@
 // Installations, the person's connection, sync, and the synced repositories (SPEC §10). GitHub
 // calls happen outside transactions; what they return is written in one short transaction after.
-import { and, asc, eq, gt, like, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, or, sql } from "drizzle-orm";
 import type { Octokit } from "@octokit/rest";
 import type { Core } from "../../server/core";
 import { conflict, forbidden, invalid } from "../../server/errors";
@@ -8,15 +8,15 @@ import { codehostConnections, codehostInstallations, codehostRepositories } from
 import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf } from "../orgs/paging";
-import { pure } from "../../db/query";
 import { appRow, consumeState, credentialsOf, newState, requireApp, type AppRow } from "./app";
+import { all, exec, get, row, rows, type Q } from "../../db/query";
 import { apiClient, appClient, githubFailure, oauthApp, statusOf, withInstallation } from "./github";
 
 export type InstallationRow = typeof codehostInstallations.$inferSelect;
 export type CodehostRepositoryRow = typeof codehostRepositories.$inferSelect;
 
-export function installationRecord(core: Core, row: InstallationRow) {
-  const count = core.sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?").get(row.id)!.n;
+export function* installationRecord(core: Core, row: InstallationRow) {
+  const count = (yield* get<{ n: number }>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?", row.id))!.n;
   return {
     id: row.id,
     account: { login: row.accountLogin, type: row.accountType, id: row.accountId },
@@ -27,26 +27,33 @@ export function installationRecord(core: Core, row: InstallationRow) {
   };
 }
 
-export function installationsOf(core: Core, orgId: string): InstallationRow[] {
-  return core.db.select().from(codehostInstallations).where(eq(codehostInstallations.orgId, orgId)).orderBy(asc(codehostInstallations.id)).all();
+export function* installationsOf(core: Core, orgId: string): Q<InstallationRow[]> {
+  return yield* rows(core.db.select().from(codehostInstallations).where(eq(codehostInstallations.orgId, orgId)).orderBy(asc(codehostInstallations.id)));
 }
 
-export function codehostStatus(core: Core, orgId: string, userId: string) {
-  const app = appRow(core);
-  const connection = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+/** The records of the org's installations, each with its count of repositories. */
+function* installationRecordsOf(core: Core, orgId: string) {
+  const records = [];
+  for (const r of yield* installationsOf(core, orgId)) records.push(yield* installationRecord(core, r));
+  return records;
+}
+
+export function* codehostStatus(core: Core, orgId: string, userId: string) {
+  const app = yield* appRow(core);
+  const connection = yield* row(core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)));
   const owned = !!app && app.orgId === orgId;
   return {
     app: app ? { slug: app.slug, name: app.name, htmlUrl: app.htmlUrl, appId: app.appId, ownedByThisOrg: owned, integrationId: owned ? app.integrationId : null } : null,
-    installations: installationsOf(core, orgId).map((r) => installationRecord(core, r)),
+    installations: yield* installationRecordsOf(core, orgId),
     connection: connection ? { login: connection.login } : null,
     githubUrl: core.config.github.url,
   };
 }
 
-/** A link that installs the app on a GitHub account; GitHub returns to the setup URL with the state. */
-export function startInstallation(core: Core, orgId: string, userId: string) {
-  const app = requireApp(core);
-  const state = newState(core, "install", orgId, userId);
+/** A link that installs the app on a GitHub account; GitHub returns to the setup URL with the state. Run with core.store.write. */
+export function* startInstallation(core: Core, orgId: string, userId: string) {
+  const app = yield* requireApp(core);
+  const state = yield* newState(core, "install", orgId, userId);
   return { url: `${core.config.github.url}/apps/${encodeURIComponent(app.slug)}/installations/new?state=${encodeURIComponent(state)}`, state };
 }
 
@@ -79,13 +86,13 @@ function installationValues(orgId: string, gh: GithubInstallation, now: string) 
 }
 
 /** Records an installation for the org; one bound to another org is refused (one installation, one org). */
-function txBindInstallation(core: Core, orgId: string, gh: GithubInstallation) {
-  const existing = core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, gh.id)).get();
+function* bindInstallation(core: Core, orgId: string, gh: GithubInstallation): Q<void> {
+  const existing = yield* row(core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, gh.id)));
   if (existing && existing.orgId !== orgId) throw conflict("this installation is already connected to another organization of this server", { reason: "installation_taken" });
   const now = iso();
   const values = installationValues(orgId, gh, now);
-  if (existing) core.db.update(codehostInstallations).set(values).where(eq(codehostInstallations.id, gh.id)).run();
-  else core.db.insert(codehostInstallations).values({ id: gh.id, ...values, createdAt: now }).run();
+  if (existing) yield* exec(core.db.update(codehostInstallations).set(values).where(eq(codehostInstallations.id, gh.id)));
+  else yield* exec(core.db.insert(codehostInstallations).values({ id: gh.id, ...values, createdAt: now }));
 }
 
 export function repositoryValues(orgId: string, installationId: number, r: GithubRepository, now: string): CodehostRepositoryRow {
@@ -111,11 +118,11 @@ async function fetchRepositories(core: Core, app: AppRow, installationId: number
 }
 
 /** Replaces the installation's recorded repositories with GitHub's list. */
-function txReplaceRepositories(core: Core, orgId: string, installationId: number, repos: GithubRepository[]) {
+function* replaceRepositories(core: Core, orgId: string, installationId: number, repos: GithubRepository[]): Q<void> {
   const now = iso();
-  core.db.delete(codehostRepositories).where(eq(codehostRepositories.installationId, installationId)).run();
-  for (const r of repos) core.db.insert(codehostRepositories).values(repositoryValues(orgId, installationId, r, now)).run();
-  core.db.update(codehostInstallations).set({ syncedAt: now, updatedAt: now }).where(eq(codehostInstallations.id, installationId)).run();
+  yield* exec(core.db.delete(codehostRepositories).where(eq(codehostRepositories.installationId, installationId)));
+  for (const r of repos) yield* exec(core.db.insert(codehostRepositories).values(repositoryValues(orgId, installationId, r, now)));
+  yield* exec(core.db.update(codehostInstallations).set({ syncedAt: now, updatedAt: now }).where(eq(codehostInstallations.id, installationId)));
 }
 
 async function syncRepositories(core: Core, app: AppRow, orgId: string, installationId: number): Promise<number> {
@@ -125,7 +132,7 @@ async function syncRepositories(core: Core, app: AppRow, orgId: string, installa
   } catch (err) {
     throw githubFailure(err, `listing the repositories of installation ${installationId}`);
   }
-  core.sqlite.transaction(() => txReplaceRepositories(core, orgId, installationId, repos)).immediate();
+  await core.store.write(replaceRepositories(core, orgId, installationId, repos));
   return repos.length;
 }
 
@@ -134,19 +141,19 @@ async function syncRepositories(core: Core, app: AppRow, orgId: string, installa
  * which org asked; without one (a change made at GitHub) only an installation known here is refreshed.
  */
 export async function finishInstallation(core: Core, query: { installation_id?: string; setup_action?: string; state?: string }) {
-  const app = requireApp(core);
+  const app = await core.store.read(requireApp(core));
   const id = Number(query.installation_id);
   if (!query.installation_id || !Number.isSafeInteger(id) || id <= 0) throw invalid("installation_id is missing or not a number", [{ field: "installation_id", message: "GitHub's installation id" }]);
   let orgId: string;
   if (query.state) {
-    const flow = consumeState(core, "install", query.state);
+    const flow = await core.store.write(consumeState(core, "install", query.state));
     orgId = flow.orgId;
     // The state only says who asked, not which installation they made: anyone can send any id.
     await requireInstallationOfPerson(core, flow.userId, id);
   } else {
-    const known = core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, id)).get();
+    const known = await core.store.read(row(core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, id))));
     // No state: nothing binds this browser to an org, so an unknown installation is not taken.
-    if (!known) orgId = consumeState(core, "install", undefined).orgId;
+    if (!known) orgId = (await core.store.write(consumeState(core, "install", undefined))).orgId;
     else orgId = known.orgId;
   }
   let gh: GithubInstallation;
@@ -156,7 +163,7 @@ export async function finishInstallation(core: Core, query: { installation_id?: 
   } catch (err) {
     throw githubFailure(err, `reading installation ${id}`);
   }
-  core.sqlite.transaction(() => txBindInstallation(core, orgId, gh)).immediate();
+  await core.store.write(bindInstallation(core, orgId, gh));
   await syncRepositories(core, app, orgId, id);
   return { orgId, installationId: id };
 }
@@ -168,7 +175,7 @@ export async function finishInstallation(core: Core, query: { installation_id?: 
  * and get tokens for its repositories.
  */
 async function requireInstallationOfPerson(core: Core, userId: string, installationId: number) {
-  const c = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+  const c = await core.store.read(row(core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId))));
   if (!c)
     throw conflict("connect your GitHub account first (GitHub -> Connect your GitHub account, or POST /orgs/:orgId/codehost/user), then install the app again", {
       reason: "no_connection",
@@ -186,62 +193,64 @@ async function requireInstallationOfPerson(core: Core, userId: string, installat
     throw forbidden(`installation ${installationId} is not one your GitHub account (${c.login}) can reach; install the app from ao with the account connected here`);
 }
 
+/** The org's installations as GitHub lists them now; one uninstalled at GitHub while no webhook reached us goes, with its repositories. */
+function* refreshInstallations(core: Core, orgId: string, ours: InstallationRow[], atGithub: Map<number, GithubInstallation>): Q<void> {
+  const now = iso();
+  for (const r of ours) {
+    const gh = atGithub.get(r.id);
+    if (!gh) yield* exec(core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, r.id)));
+    else yield* exec(core.db.update(codehostInstallations).set(installationValues(orgId, gh, now)).where(eq(codehostInstallations.id, r.id)));
+  }
+}
+
 /** Sync now: the app's installations (all pages), and every page of each of this org's installations' repositories. */
 export async function syncOrg(core: Core, orgId: string) {
-  const app = requireApp(core);
-  let all: GithubInstallation[];
+  const app = await core.store.read(requireApp(core));
+  let atGithubList: GithubInstallation[];
   try {
-    all = (await appClient(core, credentialsOf(core, app)).paginate("GET /app/installations", { per_page: 100 })) as unknown as GithubInstallation[];
+    atGithubList = (await appClient(core, credentialsOf(core, app)).paginate("GET /app/installations", { per_page: 100 })) as unknown as GithubInstallation[];
   } catch (err) {
     throw githubFailure(err, "listing the app's installations");
   }
-  const atGithub = new Map(all.map((i) => [i.id, i]));
-  const bound = new Map(core.sqlite.query<{ id: number; org_id: string }, []>("SELECT id, org_id FROM codehost_installations").all().map((r) => [r.id, r.org_id]));
-  const ours = installationsOf(core, orgId);
-  core.sqlite
-    .transaction(() => {
-      const now = iso();
-      for (const row of ours) {
-        const gh = atGithub.get(row.id);
-        // Uninstalled at GitHub while no webhook reached us: its repositories go with it.
-        if (!gh) core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, row.id)).run();
-        else core.db.update(codehostInstallations).set(installationValues(orgId, gh, now)).where(eq(codehostInstallations.id, row.id)).run();
-      }
-    })
-    .immediate();
-  for (const row of ours) if (atGithub.has(row.id)) await syncRepositories(core, app, orgId, row.id);
-  const installations = installationsOf(core, orgId).map((r) => installationRecord(core, r));
+  const atGithub = new Map(atGithubList.map((i) => [i.id, i]));
+  const bound = new Map((await core.store.read(all<{ id: number; org_id: string }>("SELECT id, org_id FROM codehost_installations"))).map((r) => [r.id, r.org_id]));
+  const ours = await core.store.read(installationsOf(core, orgId));
+  await core.store.write(refreshInstallations(core, orgId, ours, atGithub));
+  for (const r of ours) if (atGithub.has(r.id)) await syncRepositories(core, app, orgId, r.id);
+  const installations = await core.store.read(installationRecordsOf(core, orgId));
   return {
     installations,
     repositories: installations.reduce((n, i) => n + i.repositories, 0),
-    unclaimed: all.filter((i) => !bound.has(i.id)).length,
+    unclaimed: atGithubList.filter((i) => !bound.has(i.id)).length,
   };
 }
 
-export function listRepositories(core: Core, orgId: string, q: { limit?: number; cursor?: string; q?: string }) {
+export function* listRepositories(core: Core, orgId: string, q: { limit?: number; cursor?: string; q?: string }) {
   const needle = q.q?.trim().toLowerCase();
-  return core.store.sync(pageOf(
+  return yield* pageOf(
     q,
     2,
-    (after, n) => pure(
-      core.db
-        .select()
-        .from(codehostRepositories)
-        .where(
-          and(
-            eq(codehostRepositories.orgId, orgId),
-            needle ? like(sql`lower(${codehostRepositories.fullName})`, `%${needle.replace(/[%_\\]/g, "\\$&")}%`) : undefined,
-            after
-              ? or(gt(codehostRepositories.fullName, after[0]), and(eq(codehostRepositories.fullName, after[0]), gt(codehostRepositories.id, Number(after[1]))))
-              : undefined,
-          ),
-        )
-        .orderBy(asc(codehostRepositories.fullName), asc(codehostRepositories.id))
-        .limit(n)
-        .all()),
-    (r) => [r.fullName, String(r.id)],
+    (after, n) =>
+      rows(
+        core.db
+          .select()
+          .from(codehostRepositories)
+          .where(
+            and(
+              eq(codehostRepositories.orgId, orgId),
+              // ESCAPE said out loud: PostgreSQL's default, SQLite has none.
+              needle ? sql`lower(${codehostRepositories.fullName}) LIKE ${`%${needle.replace(/[%_\\]/g, "\\$&")}%`} ESCAPE '\\'` : undefined,
+              after
+                ? or(gt(codehostRepositories.fullName, after[0]), and(eq(codehostRepositories.fullName, after[0]), gt(codehostRepositories.id, Number(after[1]))))
+                : undefined,
+            ),
+          )
+          .orderBy(asc(codehostRepositories.fullName), asc(codehostRepositories.id))
+          .limit(n),
+      ),
+    (r: CodehostRepositoryRow) => [r.fullName, String(r.id)],
     repositoryRecord,
-  ));
+  );
 }
 
 export const repositoryRecord = (r: CodehostRepositoryRow) => ({
@@ -255,14 +264,14 @@ export const repositoryRecord = (r: CodehostRepositoryRow) => ({
 });
 
 /** The synced repository a project's repository URL names, in this org, on a live installation. */
-export function codehostRepositoryFor(core: Core, orgId: string, url: string): (CodehostRepositoryRow & { suspended: boolean }) | null {
-  const row = core.sqlite
-    .query<{ installation_id: number; id: number; full_name: string; clone_url: string; html_url: string; default_branch: string; private: number; suspended: number }, [string, string]>(
-      `SELECT r.installation_id, r.id, r.full_name, r.clone_url, r.html_url, r.default_branch, r.private, i.suspended
-       FROM codehost_repositories r JOIN codehost_installations i ON i.id = r.installation_id
-       WHERE r.org_id = ? AND r.url_key = ? ORDER BY i.suspended ASC LIMIT 1`,
-    )
-    .get(orgId, normalizeRepoUrl(url));
+export function* codehostRepositoryFor(core: Core, orgId: string, url: string): Q<(CodehostRepositoryRow & { suspended: boolean }) | null> {
+  const row = yield* get<{ installation_id: number; id: number; full_name: string; clone_url: string; html_url: string; default_branch: string; private: number; suspended: number }>(
+    `SELECT r.installation_id, r.id, r.full_name, r.clone_url, r.html_url, r.default_branch, r.private, i.suspended
+     FROM codehost_repositories r JOIN codehost_installations i ON i.id = r.installation_id
+     WHERE r.org_id = ? AND r.url_key = ? ORDER BY i.suspended ASC LIMIT 1`,
+    orgId,
+    normalizeRepoUrl(url),
+  );
   if (!row) return null;
   return {
     installationId: row.installation_id,
@@ -282,8 +291,12 @@ export function codehostRepositoryFor(core: Core, orgId: string, url: string): (
 // --- The person's own connection (OAuth web flow of the app) ---
 
 export async function startUserConnection(core: Core, orgId: string, userId: string) {
-  const app = requireApp(core);
-  const state = newState(core, "user", orgId, userId);
+  const { app, state } = await core.store.write(
+    (function* () {
+      const app = yield* requireApp(core);
+      return { app, state: yield* newState(core, "user", orgId, userId) };
+    })(),
+  );
   const { url } = oauthApp(core, credentialsOf(core, app)).getWebFlowAuthorizationUrl({
     state,
     redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback`,
@@ -292,8 +305,8 @@ export async function startUserConnection(core: Core, orgId: string, userId: str
 }
 
 export async function finishUserConnection(core: Core, code: string | undefined, state: string | undefined) {
-  const app = requireApp(core);
-  const flow = consumeState(core, "user", state);
+  const app = await core.store.read(requireApp(core));
+  const flow = await core.store.write(consumeState(core, "user", state));
   if (!code) throw invalid("the callback has no code", [{ field: "code", message: "required" }]);
   let auth: { token: string; refreshToken?: string; expiresAt?: string };
   let user: { login: string; id: number };
@@ -313,17 +326,15 @@ export async function finishUserConnection(core: Core, code: string | undefined,
     expiresAt: auth.expiresAt ?? null,
     updatedAt: now,
   };
-  core.db
-    .insert(codehostConnections)
-    .values({ userId: flow.userId, ...values, createdAt: now })
-    .onConflictDoUpdate({ target: codehostConnections.userId, set: values })
-    .run();
+  await core.store.write(
+    exec(core.db.insert(codehostConnections).values({ userId: flow.userId, ...values, createdAt: now }).onConflictDoUpdate({ target: codehostConnections.userId, set: values })),
+  );
   return { orgId: flow.orgId, login: user.login };
 }
 
 /** The person's own GitHub token, or 409 saying how to connect. */
-export function userToken(core: Core, userId: string): { login: string; token: string } {
-  const c = core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)).get();
+export function* userToken(core: Core, userId: string): Q<{ login: string; token: string }> {
+  const c = yield* row(core.db.select().from(codehostConnections).where(eq(codehostConnections.userId, userId)));
   if (!c) throw conflict("connect your GitHub account first (POST /orgs/:orgId/codehost/user)", { reason: "no_connection", field: "owner" });
   return { login: c.login, token: core.sealer.open(c.tokenSealed) };
 }

@@ -2,7 +2,7 @@
 // webhook secret: installation and installation_repositories keep the record current without a
 // sync; pull_request closed / reopened move the pull request of a task. Other events (issues,
 // comments, labeled pull requests) go on to the github integration's usual interpretation.
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { codehostInstallations, codehostRepositories } from "../../db/schema";
 import { iso } from "../../lib/time";
@@ -12,6 +12,7 @@ import { appRow } from "./app";
 import { forgetInstallationTokens } from "./github";
 import { repositoryValues } from "./service";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
+import { all, exec, get, row, type Q } from "../../db/query";
 
 export interface AppEventResult {
   /** Why this delivery is done with (answered 200 ignored with this reason), or null: interpret it as usual. */
@@ -20,17 +21,24 @@ export interface AppEventResult {
 }
 
 /** Whether this integration receives the app's webhooks. */
-export function isAppIntegration(core: Core, integrationId: string): boolean {
-  return appRow(core)?.integrationId === integrationId;
+export function* isAppIntegration(core: Core, integrationId: string): Q<boolean> {
+  return (yield* appRow(core))?.integrationId === integrationId;
 }
 
 const field = (value: unknown, path: string): any => path.split(".").reduce((v: any, k) => (v && typeof v === "object" ? v[k] : undefined), value);
 
-/** Runs inside the delivery's transaction (synchronous). */
-export function txAppEvent(core: Core, event: string | null, payload: unknown): AppEventResult {
+/** The installation a payload names, when it is connected to an org here. */
+function* knownInstallation(core: Core, payload: unknown) {
+  const installationId = Number(field(payload, "installation.id"));
+  if (!Number.isSafeInteger(installationId)) return undefined;
+  return yield* row(core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, installationId)));
+}
+
+/** Runs inside the delivery's write. */
+export function* appEvent(core: Core, event: string | null, payload: unknown): Q<AppEventResult> {
   const action = field(payload, "action");
   const installationId = Number(field(payload, "installation.id"));
-  const known = Number.isSafeInteger(installationId) ? core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, installationId)).get() : undefined;
+  const known = yield* knownInstallation(core, payload);
   const now = iso();
   switch (event) {
     case "installation": {
@@ -38,7 +46,7 @@ export function txAppEvent(core: Core, event: string | null, payload: unknown): 
       // Deleted, suspended, new permissions accepted: GitHub has revoked or changed its tokens.
       forgetInstallationTokens(core, installationId);
       if (action === "deleted") {
-        core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, installationId)).run();
+        yield* exec(core.db.delete(codehostInstallations).where(eq(codehostInstallations.id, installationId)));
         return { handled: "installation removed", changes: [] };
       }
       const set: Partial<typeof codehostInstallations.$inferInsert> = { updatedAt: now };
@@ -46,20 +54,24 @@ export function txAppEvent(core: Core, event: string | null, payload: unknown): 
       if (action === "unsuspend") set.suspended = false;
       const selection = field(payload, "installation.repository_selection");
       if (typeof selection === "string") set.repositorySelection = selection;
-      core.db.update(codehostInstallations).set(set).where(eq(codehostInstallations.id, installationId)).run();
+      yield* exec(core.db.update(codehostInstallations).set(set).where(eq(codehostInstallations.id, installationId)));
       // "created" lists the repositories the installation can reach.
       const repos = field(payload, "repositories");
-      if (action === "created" && Array.isArray(repos)) addRepositories(core, known.orgId, installationId, repos, now);
+      if (action === "created" && Array.isArray(repos)) yield* addRepositories(core, known.orgId, installationId, repos, now);
       return { handled: `installation ${String(action)} recorded`, changes: [] };
     }
     case "installation_repositories": {
       if (!known) return { handled: "installation not connected to an organization here", changes: [] };
       const added = field(payload, "repositories_added");
       const removed = field(payload, "repositories_removed");
-      if (Array.isArray(added)) addRepositories(core, known.orgId, installationId, added, now);
+      if (Array.isArray(added)) yield* addRepositories(core, known.orgId, installationId, added, now);
       if (Array.isArray(removed) && removed.length) {
         const ids = removed.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
-        if (ids.length) core.db.delete(codehostRepositories).where(and(eq(codehostRepositories.installationId, installationId), inArray(codehostRepositories.id, ids))).run();
+        if (ids.length) {
+          // json_each gives text on PostgreSQL: the ids are numbers.
+          const listed = sql`${codehostRepositories.id} IN (SELECT CAST(value AS BIGINT) FROM json_each(${JSON.stringify(ids)}))`;
+          yield* exec(core.db.delete(codehostRepositories).where(and(eq(codehostRepositories.installationId, installationId), listed)));
+        }
       }
       return { handled: `repositories of installation ${installationId} updated`, changes: [] };
     }
@@ -70,7 +82,7 @@ export function txAppEvent(core: Core, event: string | null, payload: unknown): 
       const number = Number(field(payload, "pull_request.number"));
       const repository = String(field(payload, "repository.full_name") ?? "");
       const changes: TaskChange[] = [];
-      for (const task of tasksOfPull(core, known.orgId, repository, number, String(field(payload, "pull_request.head.ref") ?? ""))) {
+      for (const task of yield* tasksOfPull(known.orgId, repository, number, String(field(payload, "pull_request.head.ref") ?? ""))) {
         const current = JSON.parse(task.pull_request!) as PullRequestInfo;
         if (current.state === state) continue;
         const next = { ...current, state };
@@ -89,7 +101,7 @@ export function txAppEvent(core: Core, event: string | null, payload: unknown): 
   }
 }
 
-function addRepositories(core: Core, orgId: string, installationId: number, repos: any[], now: string) {
+function* addRepositories(core: Core, orgId: string, installationId: number, repos: any[], now: string): Q<void> {
   for (const r of repos) {
     const id = Number(r?.id);
     const fullName = typeof r?.full_name === "string" ? r.full_name : null;
@@ -97,16 +109,17 @@ function addRepositories(core: Core, orgId: string, installationId: number, repo
     // Webhook payloads carry the short form of a repository: its URLs follow from the web host.
     const htmlUrl = typeof r.html_url === "string" ? r.html_url : `${core.config.github.url}/${fullName}`;
     const cloneUrl = typeof r.clone_url === "string" ? r.clone_url : `${core.config.github.url}/${fullName}.git`;
-    core.db
-      .insert(codehostRepositories)
-      .values(repositoryValues(orgId, installationId, { id, full_name: fullName, private: !!r.private, clone_url: cloneUrl, html_url: htmlUrl, default_branch: r.default_branch }, now))
-      .onConflictDoNothing()
-      .run();
+    yield* exec(
+      core.db
+        .insert(codehostRepositories)
+        .values(repositoryValues(orgId, installationId, { id, full_name: fullName, private: !!r.private, clone_url: cloneUrl, html_url: htmlUrl, default_branch: r.default_branch }, now))
+        .onConflictDoNothing(),
+    );
   }
 }
 
 /** The tasks of the org whose pull request this is: by its head branch ao/<taskId>, else by number. */
-function tasksOfPull(core: Core, orgId: string, repository: string, number: number, headRef: string): TaskRow[] {
+function* tasksOfPull(orgId: string, repository: string, number: number, headRef: string): Q<TaskRow[]> {
   const matches = (t: TaskRow | null): t is TaskRow => {
     if (!t || t.org_id !== orgId || !t.pull_request) return false;
     const pr = JSON.parse(t.pull_request) as PullRequestInfo;
@@ -114,13 +127,19 @@ function tasksOfPull(core: Core, orgId: string, repository: string, number: numb
   };
   const m = /^ao\/(tsk_[0-9a-z]+)$/.exec(headRef);
   if (m) {
-    const t = core.sqlite.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?").get(m[1]);
+    const t = (yield* get<TaskRow>("SELECT * FROM tasks WHERE id = ?", m[1])) ?? null;
     if (matches(t)) return [t];
   }
-  return core.sqlite
-    .query<TaskRow, [string, number]>("SELECT * FROM tasks WHERE org_id = ? AND pull_request IS NOT NULL AND json_extract(pull_request, '$.number') = ?")
-    .all(orgId, number)
-    .filter(matches);
+  // pull_request is JSON.stringify'd PullRequestInfo: "number":N is followed by a comma or the
+  // closing brace. The text match narrows the rows without a JSON function of either database;
+  // matches() reads the JSON and decides.
+  const rowsOf = yield* all<TaskRow>(
+    "SELECT * FROM tasks WHERE org_id = ? AND pull_request IS NOT NULL AND (pull_request LIKE ? OR pull_request LIKE ?)",
+    orgId,
+    `%"number":${number},%`,
+    `%"number":${number}}%`,
+  );
+  return rowsOf.filter(matches);
 }
 
 /**
@@ -128,18 +147,21 @@ function tasksOfPull(core: Core, orgId: string, repository: string, number: numb
  * its project holding the repository; the integration's own project when that is the same
  * organization and no project holds it. Null: no organization here takes it.
  */
-export function appTaskTarget(core: Core, integration: { org_id: string; project_id: string }, payload: unknown): { orgId: string; projectId: string } | { refused: string } {
-  const installationId = Number(field(payload, "installation.id"));
-  const known = Number.isSafeInteger(installationId) ? core.db.select().from(codehostInstallations).where(eq(codehostInstallations.id, installationId)).get() : undefined;
+export function* appTaskTarget(
+  core: Core,
+  integration: { org_id: string; project_id: string },
+  payload: unknown,
+): Q<{ orgId: string; projectId: string } | { refused: string }> {
+  const known = yield* knownInstallation(core, payload);
   const orgId = known?.orgId ?? integration.org_id;
   const urls = [field(payload, "repository.clone_url"), field(payload, "repository.html_url")].filter((u): u is string => typeof u === "string").map(normalizeRepoUrl);
   if (urls.length) {
-    const held = core.sqlite
-      .query<{ project_id: string; url: string }, [string]>(
+    const held = (
+      yield* all<{ project_id: string; url: string }>(
         "SELECT r.project_id, r.url FROM repositories r JOIN projects p ON p.id = r.project_id WHERE r.org_id = ? AND p.archived = 0 ORDER BY r.is_primary DESC, r.id",
+        orgId,
       )
-      .all(orgId)
-      .find((r) => urls.includes(normalizeRepoUrl(r.url)));
+    ).find((r) => urls.includes(normalizeRepoUrl(r.url)));
     if (held) return { orgId, projectId: held.project_id };
   }
   if (orgId === integration.org_id) return { orgId, projectId: integration.project_id };

@@ -15,7 +15,7 @@ import { interpretGitlab } from "./gitlab";
 import { interpretSignedJson } from "./signed-json";
 import type { Interpretation } from "./interpret";
 import type { HookAnswer } from "./model";
-import { appTaskTarget, isAppIntegration, txAppEvent } from "../codehost/webhooks";
+import { appEvent, appTaskTarget, isAppIntegration } from "../codehost/webhooks";
 
 interface HookRow {
   id: string;
@@ -133,11 +133,11 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
   const payload = parseJson(raw);
   // The GitHub app's own events (installations, its pull requests), and where its tasks go.
   let target = { orgId: row.org_id, projectId: row.project_id };
-  if (row.kind === "github" && isAppIntegration(core, row.id)) {
-    const app = core.sqlite.transaction(() => txAppEvent(core, headers.get("x-github-event"), payload)).immediate();
+  if (row.kind === "github" && core.store.sync(isAppIntegration(core, row.id))) {
+    const app = core.store.syncWrite(appEvent(core, headers.get("x-github-event"), payload));
     publishChanges(core, app.changes);
     if (app.handled !== null) return { status: 200, body: { status: "processed", reason: app.handled } };
-    const to = appTaskTarget(core, row, payload);
+    const to = core.store.sync(appTaskTarget(core, row, payload));
     if ("refused" in to) return { status: 200, body: { status: "ignored", reason: to.refused } };
     target = to;
   }

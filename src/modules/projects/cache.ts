@@ -1,20 +1,48 @@
 // What the worker paths read of a project on every offer and claim (its policy's worker labels,
 // the project and repositories a claim carries), kept in memory. Every write to a project or its
-// repositories in this process calls forgetProjects after it; writes by another process are seen
-// through the database's data_version (db/cache.ts).
+// repositories in this process forgets them after it commits (writeProjects); writes by another
+// process are seen through the database's data_version (db/cache.ts).
 import type { Core } from "../../server/core";
 import { RowCache } from "../../db/cache";
+import type { Q } from "../../db/query";
 
 const caches = new WeakMap<Core, RowCache<unknown>>();
 
-/** `key` names what is cached of which project, e.g. `labels:<projectId>`. */
-export function projectCached<V>(core: Core, key: string, load: () => V | null): V | null {
+function cacheOf(core: Core): RowCache<unknown> {
   let c = caches.get(core);
   if (!c) caches.set(core, (c = new RowCache<unknown>(core.sqlite)));
-  return c.get(key, load) as V | null;
+  return c;
+}
+
+/** `key` names what is cached of which project, e.g. `labels:<projectId>`. */
+export function projectCached<V>(core: Core, key: string, load: () => V | null): V | null {
+  return cacheOf(core).get(key, load) as V | null;
+}
+
+/** projectCached for a program: a hit returns without a query; a miss runs `load` (cached when not null). */
+export function* projectCachedQ<V>(core: Core, key: string, load: () => Q<V | null>): Q<V | null> {
+  const c = cacheOf(core);
+  // Misses are not cached, so asking with a loader of nothing only looks.
+  const hit = c.get(key, () => null) as V | null;
+  if (hit !== null) return hit;
+  const loaded = yield* load();
+  return loaded === null ? null : (c.get(key, () => loaded) as V | null);
 }
 
 /** After any write to projects or repositories (policy, name, knowledge, archive, repositories). */
 export function forgetProjects(core: Core) {
   caches.get(core)?.clear();
+}
+
+/**
+ * Runs a program that writes projects or repositories in one transaction, and forgets the cached
+ * rows after it commits (or fails): a read between the forget and the commit cannot leave the old
+ * row in the cache.
+ */
+export async function writeProjects<T>(core: Core, program: Q<T>): Promise<T> {
+  try {
+    return await core.store.write(program);
+  } finally {
+    forgetProjects(core);
+  }
 }

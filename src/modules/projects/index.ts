@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
+import { writeProjects } from "./cache";
 import { addRepository, moveRepository, removeRepository, repositoryRequest, splitRepository, updateRepository } from "./repositories";
 import { documented, errorResponses } from "../tasks/model";
 import {
@@ -28,7 +29,7 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 export default (core: Core) =>
   new Elysia({ name: "projects", seed: core.instanceId, prefix: "/api/v1" })
     .use(authPlugin(core))
-    .get("/orgs/:orgId/projects", ({ orgId, query }) => listProjects(core, orgId, query), {
+    .get("/orgs/:orgId/projects", ({ orgId, query }) => core.store.read(listProjects(core, orgId, query)), {
       permission: "member",
       query: ListProjectsQuery,
       detail: {
@@ -38,20 +39,24 @@ export default (core: Core) =>
         responses: { ...documented({ 200: [ProjectPage, "A page of projects"] }), ...errorResponses },
       },
     })
-    .post("/orgs/:orgId/projects", ({ orgId, body, status }) => status(201, createProject(core, orgId, body)), {
+    .post("/orgs/:orgId/projects", async ({ orgId, body, status }) => status(201, await writeProjects(core, createProject(core, orgId, body))), {
       permission: "project.create",
       body: CreateProjectBody,
       transform: refuseUnknownFields(CreateProjectBody),
       response: { 201: Project, ...errors, 409: ErrorBody },
       detail: { summary: "Create a project", description: "409 conflict when a live project of the org has the name.", tags },
     })
-    .get("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => getProject(core, orgId, params.projectId), {
+    .get("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => core.store.read(getProject(core, orgId, params.projectId)), {
       permission: "member",
       params: ProjectParams,
       response: { 200: Project, ...errors },
       detail: { summary: "Get a project", tags },
     })
-    .patch("/orgs/:orgId/projects/:projectId", ({ orgId, params, body }) => updateProject(core, orgId, params.projectId, body), {
+    .patch("/orgs/:orgId/projects/:projectId", async ({ orgId, params, body }) => {
+      const project = await writeProjects(core, updateProject(core, orgId, params.projectId, body));
+      if (body.policy !== undefined) core.events.emit("project.policyChanged", { orgId, projectId: params.projectId });
+      return project;
+    }, {
       permission: "project.update",
       params: ProjectParams,
       body: UpdateProjectBody,
@@ -59,7 +64,7 @@ export default (core: Core) =>
       response: { 200: Project, ...errors, 409: ErrorBody },
       detail: { summary: "Update a project (name, knowledge, policy; archived: false restores it)", tags },
     })
-    .delete("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => archiveProject(core, orgId, params.projectId), {
+    .delete("/orgs/:orgId/projects/:projectId", ({ orgId, params }) => writeProjects(core, archiveProject(core, orgId, params.projectId)), {
       permission: "project.delete",
       params: ProjectParams,
       response: { 200: Project, ...errors },
@@ -67,9 +72,10 @@ export default (core: Core) =>
     })
     .post(
       "/orgs/:orgId/projects/:projectId/repositories",
-      ({ orgId, params, body, status }) => {
+      async ({ orgId, params, body, status }) => {
         const request = repositoryRequest(body);
-        return status(201, "add" in request ? addRepository(core, orgId, params.projectId, request.add) : moveRepository(core, orgId, params.projectId, request.move));
+        const change = "add" in request ? addRepository(core, orgId, params.projectId, request.add) : moveRepository(core, orgId, params.projectId, request.move);
+        return status(201, await writeProjects(core, change));
       },
       {
         permission: "project.update",
@@ -86,7 +92,7 @@ export default (core: Core) =>
     )
     .patch(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId",
-      ({ orgId, params, body }) => updateRepository(core, orgId, params.projectId, params.repositoryId, body),
+      ({ orgId, params, body }) => writeProjects(core, updateRepository(core, orgId, params.projectId, params.repositoryId, body)),
       {
         permission: "project.update",
         params: RepositoryParams,
@@ -98,7 +104,7 @@ export default (core: Core) =>
     )
     .delete(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId",
-      ({ orgId, params }) => removeRepository(core, orgId, params.projectId, params.repositoryId),
+      ({ orgId, params }) => writeProjects(core, removeRepository(core, orgId, params.projectId, params.repositoryId)),
       {
         permission: "project.update",
         params: RepositoryParams,
@@ -113,7 +119,7 @@ export default (core: Core) =>
     )
     .post(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/split",
-      ({ orgId, params, body, status }) => status(201, splitRepository(core, orgId, params.projectId, params.repositoryId, body ?? {})),
+      async ({ orgId, params, body, status }) => status(201, await writeProjects(core, splitRepository(core, orgId, params.projectId, params.repositoryId, body ?? {}))),
       {
         permission: "project.update",
         params: RepositoryParams,

@@ -2,7 +2,6 @@
 // Invariant: a project that has repositories has exactly one primary (the first one added, until
 // another is made primary); moving or splitting one out fixes the primaries on both sides. The
 // partial unique index repositories_one_primary guards it in the database.
-import { forgetProjects } from "./cache";
 import { and, asc, eq, ne } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
@@ -10,12 +9,13 @@ import { projects, repositories } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { isBranchName, parseGitUrl } from "./urls";
+import { exec, row, rows, run, type Q } from "../../db/query";
 import {
   getProject,
+  insertProject,
   projectRow,
+  refusingDuplicates,
   repositoryRecord,
-  txInsertProject,
-  uniqueConflict,
   type ProjectRecord,
   type ProjectRow,
   type RepositoryRow,
@@ -35,25 +35,24 @@ function assertBranch(branch: string, field: string) {
   if (!isBranchName(branch)) throw invalid("the branch name is not valid", [{ field, message: "a git branch name such as main or release/1.0" }]);
 }
 
-function repositoryRow(core: Core, projectId: string, repositoryId: string): RepositoryRow {
-  const r = core.db.select().from(repositories).where(and(eq(repositories.id, repositoryId), eq(repositories.projectId, projectId))).get();
+function* repositoryRow(core: Core, projectId: string, repositoryId: string): Q<RepositoryRow> {
+  const r = yield* row(core.db.select().from(repositories).where(and(eq(repositories.id, repositoryId), eq(repositories.projectId, projectId))));
   if (!r) throw notFound("repository");
   return r;
 }
 
-const touch = (core: Core, projectId: string, now: string) =>
-  core.db.update(projects).set({ updatedAt: now }).where(eq(projects.id, projectId)).run();
+const touch = (core: Core, projectId: string, now: string) => exec(core.db.update(projects).set({ updatedAt: now }).where(eq(projects.id, projectId)));
 
 /** When a project has repositories but no primary, the oldest becomes primary. */
-function ensurePrimary(core: Core, projectId: string) {
-  const repos = core.db.select().from(repositories).where(eq(repositories.projectId, projectId)).orderBy(asc(repositories.id)).all();
+function* ensurePrimary(core: Core, projectId: string): Q<void> {
+  const repos = yield* rows(core.db.select().from(repositories).where(eq(repositories.projectId, projectId)).orderBy(asc(repositories.id)));
   if (repos.length > 0 && !repos.some((r) => r.primary)) {
-    core.db.update(repositories).set({ primary: true }).where(eq(repositories.id, repos[0].id)).run();
+    yield* exec(core.db.update(repositories).set({ primary: true }).where(eq(repositories.id, repos[0].id)));
   }
 }
 
-/** Adds a repository by URL inside the caller's transaction. */
-export function txAddRepository(core: Core, project: ProjectRow, input: NewRepositoryInput, field = "url"): RepositoryRow {
+/** Adds a repository by URL to a project (inside the caller's write). */
+export function* insertRepository(core: Core, project: ProjectRow, input: NewRepositoryInput, field = "url"): Q<RepositoryRow> {
   const parsed = parseGitUrl(input.url);
   if (!parsed) {
     throw invalid("the repository URL is not valid", [
@@ -62,8 +61,8 @@ export function txAddRepository(core: Core, project: ProjectRow, input: NewRepos
   }
   if (input.branch !== undefined) assertBranch(input.branch, field === "url" ? "branch" : `${field}.branch`);
   const now = iso();
-  const hasAny = core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, project.id)).limit(1).get();
-  const row: RepositoryRow = {
+  const hasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, project.id)).limit(1));
+  const r: RepositoryRow = {
     id: newId("rep"),
     orgId: project.orgId,
     projectId: project.id,
@@ -74,25 +73,15 @@ export function txAddRepository(core: Core, project: ProjectRow, input: NewRepos
     createdAt: now,
     updatedAt: now,
   };
-  core.db.insert(repositories).values(row).run();
-  touch(core, project.id, now);
-  return row;
+  yield* exec(core.db.insert(repositories).values(r));
+  yield* touch(core, project.id, now);
+  return r;
 }
 
 type Change = { project: ProjectRecord; repository: ReturnType<typeof repositoryRecord> };
 
-function run<T>(core: Core, fn: () => T): T {
-  try {
-    return core.sqlite.transaction(fn).immediate();
-  } catch (err) {
-    uniqueConflict(err);
-  } finally {
-    forgetProjects(core);
-  }
-}
-
-function answer(core: Core, orgId: string, projectId: string, repositoryId: string): Change {
-  const project = getProject(core, orgId, projectId);
+function* answer(core: Core, orgId: string, projectId: string, repositoryId: string): Q<Change> {
+  const project = yield* getProject(core, orgId, projectId);
   return { project, repository: project.repositories.find((r) => r.id === repositoryId)! };
 }
 
@@ -120,35 +109,38 @@ export function repositoryRequest(body: RepositoryRequest): { add: NewRepository
   throw invalid(EITHER, missing.map((field) => ({ field, message: moving.length ? `required with ${moving.join(", ")}` : `required unless moving a repository in: ${EITHER}` })));
 }
 
-export function addRepository(core: Core, orgId: string, projectId: string, input: NewRepositoryInput): Change {
-  const id = run(core, () => {
-    const p = projectRow(core, orgId, projectId);
-    assertLive(p);
-    return txAddRepository(core, p, input).id;
-  });
-  return answer(core, orgId, projectId, id);
+// The changes below are programs to run with writeProjects (cache.ts): one transaction, then the
+// cached project rows are forgotten.
+
+export function addRepository(core: Core, orgId: string, projectId: string, input: NewRepositoryInput): Q<Change> {
+  return refusingDuplicates(
+    (function* () {
+      const p = yield* projectRow(core, orgId, projectId);
+      assertLive(p);
+      const added = yield* insertRepository(core, p, input);
+      return yield* answer(core, orgId, projectId, added.id);
+    })(),
+  );
 }
 
 /** Moves a repository of another project of the org into this one, keeping its id. */
-export function moveRepository(core: Core, orgId: string, projectId: string, input: { fromProjectId: string; repositoryId: string }): Change {
-  run(core, () => {
-    const target = projectRow(core, orgId, projectId);
-    assertLive(target);
-    const source = projectRow(core, orgId, input.fromProjectId);
-    const repo = repositoryRow(core, source.id, input.repositoryId);
-    if (source.id === target.id) throw conflict("the repository is already in this project");
-    const now = iso();
-    const targetHasAny = core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, target.id)).limit(1).get();
-    core.db
-      .update(repositories)
-      .set({ projectId: target.id, primary: !targetHasAny, updatedAt: now })
-      .where(eq(repositories.id, repo.id))
-      .run();
-    ensurePrimary(core, source.id);
-    touch(core, source.id, now);
-    touch(core, target.id, now);
-  });
-  return answer(core, orgId, projectId, input.repositoryId);
+export function moveRepository(core: Core, orgId: string, projectId: string, input: { fromProjectId: string; repositoryId: string }): Q<Change> {
+  return refusingDuplicates(
+    (function* () {
+      const target = yield* projectRow(core, orgId, projectId);
+      assertLive(target);
+      const source = yield* projectRow(core, orgId, input.fromProjectId);
+      const repo = yield* repositoryRow(core, source.id, input.repositoryId);
+      if (source.id === target.id) throw conflict("the repository is already in this project");
+      const now = iso();
+      const targetHasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, target.id)).limit(1));
+      yield* exec(core.db.update(repositories).set({ projectId: target.id, primary: !targetHasAny, updatedAt: now }).where(eq(repositories.id, repo.id)));
+      yield* ensurePrimary(core, source.id);
+      yield* touch(core, source.id, now);
+      yield* touch(core, target.id, now);
+      return yield* answer(core, orgId, projectId, input.repositoryId);
+    })(),
+  );
 }
 
 export function updateRepository(
@@ -157,32 +149,35 @@ export function updateRepository(
   projectId: string,
   repositoryId: string,
   patch: { name?: string; branch?: string; primary?: boolean },
-): Change {
-  run(core, () => {
-    const p = projectRow(core, orgId, projectId);
-    assertLive(p);
-    const repo = repositoryRow(core, p.id, repositoryId);
-    if (patch.branch !== undefined) assertBranch(patch.branch, "branch");
-    if (patch.primary === false && repo.primary) {
-      throw conflict("a project with repositories has exactly one primary: make another repository primary instead");
-    }
-    const now = iso();
-    if (patch.primary === true && !repo.primary) {
-      // Unset first: the partial unique index allows one primary per project at any moment.
-      core.db
-        .update(repositories)
-        .set({ primary: false, updatedAt: now })
-        .where(and(eq(repositories.projectId, p.id), ne(repositories.id, repo.id), eq(repositories.primary, true)))
-        .run();
-    }
-    const set: Partial<RepositoryRow> = { updatedAt: now };
-    if (patch.name !== undefined) set.name = patch.name;
-    if (patch.branch !== undefined) set.branch = patch.branch;
-    if (patch.primary === true) set.primary = true;
-    core.db.update(repositories).set(set).where(eq(repositories.id, repo.id)).run();
-    touch(core, p.id, now);
-  });
-  return answer(core, orgId, projectId, repositoryId);
+): Q<Change> {
+  return refusingDuplicates(
+    (function* () {
+      const p = yield* projectRow(core, orgId, projectId);
+      assertLive(p);
+      const repo = yield* repositoryRow(core, p.id, repositoryId);
+      if (patch.branch !== undefined) assertBranch(patch.branch, "branch");
+      if (patch.primary === false && repo.primary) {
+        throw conflict("a project with repositories has exactly one primary: make another repository primary instead");
+      }
+      const now = iso();
+      if (patch.primary === true && !repo.primary) {
+        // Unset first: the partial unique index allows one primary per project at any moment.
+        yield* exec(
+          core.db
+            .update(repositories)
+            .set({ primary: false, updatedAt: now })
+            .where(and(eq(repositories.projectId, p.id), ne(repositories.id, repo.id), eq(repositories.primary, true))),
+        );
+      }
+      const set: Partial<RepositoryRow> = { updatedAt: now };
+      if (patch.name !== undefined) set.name = patch.name;
+      if (patch.branch !== undefined) set.branch = patch.branch;
+      if (patch.primary === true) set.primary = true;
+      yield* exec(core.db.update(repositories).set(set).where(eq(repositories.id, repo.id)));
+      yield* touch(core, p.id, now);
+      return yield* answer(core, orgId, projectId, repositoryId);
+    })(),
+  );
 }
 
 /**
@@ -190,46 +185,49 @@ export function updateRepository(
  * primary. Tasks never point at a repository (they run in whatever the primary is when they
  * start), so they keep their record; the workers' clone records of it go with it.
  */
-export function removeRepository(core: Core, orgId: string, projectId: string, repositoryId: string): Change {
-  const removed = run(core, () => {
-    const p = projectRow(core, orgId, projectId);
-    assertLive(p);
-    const repo = repositoryRow(core, p.id, repositoryId);
-    core.db.delete(repositories).where(eq(repositories.id, repo.id)).run();
-    // Found on a worker and accepted into this project: listed as discovered again while a worker has it.
-    core.sqlite.query("UPDATE discovered_repositories SET status = 'new', repository_id = NULL WHERE repository_id = ? AND status = 'accepted'").run(repo.id);
-    ensurePrimary(core, p.id);
-    touch(core, p.id, iso());
-    return repo;
-  });
-  return { project: getProject(core, orgId, projectId), repository: repositoryRecord({ ...removed, primary: false }) };
+export function removeRepository(core: Core, orgId: string, projectId: string, repositoryId: string): Q<Change> {
+  return refusingDuplicates(
+    (function* () {
+      const p = yield* projectRow(core, orgId, projectId);
+      assertLive(p);
+      const repo = yield* repositoryRow(core, p.id, repositoryId);
+      yield* exec(core.db.delete(repositories).where(eq(repositories.id, repo.id)));
+      // Found on a worker and accepted into this project: listed as discovered again while a worker has it.
+      yield* run("UPDATE discovered_repositories SET status = 'new', repository_id = NULL WHERE repository_id = ? AND status = 'accepted'", repo.id);
+      yield* ensurePrimary(core, p.id);
+      yield* touch(core, p.id, iso());
+      return { project: yield* getProject(core, orgId, projectId), repository: repositoryRecord({ ...repo, primary: false }) };
+    })(),
+  );
 }
 
 /** A free project name: `base`, else `base-2`, `base-3`... */
-function freeName(core: Core, orgId: string, base: string): string {
+function* freeName(core: Core, orgId: string, base: string): Q<string> {
   for (let n = 1; ; n++) {
     const name = n === 1 ? base : `${base}-${n}`;
-    const taken = core.db
-      .select({ id: projects.id })
-      .from(projects)
-      .where(and(eq(projects.orgId, orgId), eq(projects.name, name), eq(projects.archived, false)))
-      .get();
+    const taken = yield* row(
+      core.db
+        .select({ id: projects.id })
+        .from(projects)
+        .where(and(eq(projects.orgId, orgId), eq(projects.name, name), eq(projects.archived, false))),
+    );
     if (!taken) return name;
   }
 }
 
 /** Moves the repository into a new project of its own (keeping its id); 201 {project, from}. */
 export function splitRepository(core: Core, orgId: string, projectId: string, repositoryId: string, input: { name?: string } = {}) {
-  const newId_ = run(core, () => {
-    const p = projectRow(core, orgId, projectId);
-    assertLive(p);
-    const repo = repositoryRow(core, p.id, repositoryId);
-    const fresh = txInsertProject(core, orgId, { name: input.name ?? freeName(core, orgId, repo.name), policy: p.policy });
-    const now = iso();
-    core.db.update(repositories).set({ projectId: fresh.id, primary: true, updatedAt: now }).where(eq(repositories.id, repo.id)).run();
-    ensurePrimary(core, p.id);
-    touch(core, p.id, now);
-    return fresh.id;
-  });
-  return { project: getProject(core, orgId, newId_), from: getProject(core, orgId, projectId) };
+  return refusingDuplicates(
+    (function* () {
+      const p = yield* projectRow(core, orgId, projectId);
+      assertLive(p);
+      const repo = yield* repositoryRow(core, p.id, repositoryId);
+      const fresh = yield* insertProject(core, orgId, { name: input.name ?? (yield* freeName(core, orgId, repo.name)), policy: p.policy });
+      const now = iso();
+      yield* exec(core.db.update(repositories).set({ projectId: fresh.id, primary: true, updatedAt: now }).where(eq(repositories.id, repo.id)));
+      yield* ensurePrimary(core, p.id);
+      yield* touch(core, p.id, now);
+      return { project: yield* getProject(core, orgId, fresh.id), from: yield* getProject(core, orgId, projectId) };
+    })(),
+  );
 }

@@ -1,14 +1,14 @@
 // Projects (SPEC §8): create, read, update, archive. Repositories are in repositories.ts.
 // Every query is scoped by orgId: another org's project is "not found".
-import { forgetProjects } from "./cache";
-import { and, asc, desc, eq, inArray, lt } from "drizzle-orm";
+import { and, asc, desc, eq, lt, sql } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
 import { projects, repositories } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "../tasks/cursor";
-import { txAddRepository, type NewRepositoryInput } from "./repositories";
+import { insertRepository, type NewRepositoryInput } from "./repositories";
+import { exec, isUniqueViolation, row, rows, type Q } from "../../db/query";
 import { isOneLine, LINE_MESSAGE } from "../../lib/text";
 import { checkProjectPolicy } from "./policy";
 import { assertPullRequestsPolicy } from "../codehost/policy";
@@ -36,45 +36,59 @@ export function projectRecord(p: ProjectRow, repos: RepositoryRow[]) {
 export type ProjectRecord = ReturnType<typeof projectRecord>;
 
 /** A project of this org, or 404. */
-export function projectRow(core: Core, orgId: string, projectId: string): ProjectRow {
-  const p = core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))).get();
+export function* projectRow(core: Core, orgId: string, projectId: string): Q<ProjectRow> {
+  const p = yield* row(core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))));
   if (!p) throw notFound("project");
   return p;
 }
 
-export function repositoriesOf(core: Core, projectId: string): RepositoryRow[] {
-  return core.db.select().from(repositories).where(eq(repositories.projectId, projectId)).orderBy(asc(repositories.id)).all();
+export function* repositoriesOf(core: Core, projectId: string): Q<RepositoryRow[]> {
+  return yield* rows(core.db.select().from(repositories).where(eq(repositories.projectId, projectId)).orderBy(asc(repositories.id)));
 }
 
-export function getProject(core: Core, orgId: string, projectId: string): ProjectRecord {
-  const p = projectRow(core, orgId, projectId);
-  return projectRecord(p, repositoriesOf(core, p.id));
+export function* getProject(core: Core, orgId: string, projectId: string): Q<ProjectRecord> {
+  const p = yield* projectRow(core, orgId, projectId);
+  return projectRecord(p, yield* repositoriesOf(core, p.id));
 }
 
-export function listProjects(core: Core, orgId: string, q: { limit?: number; cursor?: string; archived?: boolean }) {
+export function* listProjects(core: Core, orgId: string, q: { limit?: number; cursor?: string; archived?: boolean }) {
   const limit = q.limit ?? DEFAULT_LIMIT;
   const after = decodeCursor(q.cursor, "prj");
-  const probe = core.db
-    .select()
-    .from(projects)
-    .where(and(eq(projects.orgId, orgId), q.archived ? undefined : eq(projects.archived, false), after ? lt(projects.id, after) : undefined))
-    .orderBy(desc(projects.id))
-    .limit(limit + 1)
-    .all();
+  const probe = yield* rows(
+    core.db
+      .select()
+      .from(projects)
+      .where(and(eq(projects.orgId, orgId), q.archived ? undefined : eq(projects.archived, false), after ? lt(projects.id, after) : undefined))
+      .orderBy(desc(projects.id))
+      .limit(limit + 1),
+  );
   const ids = probe.slice(0, limit).map((p) => p.id);
-  const repos = ids.length ? core.db.select().from(repositories).where(inArray(repositories.projectId, ids)).all() : [];
+  // One SQL text whatever the page's size (json_each, not a list of placeholders).
+  const repos = ids.length ? yield* rows(core.db.select().from(repositories).where(sql`${repositories.projectId} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`)) : [];
   const byProject = Map.groupBy(repos, (r) => r.projectId);
   return pageFrom(probe, limit, (p) => p.id, (p) => projectRecord(p, byProject.get(p.id) ?? []));
 }
 
-/** Turns the unique-index refusals of the projects and repositories tables into 409s. */
+/**
+ * Turns the unique-index refusals of the projects and repositories tables into 409s. SQLite names
+ * the columns in its message, PostgreSQL the index.
+ */
 export function uniqueConflict(err: unknown): never {
-  const message = String((err as Error)?.message ?? "");
-  if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
-    if (message.includes("projects.name")) throw conflict("a project with this name already exists", { field: "name" });
-    if (message.includes("repositories.url")) throw conflict("this project already has a repository with this URL", { field: "url" });
+  if (isUniqueViolation(err)) {
+    const message = `${String((err as Error)?.message ?? "")} ${String((err as { constraint?: unknown }).constraint ?? "")}`;
+    if (message.includes("projects.name") || message.includes("projects_org_name_live")) throw conflict("a project with this name already exists", { field: "name" });
+    if (message.includes("repositories.url") || message.includes("repositories_project_url")) throw conflict("this project already has a repository with this URL", { field: "url" });
   }
   throw err;
+}
+
+/** A program whose unique-index refusals become 409s (uniqueConflict). */
+export function* refusingDuplicates<T>(program: Q<T>): Q<T> {
+  try {
+    return yield* program;
+  } catch (err) {
+    uniqueConflict(err);
+  }
 }
 
 export function assertPolicy(policy: unknown): asserts policy is Record<string, unknown> | undefined {
@@ -92,11 +106,11 @@ export function cleanName(name: string): string {
   return trimmed;
 }
 
-/** Inserts a project row inside the caller's transaction. */
-export function txInsertProject(core: Core, orgId: string, input: { name: string; knowledge?: string; policy?: unknown }): ProjectRow {
+/** Inserts a project row. */
+export function* insertProject(core: Core, orgId: string, input: { name: string; knowledge?: string; policy?: unknown }): Q<ProjectRow> {
   assertPolicy(input.policy);
   const now = iso();
-  const row: ProjectRow = {
+  const p: ProjectRow = {
     id: newId("prj"),
     orgId,
     name: cleanName(input.name),
@@ -106,61 +120,46 @@ export function txInsertProject(core: Core, orgId: string, input: { name: string
     createdAt: now,
     updatedAt: now,
   };
-  core.db.insert(projects).values(row).run();
-  return row;
+  yield* exec(core.db.insert(projects).values(p));
+  return p;
 }
 
+/** Run with core.store.write (a project and its repositories commit together). */
 export function createProject(
   core: Core,
   orgId: string,
   input: { name: string; knowledge?: string; policy?: unknown; repositories?: NewRepositoryInput[] },
-): ProjectRecord {
-  try {
-    const id = core.sqlite
-      .transaction(() => {
-        const p = txInsertProject(core, orgId, input);
-        input.repositories?.forEach((r, i) => txAddRepository(core, p, r, `repositories.${i}`));
-        return p.id;
-      })
-      .immediate();
-    return getProject(core, orgId, id);
-  } catch (err) {
-    uniqueConflict(err);
-  }
+): Q<ProjectRecord> {
+  return refusingDuplicates(
+    (function* () {
+      const p = yield* insertProject(core, orgId, input);
+      for (const [i, r] of (input.repositories ?? []).entries()) yield* insertRepository(core, p, r, `repositories.${i}`);
+      return yield* getProject(core, orgId, p.id);
+    })(),
+  );
 }
 
-export function updateProject(
+/** Run with writeProjects; the caller announces project.policyChanged after the commit when the policy was given. */
+export function* updateProject(
   core: Core,
   orgId: string,
   projectId: string,
   patch: { name?: string; knowledge?: string; policy?: unknown; archived?: false },
-): ProjectRecord {
+): Q<ProjectRecord> {
   assertPolicy(patch.policy);
-  try {
-    core.sqlite
-      .transaction(() => {
-        projectRow(core, orgId, projectId);
-        const set: Partial<ProjectRow> = { updatedAt: iso() };
-        if (patch.name !== undefined) set.name = cleanName(patch.name);
-        if (patch.knowledge !== undefined) set.knowledge = patch.knowledge;
-        if (patch.policy !== undefined) set.policy = patch.policy as Record<string, unknown>;
-        if (patch.archived === false) set.archived = false;
-        core.db.update(projects).set(set).where(eq(projects.id, projectId)).run();
-      })
-      .immediate();
-  } catch (err) {
-    uniqueConflict(err);
-  } finally {
-    forgetProjects(core);
-  }
-  if (patch.policy !== undefined) core.events.emit("project.policyChanged", { orgId, projectId });
-  return getProject(core, orgId, projectId);
+  yield* projectRow(core, orgId, projectId);
+  const set: Partial<ProjectRow> = { updatedAt: iso() };
+  if (patch.name !== undefined) set.name = cleanName(patch.name);
+  if (patch.knowledge !== undefined) set.knowledge = patch.knowledge;
+  if (patch.policy !== undefined) set.policy = patch.policy as Record<string, unknown>;
+  if (patch.archived === false) set.archived = false;
+  yield* refusingDuplicates(exec(core.db.update(projects).set(set).where(eq(projects.id, projectId))));
+  return yield* getProject(core, orgId, projectId);
 }
 
-/** DELETE archives: no new tasks, hidden from the list; existing tasks and repositories stay. */
-export function archiveProject(core: Core, orgId: string, projectId: string): ProjectRecord {
-  const p = projectRow(core, orgId, projectId);
-  if (!p.archived) core.db.update(projects).set({ archived: true, updatedAt: iso() }).where(eq(projects.id, projectId)).run();
-  forgetProjects(core);
-  return getProject(core, orgId, projectId);
+/** DELETE archives: no new tasks, hidden from the list; existing tasks and repositories stay. Run with writeProjects. */
+export function* archiveProject(core: Core, orgId: string, projectId: string): Q<ProjectRecord> {
+  const p = yield* projectRow(core, orgId, projectId);
+  if (!p.archived) yield* exec(core.db.update(projects).set({ archived: true, updatedAt: iso() }).where(eq(projects.id, projectId)));
+  return yield* getProject(core, orgId, projectId);
 }

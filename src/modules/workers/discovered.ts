@@ -7,8 +7,8 @@ import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf, type PageQuery } from "../orgs/paging";
 import { pure } from "../../db/query";
-import { getProject, projectRow, txInsertProject, uniqueConflict, type ProjectRecord } from "../projects/service";
-import { txAddRepository } from "../projects/repositories";
+import { getProject, insertProject, projectRow, uniqueConflict, type ProjectRecord } from "../projects/service";
+import { insertRepository } from "../projects/repositories";
 import { forgetProjects } from "../projects/cache";
 import { cloneStatements } from "./clones";
 
@@ -102,14 +102,14 @@ export function acceptDiscovered(core: Core, orgId: string, ids: string[], proje
   const touched = core.sqlite
     .transaction(() => {
       const rows = pendingRows(core, orgId, ids);
-      const target = projectId ? projectRow(core, orgId, projectId) : null;
+      const target = projectId ? core.store.sync(projectRow(core, orgId, projectId)) : null;
       if (target?.archived) throw conflict("the project is archived");
       const taken = new Set(s.liveNames.all(orgId).map((r) => r.name.toLowerCase()));
       const projectIds: string[] = [];
       const now = iso();
       for (const row of rows) {
-        const project = target ?? txInsertProject(core, orgId, { name: freeName(taken, row.name) });
-        const repo = txAddRepository(core, project, { url: row.url, ...(row.branch ? { branch: row.branch } : {}) }, "discovered");
+        const project = target ?? core.store.sync(insertProject(core, orgId, { name: freeName(taken, row.name) }));
+        const repo = core.store.sync(insertRepository(core, project, { url: row.url, ...(row.branch ? { branch: row.branch } : {}) }, "discovered"));
         s.accept.run(repo.id, row.id);
         // The workers that reported it already have it: readiness can run there at once.
         for (const x of JSON.parse(row.sightings) as { workerId: string; path: string }[]) clones.upsert.run(x.workerId, repo.id, orgId, "cloned", x.path, null, now);
@@ -119,7 +119,7 @@ export function acceptDiscovered(core: Core, orgId: string, ids: string[], proje
     })
     .immediate();
   forgetProjects(core);
-  return { projects: touched.map((id) => getProject(core, orgId, id)) };
+  return { projects: touched.map((id) => core.store.sync(getProject(core, orgId, id))) };
 }
 
 export function acceptDiscoveredSafely(core: Core, orgId: string, ids: string[], projectId?: string) {
