@@ -96,8 +96,8 @@ export const pgTables: ReadonlyMap<string, PgMirror> = mirrors;
 
 const t = (name: string) => mirrors.get(name)!;
 
-// drizzle-kit finds tables among a module's exports only; test/db/schema-pg.test.ts checks that
-// every SQLite table is here.
+// drizzle-kit finds tables among a module's exports only; test/db/postgres.test.ts checks that
+// the migrations make every table SQLite's make.
 export const users = t("users");
 export const recoveryCodes = t("recovery_codes");
 export const orgs = t("orgs");
