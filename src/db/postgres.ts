@@ -17,10 +17,6 @@ const CREATE_JOURNAL = "CREATE TABLE IF NOT EXISTS __drizzle_migrations (id inte
 const LAST_APPLIED = "SELECT created_at FROM __drizzle_migrations ORDER BY created_at DESC LIMIT 1";
 const RECORD = "INSERT INTO __drizzle_migrations (hash, created_at) VALUES ($1, $2)";
 
-export function isPostgresUrl(url: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(url);
-}
-
 /** Connects, applies pending migrations in one transaction, refuses a database of a newer ao. */
 export async function openPostgres(url: string): Promise<SQL> {
   const sql = new SQL(url);
