@@ -1,15 +1,16 @@
 // `ao backup` and `ao restore`: the online backup of a data directory as one tar archive, and its
 // restore into a new directory (modules/backup/service.ts has the layout).
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { BackupError, prepareBackup, restoreBackup } from "../modules/backup/service";
+import { BackupError, POSTGRES_BACKUP, prepareBackup, restoreBackup } from "../modules/backup/service";
 
 const BACKUP_USAGE = `usage: ao backup --output FILE [--data-dir DIR]
 
 Writes a consistent copy of the data directory (database, artifacts, master.key) to FILE, a tar
 archive, while the server runs. --output - writes the archive to standard output.
---data-dir defaults to AO_DATA_DIR or ./ao-data.`;
+--data-dir defaults to AO_DATA_DIR or ./ao-data; the key is read from AO_MASTER_KEY_FILE when set.
+With AO_DATABASE_URL (PostgreSQL) it writes nothing: use PostgreSQL's tools (pg_dump).`;
 
 const RESTORE_USAGE = `usage: ao restore FILE --data-dir NEWDIR
 
@@ -19,6 +20,7 @@ exist yet; then start ao serve --data-dir NEWDIR. FILE - reads the archive from 
 export async function backup(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { output: { type: "string", short: "o" }, "data-dir": { type: "string" }, help: { type: "boolean" } }, strict: true });
   if (values.help) return usage(BACKUP_USAGE);
+  if (process.env.AO_DATABASE_URL) return fail("backup", POSTGRES_BACKUP);
   if (!values.output) return fail("backup", `--output is required\n${BACKUP_USAGE}`, 2);
   const dataDir = resolve(values["data-dir"] ?? process.env.AO_DATA_DIR ?? "./ao-data");
   const toStdout = values.output === "-";
@@ -27,7 +29,7 @@ export async function backup(args: string[]): Promise<number> {
   const partial = `${output}.partial`;
   let fd = -1;
   try {
-    const prepared = await prepareBackup(dataDir);
+    const prepared = await prepareBackup(dataDir, resolve(process.env.AO_MASTER_KEY_FILE || join(dataDir, "master.key")));
     fd = toStdout ? 1 : openSync(partial, "w", 0o600);
     let bytes = 0;
     for await (const chunk of prepared.chunks) {

@@ -5,7 +5,9 @@ import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { SQL } from "bun";
 import { migrationState } from "../db";
+import { postgresMigrationState } from "../db/postgres";
 import { VERSION } from "../version";
 
 type Status = "ok" | "warn" | "fail";
@@ -22,12 +24,14 @@ const DISK = { failBytes: 64 * MiB, warnBytes: 1024 * MiB, warnShare: 0.05 };
 /** Clock difference with the server that breaks sign-in tokens and one-time codes (fail), or drifts (warn). */
 const SKEW = { warnSec: 30, failSec: 120 };
 
-const USAGE = `usage: ao doctor [--data-dir DIR] [--server URL | --offline] [--public-url URL]
+const USAGE = `usage: ao doctor [--data-dir DIR] [--database-url URL] [--server URL | --offline] [--public-url URL]
 
 Checks the data directory (database integrity, pending migrations, disk space, key file) and
 the running server (health, version, clock skew, the public URL's reachability). Prints each
 check as ok, warn or fail with what to do; exits 1 when any check fails.
-  --data-dir    default AO_DATA_DIR or ./ao-data
+  --data-dir      default AO_DATA_DIR or ./ao-data
+  --database-url  default AO_DATABASE_URL: check that PostgreSQL database instead of ao.db
+  --key-file      default AO_MASTER_KEY_FILE or master.key in the data directory
   --server      the server to ask; default http://127.0.0.1:AO_PORT (7070)
   --offline     check the data directory only
   --public-url  the address people and workers use; default AO_PUBLIC_URL (skipped when unset)`;
@@ -35,7 +39,7 @@ check as ok, warn or fail with what to do; exits 1 when any check fails.
 export async function doctor(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { "data-dir": { type: "string" }, server: { type: "string" }, offline: { type: "boolean" }, "public-url": { type: "string" }, help: { type: "boolean" } },
+    options: { "data-dir": { type: "string" }, "database-url": { type: "string" }, "key-file": { type: "string" }, server: { type: "string" }, offline: { type: "boolean" }, "public-url": { type: "string" }, help: { type: "boolean" } },
     strict: true,
   });
   if (values.help) {
@@ -43,7 +47,9 @@ export async function doctor(args: string[]): Promise<number> {
     return 0;
   }
   const dataDir = resolve(values["data-dir"] ?? process.env.AO_DATA_DIR ?? "./ao-data");
-  const findings = checkDataDir(dataDir);
+  const databaseUrl = values["database-url"] ?? (process.env.AO_DATABASE_URL || null);
+  const keyFile = resolve(values["key-file"] ?? (process.env.AO_MASTER_KEY_FILE || join(dataDir, "master.key")));
+  const findings = await checkDataDir(dataDir, { keyFile, databaseUrl });
   if (!values.offline) {
     const server = (values.server ?? `http://127.0.0.1:${process.env.AO_PORT || "7070"}`).replace(/\/+$/, "");
     findings.push(...(await checkServer(server, (values["public-url"] ?? process.env.AO_PUBLIC_URL ?? "").replace(/\/+$/, ""))));
@@ -58,7 +64,9 @@ export async function doctor(args: string[]): Promise<number> {
   return failed ? 1 : 0;
 }
 
-export function checkDataDir(dataDir: string): Finding[] {
+/** The data directory, the key file and the database: ao.db there, or PostgreSQL at databaseUrl. */
+export async function checkDataDir(dataDir: string, options: { keyFile?: string; databaseUrl?: string | null } = {}): Promise<Finding[]> {
+  const keyFile = options.keyFile ?? join(dataDir, "master.key");
   if (!existsSync(dataDir) || !statSync(dataDir).isDirectory()) {
     return [{ check: "data directory", status: "fail", detail: `${dataDir} does not exist`, fix: "give the server's directory with --data-dir (or AO_DATA_DIR)" }];
   }
@@ -69,8 +77,8 @@ export function checkDataDir(dataDir: string): Finding[] {
       ? { check: "data directory", status: "warn", detail: `${dataDir} is mode ${octal(dirMode)}: other users can list it`, fix: `chmod 700 ${dataDir}` }
       : { check: "data directory", status: "ok", detail: dataDir },
   );
-  out.push(checkKey(join(dataDir, "master.key")));
-  out.push(...checkDatabase(join(dataDir, "ao.db")));
+  out.push(checkKey(keyFile));
+  out.push(...(options.databaseUrl ? await checkPostgres(options.databaseUrl) : checkDatabase(join(dataDir, "ao.db"))));
   out.push(checkDisk(dataDir));
   return out;
 }
@@ -101,17 +109,40 @@ function checkDatabase(path: string): Finding[] {
             detail: rows.slice(0, 3).map((r) => r.integrity_check).join("; "),
             fix: "stop the server and restore the latest backup (ao restore), or recover with sqlite3 .recover",
           };
-    const { newer, pending } = migrationState(db);
-    const migrations: Finding = newer
-      ? { check: "migrations", status: "fail", detail: "the database was written by a newer version of ao", fix: "run that version, or restore a backup made before the upgrade" }
-      : pending.length
-        ? { check: "migrations", status: "warn", detail: `${pending.length} pending for ao ${VERSION}`, fix: "back up (ao backup), then start this version: ao serve applies them on start" }
-        : { check: "migrations", status: "ok", detail: `up to date for ao ${VERSION}` };
-    return [integrity, migrations];
+    return [integrity, migrationFinding(migrationState(db), "back up (ao backup), then start this version: ao serve applies them on start")];
   } catch (err) {
     return [{ check: "database", status: "fail", detail: `${path} cannot be read: ${(err as Error).message}`, fix: "check the file's owner and mode, or restore a backup (ao restore)" }];
   } finally {
     db?.close();
+  }
+}
+
+function migrationFinding({ newer, pending }: { newer: boolean; pending: unknown[] }, backUp: string): Finding {
+  return newer
+    ? { check: "migrations", status: "fail", detail: "the database was written by a newer version of ao", fix: "run that version, or restore a backup made before the upgrade" }
+    : pending.length
+      ? { check: "migrations", status: "warn", detail: `${pending.length} pending for ao ${VERSION}`, fix: backUp }
+      : { check: "migrations", status: "ok", detail: `up to date for ao ${VERSION}` };
+}
+
+/** The PostgreSQL database: reachable with these credentials, and where its migrations stand. */
+async function checkPostgres(url: string): Promise<Finding[]> {
+  let where = "the database of AO_DATABASE_URL";
+  try {
+    const u = new URL(url);
+    where = `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
+  } catch {}
+  const sql = new SQL(url, { max: 1, connectionTimeout: 5 });
+  try {
+    const [{ server }] = await sql.unsafe("SELECT current_setting('server_version') AS server");
+    return [
+      { check: "database", status: "ok", detail: `PostgreSQL ${server} at ${where}` },
+      migrationFinding(await postgresMigrationState(sql), "back up (pg_dump), then start this version: ao serve applies them on start"),
+    ];
+  } catch (err) {
+    return [{ check: "database", status: "fail", detail: `PostgreSQL at ${where} cannot be reached: ${(err as Error).message}`, fix: "check AO_DATABASE_URL (user, password, host, database), that PostgreSQL runs and that it accepts this machine (pg_hba.conf)" }];
+  } finally {
+    await sql.close();
   }
 }
 

@@ -10,6 +10,7 @@ export async function serve(args: string[]): Promise<number | void> {
       port: { type: "string" },
       host: { type: "string" },
       "data-dir": { type: "string" },
+      "database-url": { type: "string" },
       "public-url": { type: "string" },
     },
     strict: true,
@@ -20,6 +21,7 @@ export async function serve(args: string[]): Promise<number | void> {
       port: values.port !== undefined ? parsePort(values.port) : undefined,
       host: values.host,
       dataDir: values["data-dir"],
+      databaseUrl: values["database-url"],
       publicUrl: values["public-url"],
     });
   } catch (err) {

@@ -5,9 +5,10 @@ import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
-const MIGRATIONS = embeddedMigrations();
+const MIGRATIONS = embeddedMigrations("sqlite");
 
 export class NewerDatabaseError extends Error {}
+export const NEWER_DATABASE = "this database was written by a newer version of ao; run that version, or restore a backup made before the upgrade";
 
 /** Opens (creating if needed) the SQLite file, sets the pragmas and applies pending migrations. */
 export function openDatabase(path: string): Db {
@@ -28,9 +29,7 @@ function migrate(sqlite: Database) {
     id INTEGER PRIMARY KEY AUTOINCREMENT, hash text NOT NULL, created_at numeric)`);
   const { newer, pending } = migrationState(sqlite);
   if (newer) {
-    throw new NewerDatabaseError(
-      "this database was written by a newer version of ao; run that version, or restore a backup made before the upgrade",
-    );
+    throw new NewerDatabaseError(NEWER_DATABASE);
   }
   if (pending.length === 0) return;
   sqlite.transaction(() => {

@@ -10,8 +10,9 @@ export interface EmbeddedMigration {
   sql: string[];
 }
 
-export function embeddedMigrations(): EmbeddedMigration[] {
-  const dir = join(import.meta.dir, "..", "..", "migrations");
+/** SQLite's migrations (migrations/) or PostgreSQL's (migrations/pg/), oldest first. */
+export function embeddedMigrations(dialect: "sqlite" | "postgres" = "sqlite"): EmbeddedMigration[] {
+  const dir = join(import.meta.dir, "..", "..", "migrations", ...(dialect === "postgres" ? ["pg"] : []));
   const journal = JSON.parse(readFileSync(join(dir, "meta", "_journal.json"), "utf8")) as {
     entries: { tag: string; when: number; breakpoints: boolean }[];
   };

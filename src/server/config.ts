@@ -1,5 +1,5 @@
 // Server configuration from flags and environment variables (SPEC §2).
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { Config } from "./core";
 import { logSettingsFromEnv } from "./log";
 
@@ -12,6 +12,9 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     port,
     host,
     dataDir,
+    databaseUrl: databaseUrl(overrides.databaseUrl !== undefined ? overrides.databaseUrl : env.AO_DATABASE_URL || null),
+    // Servers sharing one PostgreSQL database must share this file too: each reads its secrets with it.
+    masterKeyFile: resolve(overrides.masterKeyFile ?? (env.AO_MASTER_KEY_FILE || join(dataDir, "master.key"))),
     publicUrl: (overrides.publicUrl ?? env.AO_PUBLIC_URL ?? "").replace(/\/+$/, ""),
     passwordCost: overrides.passwordCost ?? { memoryCost: 19456, timeCost: 2 },
     jsonLimitBytes: overrides.jsonLimitBytes ?? 1024 * 1024,
@@ -30,6 +33,11 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     // 8 tries over about a day: 10 s, 1 min, 5 min, 30 min, 2 h, 6 h, 15 h after the first (jittered).
     callbacks: overrides.callbacks ?? { retryDelaysMs: [10_000, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000, 54_000_000], timeoutMs: 10_000 },
   };
+}
+
+function databaseUrl(url: string | null): string | null {
+  if (url !== null && !/^postgres(ql)?:\/\/./i.test(url)) throw new Error(`AO_DATABASE_URL (--database-url) must be a postgres:// or postgresql:// URL, got ${url.replace(/\/\/[^@/]*@/, "//***@")}`);
+  return url;
 }
 
 function githubFromEnv(): Config["github"] {

@@ -16,6 +16,10 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  /** AO_DATABASE_URL: a postgres:// URL, or null for ao.db in the data directory. */
+  databaseUrl: string | null;
+  /** AO_MASTER_KEY_FILE: the key every secret derives from (default: master.key in the data directory). */
+  masterKeyFile: string;
   publicUrl: string;
   /** argon2id cost; tests lower it. */
   passwordCost: { memoryCost: number; timeCost: number };

@@ -1,7 +1,7 @@
 // Starts one server instance: data directory, keys, database (migrated before any request),
 // the Elysia app and Bun's WebSocket server on one port.
-import { mkdirSync, existsSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, existsSync, readFileSync, writeFileSync, chmodSync, linkSync, unlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Server } from "bun";
 import { openDatabase } from "../db";
 import { SqliteStore } from "../db/store";
@@ -30,11 +30,22 @@ export interface StartOptions extends Partial<Config> {
   logger?: Logger;
 }
 
-/** The data directory's master key: created once with mode 0600; everything secret derives from it. */
-function loadMasterKey(dataDir: string): Uint8Array {
-  const path = join(dataDir, "master.key");
+/**
+ * The master key, everything secret derives from: read from its file, or made by the first start
+ * (mode 0600). Linked into place whole, so servers starting at once on a shared file agree on one key.
+ */
+function loadMasterKey(path: string): Uint8Array {
   if (!existsSync(path)) {
-    writeFileSync(path, Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") + "\n", { mode: 0o600 });
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const draft = `${path}.${process.pid}.${Date.now()}.new`;
+    writeFileSync(draft, Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") + "\n", { mode: 0o600 });
+    try {
+      linkSync(draft, path);
+    } catch (error) {
+      if ((error as { code?: string }).code !== "EEXIST") throw error;
+    } finally {
+      unlinkSync(draft);
+    }
   }
   chmodSync(path, 0o600);
   const key = Buffer.from(readFileSync(path, "utf8").trim(), "base64");
@@ -47,7 +58,10 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const config = defaultConfig(overrides);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   mkdirSync(join(config.dataDir, "artifacts"), { recursive: true });
-  const masterKey = loadMasterKey(config.dataDir);
+  // The services still run on SQLite only (they are being moved to database programs): refuse
+  // rather than quietly keep the data in ao.db.
+  if (config.databaseUrl) throw new Error("AO_DATABASE_URL is set, but this version of ao serve does not run on PostgreSQL yet; unset it to use ao.db in the data directory");
+  const masterKey = loadMasterKey(config.masterKeyFile);
   const db = openDatabase(join(config.dataDir, "ao.db"));
 
   let server: Server<SocketData> | null = null;

@@ -11,6 +11,9 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { mountSmallDisk } from "../helpers/disk";
 import { spawnCli } from "./helpers";
 import { VERSION } from "../../src/version";
+import { openPostgres } from "../../src/db/postgres";
+import { embeddedMigrations } from "../../src/db/migrations.macro";
+import { freshDatabase } from "../helpers/postgres";
 
 let s: TestServer;
 const scratch = mkdtempSync(join(tmpdir(), "ao-doctor-"));
@@ -127,5 +130,63 @@ describe("ao doctor", () => {
     } finally {
       d.unmount();
     }
+  });
+});
+
+describe("ao doctor with AO_DATABASE_URL", () => {
+  /** A data directory for the artifacts and the key, beside the PostgreSQL database. */
+  function dataDir(name: string) {
+    const dir = join(scratch, name);
+    mkdirSync(dir, { mode: 0o700 });
+    copyFileSync(join(s.dataDir, "master.key"), join(dir, "master.key"));
+    chmodSync(join(dir, "master.key"), 0o600);
+    return dir;
+  }
+
+  test("a migrated database: connection and migrations ok, no ao.db needed", async () => {
+    const url = await freshDatabase("ao_doctor");
+    await (await openPostgres(url)).close();
+    const r = await spawnCli(["doctor", "--data-dir", dataDir("pg-ok"), "--offline"], { AO_DATABASE_URL: url }).done;
+    expect(r.code).toBe(0);
+    expect(lineOf(r.stdout, "database")).toMatch(/^ok    database: PostgreSQL \d+\.\d+.* at 127\.0\.0\.1:\d+\/ao_doctor_/);
+    expect(lineOf(r.stdout, "migrations")).toBe(`ok    migrations: up to date for ao ${VERSION}`);
+    expect(r.stdout).not.toContain("ao.db");
+  });
+
+  test("an empty database warns of pending migrations; one from a newer ao fails", async () => {
+    const empty = await freshDatabase("ao_doctor_empty");
+    let r = await spawnCli(["doctor", "--data-dir", dataDir("pg-empty"), "--offline"], { AO_DATABASE_URL: empty }).done;
+    expect(r.code).toBe(0);
+    expect(lineOf(r.stdout, "migrations")).toStartWith(`warn  migrations: ${embeddedMigrations("postgres").length} pending`);
+    expect(r.stdout).toContain("back up (pg_dump)");
+
+    const newer = await freshDatabase("ao_doctor_newer");
+    const sql = await openPostgres(newer);
+    await sql`INSERT INTO __drizzle_migrations (hash, created_at) VALUES ('future', ${Date.now() + 10 ** 12})`;
+    await sql.close();
+    r = await spawnCli(["doctor", "--data-dir", dataDir("pg-newer"), "--offline"], { AO_DATABASE_URL: newer }).done;
+    expect(r.code).toBe(1);
+    expect(lineOf(r.stdout, "migrations")).toStartWith("fail  migrations: the database was written by a newer version of ao");
+  });
+
+  test("a server that does not answer: the database check fails with what to look at, exit 1", async () => {
+    const r = await spawnCli(["doctor", "--data-dir", dataDir("pg-down"), "--offline", "--database-url", "postgres://ao:secret@127.0.0.1:1/ao"]).done;
+    expect(r.code).toBe(1);
+    expect(lineOf(r.stdout, "database")).toStartWith("fail  database: PostgreSQL at 127.0.0.1:1/ao cannot be reached");
+    expect(r.stdout).toContain("fix: check AO_DATABASE_URL");
+    expect(r.stdout).not.toContain("secret");
+  });
+
+  test("AO_MASTER_KEY_FILE: the key is checked where the servers read it", async () => {
+    const url = await freshDatabase("ao_doctor_key");
+    await (await openPostgres(url)).close();
+    const dir = join(scratch, "pg-key");
+    mkdirSync(dir, { mode: 0o700 });
+    const keyFile = join(scratch, "shared.key");
+    copyFileSync(join(s.dataDir, "master.key"), keyFile);
+    chmodSync(keyFile, 0o644);
+    const r = await spawnCli(["doctor", "--data-dir", dir, "--offline"], { AO_DATABASE_URL: url, AO_MASTER_KEY_FILE: keyFile }).done;
+    expect(r.code).toBe(1);
+    expect(lineOf(r.stdout, "key file")).toBe(`fail  key file: ${keyFile} is mode 644: other users can read the key`);
   });
 });

@@ -3,15 +3,16 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { ApiError, ErrorBody } from "../../server/errors";
-import { BackupError, prepareBackup } from "./service";
+import { BackupError, POSTGRES_BACKUP, prepareBackup } from "./service";
 
 export default (core: Core) =>
   new Elysia({ name: "backup", seed: core.instanceId, prefix: "/api/v1", tags: ["admin"] }).use(authPlugin(core)).post(
     "/admin/backup",
     async () => {
+      if (core.config.databaseUrl) throw new ApiError(501, "backup_unavailable", POSTGRES_BACKUP);
       let prepared;
       try {
-        prepared = await prepareBackup(core.config.dataDir);
+        prepared = await prepareBackup(core.config.dataDir, core.config.masterKeyFile);
       } catch (err) {
         if (err instanceof BackupError) throw new ApiError(500, "backup_failed", err.message);
         throw err;
@@ -55,6 +56,7 @@ export default (core: Core) =>
               [401, "unauthorized"],
               [403, "forbidden (not an instance administrator's session)"],
               [500, "backup_failed (the data directory cannot be read)"],
+              [501, "backup_unavailable (ao runs on PostgreSQL: back it up with PostgreSQL's tools)"],
               [507, "insufficient_storage"],
             ].map(([status, description]) => [status, { description, content: { "application/json": { schema: ErrorBody } } }]),
           ),

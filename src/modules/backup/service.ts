@@ -39,12 +39,18 @@ export interface PreparedBackup {
   artifacts: number;
 }
 
-/** Takes the database copy now and returns the archive to stream. */
-export async function prepareBackup(dataDir: string): Promise<PreparedBackup> {
+/** Why a PostgreSQL instance is not backed up here: its database is not a file this process can copy. */
+export const POSTGRES_BACKUP =
+  "ao runs on PostgreSQL (AO_DATABASE_URL): back up the database with PostgreSQL's tools (pg_dump, or base backups with WAL archiving), and keep a copy of the master key file (AO_MASTER_KEY_FILE) and of the artifacts directory with it; nothing was written";
+
+/**
+ * Takes the database copy now and returns the archive to stream. The key is read from keyPath
+ * (AO_MASTER_KEY_FILE) and archived as master.key, so the extracted archive is a data directory.
+ */
+export async function prepareBackup(dataDir: string, keyPath = join(dataDir, "master.key")): Promise<PreparedBackup> {
   const dbPath = join(dataDir, "ao.db");
-  const keyPath = join(dataDir, "master.key");
   if (!existsSync(dbPath)) throw new BackupError(`${dataDir} has no ao.db: not an ao data directory`);
-  if (!existsSync(keyPath)) throw new BackupError(`${dataDir} has no master.key`);
+  if (!existsSync(keyPath)) throw new BackupError(`${keyPath} is missing: no master key to archive`);
   const tmp = mkdtempSync(join(tmpdir(), "ao-backup-"));
   try {
     const copy = join(tmp, "ao.db");
