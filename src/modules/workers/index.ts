@@ -29,7 +29,7 @@ function wire(core: Core) {
   const dispatcher = presence.dispatcher;
   core.sockets.register(WORKER_SOCKET_PATH, workerSocket(core));
   // On SQLite the dispatcher's programs run at once, inside the emit, as the change's other listeners.
-  core.events.on("task.changed", (change) => void dispatcher.background(`dispatcher on a change of ${change.after.id}`, dispatcher.onTaskChanged(change.before, change.after)));
+  core.events.on("task.changed", (change) => void dispatcher.background("dispatcher on a task change", dispatcher.onTaskChanged(change.before, change.after)));
   core.events.on("task.action", ({ change, action, input, reason }) => {
     const before = change.before;
     // Denying a budget question cancels the task: the worker stops the attempt rather than answer the agent.
