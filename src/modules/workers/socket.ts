@@ -81,6 +81,8 @@ export function workerSocket(core: Core): SocketHandler {
         if (data.garbage >= GARBAGE_LIMIT) ws.close(CLOSE.garbage, "too many malformed messages");
         return;
       }
+      // Heard now, whatever waits in the queue before it: a greeted worker is alive.
+      if (message.type !== "hello" && conn.greeted) conn.lastSeen = Date.now();
       serially(data, `${message.type} message`, async () => {
         switch (message.type) {
           case "hello":
@@ -90,7 +92,6 @@ export function workerSocket(core: Core): SocketHandler {
             if (!conn.greeted) return void ws.send(JSON.stringify({ type: "error", code: "hello_first", message: "send hello first" }));
             return presence.heartbeat(conn, message);
           case "decline":
-            conn.lastSeen = Date.now();
             return core.store.read(presence.dispatcher.releaseOffer(message.offerId, conn.workerId, true));
         }
       });
