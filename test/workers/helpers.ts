@@ -31,7 +31,7 @@ export function addRepositoryRow(s: TestServer, orgId: string, projectId: string
 }
 
 export function makeWorker(s: TestServer, orgId: string, opts: { labels?: string[]; approved?: boolean; name?: string } = {}) {
-  const { worker, credential } = createWorker(s.core, {
+  const { worker, credential } = s.core.store.syncWrite(createWorker(s.core, {
     orgId,
     name: opts.name ?? "w",
     hostname: "host",
@@ -39,7 +39,7 @@ export function makeWorker(s: TestServer, orgId: string, opts: { labels?: string
     approved: opts.approved ?? true,
     pairedBy: "usr_test",
     pairedFromIp: null,
-  });
+  }));
   return { workerId: worker.id, credential };
 }
 

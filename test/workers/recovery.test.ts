@@ -106,8 +106,8 @@ describe("mail for workers that are away", () => {
     const p = await fresh();
     const w = makeWorker(s, p.orgId);
     const mailbox = presenceOf(s.core).dispatcher.mailbox;
-    for (let i = 1; i <= 105; i++) mailbox.control(w.workerId, "tsk_x", i, "pause");
-    mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause");
+    for (let i = 1; i <= 105; i++) s.core.store.syncWrite(mailbox.control(w.workerId, "tsk_x", i, "pause"));
+    s.core.store.syncWrite(mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause"));
     const kept = s.core.sqlite.query<{ message: string }, [string]>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id").all(w.workerId);
     expect(kept.map((r) => JSON.parse(r.message).attempt)).toEqual(Array.from({ length: 100 }, (_, i) => i + 6));
     expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'").get()).toEqual({ n: 0 });

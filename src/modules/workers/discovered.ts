@@ -6,11 +6,11 @@ import { conflict, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { pageOf, type PageQuery } from "../orgs/paging";
-import { pure } from "../../db/query";
 import { getProject, insertProject, projectRow, uniqueConflict, type ProjectRecord } from "../projects/service";
 import { insertRepository } from "../projects/repositories";
 import { forgetProjects } from "../projects/cache";
-import { cloneStatements } from "./clones";
+import { upsertClone } from "./clones";
+import { all, get, run, type Q } from "../../db/query";
 
 interface DiscoveredRow {
   id: string;
@@ -25,29 +25,14 @@ interface DiscoveredRow {
   last_seen_at: string;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    // No sightings: no worker has it any more (rows written before such rows were dropped).
-    first: q.query<DiscoveredRow, [string, number]>(
-      "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' ORDER BY id DESC LIMIT ?",
-    ),
-    after: q.query<DiscoveredRow, [string, string, number]>(
-      "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' AND id < ? ORDER BY id DESC LIMIT ?",
-    ),
-    one: q.query<DiscoveredRow, [string, string]>("SELECT * FROM discovered_repositories WHERE id = ? AND org_id = ?"),
-    orgUrls: q.query<{ url: string }, [string]>("SELECT url FROM repositories WHERE org_id = ?"),
-    liveNames: q.query<{ name: string }, [string]>("SELECT name FROM projects WHERE org_id = ? AND archived = 0"),
-    accept: q.query("UPDATE discovered_repositories SET status = 'accepted', repository_id = ? WHERE id = ?"),
-    dismiss: q.query("UPDATE discovered_repositories SET status = 'dismissed' WHERE id = ? AND status = 'new'"),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+// No sightings: no worker has it any more (rows written before such rows were dropped).
+const FIRST = "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' ORDER BY id DESC LIMIT ?";
+const AFTER = "SELECT * FROM discovered_repositories WHERE org_id = ? AND status = 'new' AND sightings <> '[]' AND id < ? ORDER BY id DESC LIMIT ?";
+const ONE = "SELECT * FROM discovered_repositories WHERE id = ? AND org_id = ?";
+const ORG_URLS = "SELECT url FROM repositories WHERE org_id = ?";
+const LIVE_NAMES = "SELECT name FROM projects WHERE org_id = ? AND archived = 0";
+const ACCEPT = "UPDATE discovered_repositories SET status = 'accepted', repository_id = ? WHERE id = ?";
+const DISMISS = "UPDATE discovered_repositories SET status = 'dismissed' WHERE id = ? AND status = 'new'";
 
 const view = (r: DiscoveredRow) => ({
   id: r.id,
@@ -60,32 +45,34 @@ const view = (r: DiscoveredRow) => ({
 });
 
 /** New discovered repositories, newest first; ones a project has meanwhile added are left out. */
-export function listDiscovered(core: Core, orgId: string, query: PageQuery) {
-  const s = stmts(core);
-  const inProjects = new Set(s.orgUrls.all(orgId).map((r) => normalizeRepoUrl(r.url)));
+export function* listDiscovered(_core: Core, orgId: string, query: PageQuery) {
+  const inProjects = new Set((yield* all<{ url: string }>(ORG_URLS, orgId)).map((r) => normalizeRepoUrl(r.url)));
   // Rows are left out after the query (URLs are compared normalised), so read on until n are kept:
   // a short page would otherwise end the list early.
-  const fetch = (after: string[] | null, n: number) => {
+  function* fetch(after: string[] | null, n: number): Q<DiscoveredRow[]> {
     const kept: DiscoveredRow[] = [];
     let cursor = after?.[0] ?? null;
     for (;;) {
-      const rows = cursor ? s.after.all(orgId, cursor, n) : s.first.all(orgId, n);
+      const rows = cursor ? yield* all<DiscoveredRow>(AFTER, orgId, cursor, n) : yield* all<DiscoveredRow>(FIRST, orgId, n);
       for (const r of rows) if (!inProjects.has(r.normalized_url) && kept.push(r) === n) return kept;
       if (rows.length < n) return kept;
       cursor = rows[rows.length - 1].id;
     }
-  };
-  return core.store.sync(pageOf(query, 1, (after, n) => pure(fetch(after, n)), (r) => [r.id], view));
+  }
+  const page = yield* pageOf(query, 1, fetch, (r) => [r.id], (r) => r);
+  return { items: page.items.map(view), nextCursor: page.nextCursor };
 }
 
-function pendingRows(core: Core, orgId: string, ids: string[]): DiscoveredRow[] {
-  const unique = [...new Set(ids)];
-  const rows = unique.map((id) => stmts(core).one.get(id, orgId));
-  const missing = unique.filter((_, i) => !rows[i]);
-  if (missing.length) throw notFound(`discovered repository ${missing[0]}`);
-  const decided = rows.find((r) => r!.status !== "new");
+function* pendingRows(_core: Core, orgId: string, ids: string[]): Q<DiscoveredRow[]> {
+  const rows: DiscoveredRow[] = [];
+  for (const id of new Set(ids)) {
+    const row = yield* get<DiscoveredRow>(ONE, id, orgId);
+    if (!row) throw notFound(`discovered repository ${id}`);
+    rows.push(row);
+  }
+  const decided = rows.find((r) => r.status !== "new");
   if (decided) throw conflict(`discovered repository ${decided.id} was already ${decided.status}`, { id: decided.id, status: decided.status });
-  return rows as DiscoveredRow[];
+  return rows;
 }
 
 /** A project name not taken among the org's live projects: name, name-2, name-3... */
@@ -96,44 +83,41 @@ function freeName(taken: Set<string>, name: string): string {
   return candidate;
 }
 
-export function acceptDiscovered(core: Core, orgId: string, ids: string[], projectId?: string): { projects: ProjectRecord[] } {
-  const s = stmts(core);
-  const clones = cloneStatements(core);
-  const touched = core.sqlite
-    .transaction(() => {
-      const rows = pendingRows(core, orgId, ids);
-      const target = projectId ? core.store.sync(projectRow(core, orgId, projectId)) : null;
-      if (target?.archived) throw conflict("the project is archived");
-      const taken = new Set(s.liveNames.all(orgId).map((r) => r.name.toLowerCase()));
-      const projectIds: string[] = [];
-      const now = iso();
-      for (const row of rows) {
-        const project = target ?? core.store.sync(insertProject(core, orgId, { name: freeName(taken, row.name) }));
-        const repo = core.store.sync(insertRepository(core, project, { url: row.url, ...(row.branch ? { branch: row.branch } : {}) }, "discovered"));
-        s.accept.run(repo.id, row.id);
-        // The workers that reported it already have it: readiness can run there at once.
-        for (const x of JSON.parse(row.sightings) as { workerId: string; path: string }[]) clones.upsert.run(x.workerId, repo.id, orgId, "cloned", x.path, null, now);
-        if (!projectIds.includes(project.id)) projectIds.push(project.id);
-      }
-      return projectIds;
-    })
-    .immediate();
+/** Accepts them (run in a write); the ids of the projects they went to. */
+function* accept(core: Core, orgId: string, ids: string[], projectId?: string): Q<string[]> {
+  const rows = yield* pendingRows(core, orgId, ids);
+  const target = projectId ? yield* projectRow(core, orgId, projectId) : null;
+  if (target?.archived) throw conflict("the project is archived");
+  const taken = new Set((yield* all<{ name: string }>(LIVE_NAMES, orgId)).map((r) => r.name.toLowerCase()));
+  const projectIds: string[] = [];
+  const now = iso();
+  for (const row of rows) {
+    const project = target ?? (yield* insertProject(core, orgId, { name: freeName(taken, row.name) }));
+    const repo = yield* insertRepository(core, project, { url: row.url, ...(row.branch ? { branch: row.branch } : {}) }, "discovered");
+    yield* run(ACCEPT, repo.id, row.id);
+    // The workers that reported it already have it: readiness can run there at once.
+    for (const x of JSON.parse(row.sightings) as { workerId: string; path: string }[]) {
+      yield* upsertClone(core, { workerId: x.workerId, repositoryId: repo.id, orgId, status: "cloned", path: x.path, error: null, at: now });
+    }
+    if (!projectIds.includes(project.id)) projectIds.push(project.id);
+  }
+  return projectIds;
+}
+
+/** Accepts discovered repositories; a name or URL taken meanwhile is a 409. */
+export async function acceptDiscovered(core: Core, orgId: string, ids: string[], projectId?: string): Promise<{ projects: ProjectRecord[] }> {
+  let touched: string[];
+  try {
+    touched = await core.store.write(accept(core, orgId, ids, projectId));
+  } catch (err) {
+    return uniqueConflict(err);
+  }
   forgetProjects(core);
   return { projects: touched.map((id) => core.store.sync(getProject(core, orgId, id))) };
 }
 
-export function acceptDiscoveredSafely(core: Core, orgId: string, ids: string[], projectId?: string) {
-  try {
-    return acceptDiscovered(core, orgId, ids, projectId);
-  } catch (err) {
-    return uniqueConflict(err);
-  }
-}
-
-export function dismissDiscovered(core: Core, orgId: string, ids: string[]) {
-  const rows = pendingRows(core, orgId, ids);
-  core.sqlite.transaction(() => {
-    for (const r of rows) stmts(core).dismiss.run(r.id);
-  })();
+export function* dismissDiscovered(core: Core, orgId: string, ids: string[]) {
+  const rows = yield* pendingRows(core, orgId, ids);
+  for (const r of rows) yield* run(DISMISS, r.id);
   return { dismissed: rows.map((r) => r.id) };
 }

@@ -7,7 +7,7 @@
 // agent it names), never for a project over its daily budget (usage/budgets.ts).
 // Messages for a worker (controls, clone, readiness) go through its mailbox (mailbox.ts).
 import type { Core } from "../../server/core";
-import { guarded } from "../../server/core";
+import { all, get, pure, type Q } from "../../db/query";
 import type { Socket } from "../../server/sockets";
 import { randomSecret } from "../../lib/tokens";
 import { iso } from "../../lib/time";
@@ -52,6 +52,13 @@ export interface OfferState {
 
 type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank" | "agent">;
 
+const QUEUED_FIRST = `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
+  ORDER BY priority_rank DESC, id ASC LIMIT ?`;
+const QUEUED_AFTER = `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
+  AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`;
+const ANY_QUEUED = "SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1";
+const TASK = "SELECT id, org_id, project_id, attempt, priority_rank, agent, status FROM tasks WHERE id = ?";
+
 const HELD = new Set(["running", "paused", "needs_input", "needs_approval"]);
 export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
 
@@ -71,7 +78,6 @@ export class Dispatcher {
   private readonly offerByTask = new Map<string, OfferState>();
   readonly mailbox: Mailbox;
   private readonly budgets: DailyBudgets;
-  private readonly q;
   /**
    * Orgs whose queue is known to hold no task without an offer: a worker's freed slot then needs no
    * scan of the queue (it used to cost a 100-row read after every completion). An org is taken out
@@ -79,6 +85,11 @@ export class Dispatcher {
    * saw the whole queue puts it back. fillAll's safety net scans regardless.
    */
   private readonly allOffered = new Set<string>();
+  /**
+   * Moves whenever an org may have gained a task without an offer: a scan that read the queue
+   * before such a moment (a query awaited on PostgreSQL) does not mark the org allOffered.
+   */
+  private unofferedEpoch = 0;
   /**
    * Tasks whose offer was taken by a claim that has not committed yet (claims wait for the group
    * commit): not offered to anyone else meanwhile, or a second worker would get an offer that the
@@ -92,45 +103,38 @@ export class Dispatcher {
 
   constructor(private readonly core: Core) {
     this.mailbox = new Mailbox(
-      core.sqlite,
       (workerId) => this.conns.get(workerId),
       (conn, message) => this.send(conn, message),
     );
     this.budgets = dailyBudgetsOf(core);
-    const s = core.sqlite;
-    this.q = {
-      queuedFirst: s.query<QueuedRow, [string, number]>(
-        `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
-          ORDER BY priority_rank DESC, id ASC LIMIT ?`,
-      ),
-      queuedAfter: s.query<QueuedRow, [string, number, number, string, number]>(
-        `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
-          AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`,
-      ),
-      anyQueued: s.query<{ one: number }, [string]>("SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1"),
-    };
+  }
+
+  /** Runs a dispatcher program from an edge nobody answers (a timer, a listener): a failure is logged. */
+  background(what: string, program: Q<void>): Promise<void> {
+    return this.core.store.read(program).catch((err) => this.core.log.error(`${what} failed`, { error: String((err as Error)?.stack ?? err) }));
   }
 
   // --- connections -------------------------------------------------------------------------
 
-  add(conn: Conn): Conn | undefined {
-    const previous = this.conns.get(conn.workerId);
-    if (previous) this.remove(previous);
+  /** Adds a connection (the worker's previous one must have been removed). */
+  add(conn: Conn) {
     this.conns.set(conn.workerId, conn);
     let set = this.byOrg.get(conn.orgId);
     if (!set) this.byOrg.set(conn.orgId, (set = new Set()));
     set.add(conn);
-    return previous;
   }
 
-  /** Forgets a connection and re-offers what was offered to it. No-op for a replaced connection. */
-  remove(conn: Conn) {
-    if (this.conns.get(conn.workerId) !== conn) return;
+  /**
+   * Forgets a connection at once; the program returned re-offers what was offered to it (run it).
+   * No-op for a replaced connection.
+   */
+  remove(conn: Conn): Q<void> {
+    if (this.conns.get(conn.workerId) !== conn) return pure(undefined);
     this.conns.delete(conn.workerId);
     this.byOrg.get(conn.orgId)?.delete(conn);
     const voided = [...conn.offers].map((id) => this.offers.get(id)).filter((o): o is OfferState => !!o);
     for (const offer of voided) this.dropOffer(offer);
-    for (const offer of voided) this.offerTaskById(offer.taskId);
+    return this.offerTasksById(voided.map((o) => o.taskId));
   }
 
   isConnected(workerId: string): boolean {
@@ -162,8 +166,14 @@ export class Dispatcher {
 
   // --- offers ------------------------------------------------------------------------------
 
+  /** The org's queue may hold a task without an offer. */
+  private unoffered(orgId: string) {
+    this.allOffered.delete(orgId);
+    this.unofferedEpoch++;
+  }
+
   private dropOffer(offer: OfferState) {
-    this.allOffered.delete(offer.orgId);
+    this.unoffered(offer.orgId);
     clearTimeout(offer.timer);
     this.offers.delete(offer.offerId);
     if (this.offerByTask.get(offer.taskId) === offer) this.offerByTask.delete(offer.taskId);
@@ -213,21 +223,22 @@ export class Dispatcher {
 
   /** The org's queue may hold a task without an offer (a claim failed, a task was placed nowhere). */
   mayHaveUnoffered(orgId: string) {
-    this.allOffered.delete(orgId);
+    this.unoffered(orgId);
   }
 
   /**
    * The offer ran out, or the worker declined it: the task is offered elsewhere at once. After an
    * expiry the same worker may get it again if nobody else fits; a worker that declined gets no
    * offers for DECLINE_PAUSE_MS (no offer ping-pong with a worker that is full by its own count).
+   * The offer is dropped at once; the program returned offers the task elsewhere (run it).
    */
-  releaseOffer(offerId: string, workerId: string, declined = false) {
+  releaseOffer(offerId: string, workerId: string, declined = false): Q<void> {
     const offer = this.offers.get(offerId);
-    if (!offer || offer.workerId !== workerId) return;
+    if (!offer || offer.workerId !== workerId) return pure(undefined);
     this.dropOffer(offer);
     const conn = this.conns.get(workerId);
     if (declined && conn) conn.restUntil = Date.now() + DECLINE_PAUSE_MS;
-    this.offerTaskById(offer.taskId, workerId);
+    return this.offerTasksById([offer.taskId], workerId);
   }
 
   /** A task left the queue (claimed, paused, cancelled): its offer is void. */
@@ -245,7 +256,7 @@ export class Dispatcher {
       attempt: task.attempt + 1,
       workerId: conn.workerId,
       expiresAt: Date.now() + offerMs,
-      timer: setTimeout(guarded(this.core.log, "offer expiry", () => this.releaseOffer(offer.offerId, conn.workerId)), offerMs),
+      timer: setTimeout(() => void this.background("offer expiry", this.releaseOffer(offer.offerId, conn.workerId)), offerMs),
     };
     const message: Offer = { type: "offer", offerId: offer.offerId, taskId: task.id, attempt: offer.attempt, expiresAt: iso(offer.expiresAt) };
     this.offers.set(offer.offerId, offer);
@@ -261,14 +272,16 @@ export class Dispatcher {
   }
 
   /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
-  offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
+  *offerTask(task: QueuedRow, avoidWorkerId?: string): Q<boolean> {
     if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
     if (!candidates || candidates.size === 0 || this.budgets.over(task.project_id)) {
-      this.allOffered.delete(task.org_id);
+      this.unoffered(task.org_id);
       return false;
     }
-    const required = requiredLabels(this.core, task.project_id);
+    const required = yield* requiredLabels(this.core, task.project_id);
+    // Offered or claimed meanwhile (the labels may have been read from the database).
+    if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     let best: Conn | null = null;
     let fallback: Conn | null = null;
     for (const conn of candidates) {
@@ -282,33 +295,38 @@ export class Dispatcher {
     }
     const target = best ?? fallback;
     if (target && this.makeOffer(target, task)) return true;
-    this.allOffered.delete(task.org_id);
+    this.unoffered(task.org_id);
     return false;
   }
 
-  private offerTaskById(taskId: string, avoidWorkerId?: string) {
-    const row = this.core.sqlite
-      .query<QueuedRow & { status: string }, [string]>("SELECT id, org_id, project_id, attempt, priority_rank, agent, status FROM tasks WHERE id = ?")
-      .get(taskId);
-    if (row && row.status === "queued") this.offerTask(row, avoidWorkerId);
+  private *offerTasksById(taskIds: string[], avoidWorkerId?: string): Q<void> {
+    for (const taskId of taskIds) {
+      const row = yield* get<QueuedRow & { status: string }>(TASK, taskId);
+      if (row && row.status === "queued") yield* this.offerTask(row, avoidWorkerId);
+    }
   }
 
   /**
    * Fills a worker's free slots from its org's queue, highest priority and oldest first. Skipped
    * when every queued task of the org has an offer already, unless `force`.
    */
-  fill(conn: Conn, force = false) {
+  *fill(conn: Conn, force = false): Q<void> {
     if (!conn.active || this.free(conn) <= 0) return;
     if (!force && this.allOffered.has(conn.orgId)) return;
     const cache = new Map<string, string[]>();
-    let rows = this.q.queuedFirst.all(conn.orgId, 100);
+    const epoch = this.unofferedEpoch;
+    let rows = yield* all<QueuedRow>(QUEUED_FIRST, conn.orgId, 100);
     let scanned = 0;
     let unoffered = 0;
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
-        if (this.budgets.over(row.project_id) || !eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
+        const required = this.budgets.over(row.project_id) ? null : yield* requiredLabels(this.core, row.project_id, cache);
+        // The connection may have gone, or the task been offered, while the labels were read.
+        if (this.conns.get(conn.workerId) !== conn || this.free(conn) <= 0) return;
+        if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
+        if (!required || !eligible(conn, row, required)) {
           unoffered++;
           continue;
         }
@@ -317,29 +335,30 @@ export class Dispatcher {
       }
       if (rows.length < 100) {
         // The whole queue was seen: with nothing left unoffered, freed slots need no scan.
-        if (unoffered === 0) this.allOffered.add(conn.orgId);
+        if (unoffered === 0 && epoch === this.unofferedEpoch) this.allOffered.add(conn.orgId);
         return;
       }
       const last = rows[rows.length - 1];
-      rows = this.q.queuedAfter.all(conn.orgId, last.priority_rank, last.priority_rank, last.id, 100);
+      rows = yield* all<QueuedRow>(QUEUED_AFTER, conn.orgId, last.priority_rank, last.priority_rank, last.id, 100);
     }
-    if (rows.length === 0 && unoffered === 0 && scanned < SCAN_LIMIT) this.allOffered.add(conn.orgId);
+    if (rows.length === 0 && unoffered === 0 && scanned < SCAN_LIMIT && epoch === this.unofferedEpoch) this.allOffered.add(conn.orgId);
   }
 
   /** Safety net: every worker with a free slot gets a look at its org's queue (one probe per org). */
-  fillAll() {
-    for (const [orgId, conns] of this.byOrg) {
+  *fillAll(): Q<void> {
+    for (const [orgId, conns] of [...this.byOrg]) {
       let probed = false;
-      for (const conn of conns) {
+      for (const conn of [...conns]) {
         if (!conn.active || this.free(conn) <= 0) continue;
         if (!probed) {
-          if (!this.q.anyQueued.get(orgId)) {
-            this.allOffered.add(orgId);
+          const epoch = this.unofferedEpoch;
+          if (!(yield* get<{ one: number }>(ANY_QUEUED, orgId))) {
+            if (epoch === this.unofferedEpoch) this.allOffered.add(orgId);
             break;
           }
           probed = true;
         }
-        this.fill(conn, true);
+        yield* this.fill(conn, true);
       }
     }
   }
@@ -347,19 +366,19 @@ export class Dispatcher {
   // --- task changes --------------------------------------------------------------------------
 
   /** Keeps holdings and offers in step with a committed task change (listener of core "task.changed"). */
-  onTaskChanged(before: TaskRow | null, after: TaskRow) {
+  *onTaskChanged(before: TaskRow | null, after: TaskRow): Q<void> {
     const wasHeldBy = before && isHeld(before) ? before.worker_id : null;
     const heldBy = isHeld(after) ? after.worker_id : null;
     if (wasHeldBy && (wasHeldBy !== heldBy || before!.attempt !== after.attempt)) {
       const conn = this.conns.get(wasHeldBy);
       if (conn && conn.held.get(after.id) === before!.attempt) {
         conn.held.delete(after.id);
-        if (wasHeldBy !== heldBy) this.fill(conn);
+        if (wasHeldBy !== heldBy) yield* this.fill(conn);
       }
     }
     if (heldBy) this.conns.get(heldBy)?.held.set(after.id, after.attempt);
     if (after.status !== "queued") this.voidOfferFor(after.id);
-    else if (before?.status !== "queued" || before.attempt !== after.attempt) this.offerTask(after);
+    else if (before?.status !== "queued" || before.attempt !== after.attempt) yield* this.offerTask(after);
   }
 
   close() {

@@ -6,33 +6,28 @@ import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, type Conn } from "./dispatcher";
 import { dailyBudgetsOf } from "../usage/budgets";
 import { projectCached } from "../projects/cache";
+import { get, type Q } from "../../db/query";
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return { projectPolicy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?") };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const PROJECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
 
-/** The labels a project's tasks need (its policy.workerLabels); `cache` saves re-reading within one pass. */
-export function requiredLabels(core: Core, projectId: string, cache?: Map<string, string[]>): string[] {
-  const cached = cache?.get(projectId);
-  if (cached) return cached;
-  const labels =
-    projectCached(core, `labels:${projectId}`, () => {
-      const row = stmts(core).projectPolicy.get(projectId);
-      let labels: string[] = [];
-      if (row) {
-        try {
-          const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
-          if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
-        } catch {}
-      }
-      return labels;
-    }) ?? [];
+/** The labels a project's tasks need (its policy.workerLabels); `cache` saves re-reading within one pass. A cached project reads nothing. */
+export function* requiredLabels(core: Core, projectId: string, cache?: Map<string, string[]>): Q<string[]> {
+  const key = `labels:${projectId}`;
+  // projectCached with a null load only looks (misses are not cached).
+  const cached = cache?.get(projectId) ?? projectCached<string[]>(core, key, () => null);
+  if (cached) {
+    cache?.set(projectId, cached);
+    return cached;
+  }
+  const row = yield* get<{ policy: string }>(PROJECT_POLICY, projectId);
+  let labels: string[] = [];
+  if (row) {
+    try {
+      const policy = JSON.parse(row.policy) as { workerLabels?: unknown };
+      if (Array.isArray(policy.workerLabels)) labels = policy.workerLabels.filter((l): l is string => typeof l === "string");
+    } catch {}
+  }
+  projectCached(core, key, () => labels);
   cache?.set(projectId, labels);
   return labels;
 }

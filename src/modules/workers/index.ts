@@ -28,13 +28,8 @@ function wire(core: Core) {
   const presence = presenceOf(core);
   const dispatcher = presence.dispatcher;
   core.sockets.register(WORKER_SOCKET_PATH, workerSocket(core));
-  core.events.on("task.changed", (change) => {
-    try {
-      dispatcher.onTaskChanged(change.before, change.after);
-    } catch (err) {
-      core.log.error("dispatcher failed on a task change", { taskId: change.after.id, error: String((err as Error)?.stack ?? err) });
-    }
-  });
+  // On SQLite the dispatcher's programs run at once, inside the emit, as the change's other listeners.
+  core.events.on("task.changed", (change) => void dispatcher.background("dispatcher on a task change", dispatcher.onTaskChanged(change.before, change.after)));
   core.events.on("task.action", ({ change, action, input, reason }) => {
     const before = change.before;
     // Denying a budget question cancels the task: the worker stops the attempt rather than answer the agent.
@@ -43,15 +38,16 @@ function wire(core: Core) {
     // Resume reaches the worker only when the task went back to it; the rest only when it held the attempt.
     const holder = action === "resume" ? (isHeld(change.after) ? change.after.worker_id : null) : isHeld(before) ? before.worker_id : null;
     if (!holder) return;
-    dispatcher.mailbox.control(holder, before.id, before.attempt, control, {
+    const mail = dispatcher.mailbox.control(holder, before.id, before.attempt, control, {
       ...(input !== undefined ? { input } : {}),
       ...(reason !== undefined ? { reason } : action === "restart" ? { reason: "restarted" } : {}),
     });
+    void core.store.write(mail).catch((err) => core.log.error("keeping a control failed", { taskId: before.id, error: String((err as Error)?.stack ?? err) }));
   });
   core.events.on("project.policyChanged", ({ projectId }) => {
     // A raised (or removed) daily budget releases the project's queue at once.
     dailyBudgetsOf(core).forget(projectId);
-    dispatcher.fillAll();
+    void dispatcher.background("filling after a policy change", dispatcher.fillAll());
   });
   core.onClose.push(() => presence.close());
 }

@@ -18,38 +18,20 @@ import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
 import { projectCached } from "../projects/cache";
 import type { WorkerRow } from "./registry";
+import { all, get, type Q } from "../../db/query";
 
 /** Largest `data` of one worker event, serialised. */
 export const MAX_EVENT_BYTES = 256 * 1024;
 
 const staleLease = () => conflict("the lease is not the current attempt's: this write was not applied", { reason: "stale_lease" });
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    project: q.query<{ id: string; name: string; knowledge: string; policy: string }, [string]>(
-      "SELECT id, name, knowledge, policy FROM projects WHERE id = ?",
-    ),
-    repositories: q.query<{ id: string; url: string; name: string; branch: string; is_primary: number }, [string]>(
-      "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC",
-    ),
-    userOf: q.query<{ name: string; email: string }, [string]>("SELECT name, email FROM users WHERE id = ?"),
-    tokenOwner: q.query<{ name: string; email: string }, [string]>(
-      "SELECT u.name, u.email FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = ?",
-    ),
-    creatorOfTask: q.query<{ created_by_type: string; created_by_id: string }, [string]>("SELECT created_by_type, created_by_id FROM tasks WHERE id = ?"),
-    primaryRepository: q.query<{ id: string }, [string]>("SELECT id FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1"),
-    seenSeqs: q.query<{ worker_seq: number }, [string, number, number, number]>(
-      "SELECT worker_seq FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq BETWEEN ? AND ?",
-    ),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const PROJECT = "SELECT id, name, knowledge, policy FROM projects WHERE id = ?";
+const REPOSITORIES = "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC";
+const USER = "SELECT name, email FROM users WHERE id = ?";
+const TOKEN_OWNER = "SELECT u.name, u.email FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = ?";
+const CREATOR_OF_TASK = "SELECT created_by_type, created_by_id FROM tasks WHERE id = ?";
+const PRIMARY_REPOSITORY = "SELECT id FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1";
+const SEEN_SEQS = "SELECT worker_seq FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq BETWEEN ? AND ?";
 
 /** The worker as the actor of the events it causes (not of its log lines: the record names the attempt's worker). */
 export const workerActor = (worker: WorkerRow) => ({ type: "worker", id: worker.id }) as const;
@@ -58,15 +40,20 @@ function checkLease(row: TaskRow, worker: WorkerRow, leaseToken: string) {
   if (row.worker_id !== worker.id || !row.lease_token_hash || !constantTimeEqual(row.lease_token_hash, sha256Hex(leaseToken))) throw staleLease();
 }
 
-/** The project a claim carries. Cached (projects/cache.ts); each claim gets its own copy to serialise. */
-export function projectForWorker(core: Core, projectId: string): ClaimResult["project"] {
-  const json = projectCached(core, `claim:${projectId}`, () => {
-    const p = stmts(core).project.get(projectId)!;
-    const repositories: RepositoryInfo[] = stmts(core)
-      .repositories.all(projectId)
-      .map((r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }));
-    return JSON.stringify({ id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories });
-  })!;
+/** The project a claim carries. Cached (projects/cache.ts: a hit reads nothing); each claim gets its own copy to serialise. */
+export function* projectForWorker(core: Core, projectId: string): Q<ClaimResult["project"]> {
+  const key = `claim:${projectId}`;
+  // projectCached with a null load only looks (misses are not cached).
+  let json = projectCached<string>(core, key, () => null);
+  if (!json) {
+    const p = (yield* get<{ id: string; name: string; knowledge: string; policy: string }>(PROJECT, projectId))!;
+    const repositories: RepositoryInfo[] = (yield* all<{ id: string; url: string; name: string; branch: string; is_primary: number }>(REPOSITORIES, projectId)).map(
+      (r) => ({ id: r.id, url: r.url, name: r.name, branch: r.branch, primary: r.is_primary === 1 }),
+    );
+    const fresh = JSON.stringify({ id: p.id, name: p.name, knowledge: p.knowledge, policy: JSON.parse(p.policy) as Record<string, unknown>, repositories });
+    projectCached(core, key, () => fresh);
+    json = fresh;
+  }
   return JSON.parse(json) as ClaimResult["project"];
 }
 
@@ -74,14 +61,13 @@ export function projectForWorker(core: Core, projectId: string): ClaimResult["pr
  * The person behind a task, for the co-author line of its commit: the user, a token's owner, or
  * for a task a plan proposed, whoever made the plan. Integrations have no person.
  */
-function creatorOf(core: Core, type: string, id: string): { name: string; email: string } | null {
-  const s = stmts(core);
+function* creatorOf(_core: Core, type: string, id: string): Q<{ name: string; email: string } | null> {
   // plans propose plans: a few levels up at most, never a loop
   for (let depth = 0; depth < 5; depth++) {
-    const person = type === "user" ? s.userOf.get(id) : type === "token" ? s.tokenOwner.get(id) : null;
+    const person = type === "user" ? yield* get<{ name: string; email: string }>(USER, id) : type === "token" ? yield* get<{ name: string; email: string }>(TOKEN_OWNER, id) : null;
     if (person) return { name: person.name || person.email.split("@")[0]!, email: person.email };
     if (type !== "plan") return null;
-    const parent = s.creatorOfTask.get(id);
+    const parent = yield* get<{ created_by_type: string; created_by_id: string }>(CREATOR_OF_TASK, id);
     if (!parent) return null;
     ({ created_by_type: type, created_by_id: id } = parent);
   }
@@ -122,7 +108,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
     // The slot the offer held is free again, and the task may still be queued without an offer.
     dispatcher.mayHaveUnoffered(worker.org_id);
     const conn = dispatcher.conns.get(worker.id);
-    if (conn) dispatcher.fill(conn);
+    if (conn) await dispatcher.background("refill after a failed claim", dispatcher.fill(conn));
     throw err;
   }
   // Committed: the task left the queue (the change's listeners ran before this continuation).
@@ -130,7 +116,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
   dispatcher.storageWorks();
   core.metrics.claims.inc();
   const t = change.after;
-  const project = projectForWorker(core, t.project_id);
+  const { project, createdBy } = await core.store.read(claimDetails(core, t));
   return {
     attempt: t.attempt,
     leaseToken,
@@ -144,11 +130,15 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
       priority: t.priority,
       review: t.review ? (JSON.parse(t.review) as { base: string; head: string }) : null,
       agent: t.agent,
-      createdBy: creatorOf(core, t.created_by_type, t.created_by_id),
+      createdBy,
     },
     project,
     budget: taskBudget(core, t, project.policy, t.attempt),
   };
+}
+
+function* claimDetails(core: Core, t: TaskRow) {
+  return { project: yield* projectForWorker(core, t.project_id), createdBy: yield* creatorOf(core, t.created_by_type, t.created_by_id) };
 }
 
 function invalidTransition(from: TaskStatus, to: string) {
@@ -211,7 +201,7 @@ export async function transitionTask(core: Core, worker: WorkerRow, taskId: stri
   const changes = req.changes;
   const completedNow = change.before?.status !== "completed" && change.after.status === "completed";
   if (completedNow && changes?.pushed && changes.branch) {
-    const repository = stmts(core).primaryRepository.get(change.after.project_id);
+    const repository = await core.store.read(get<{ id: string }>(PRIMARY_REPOSITORY, change.after.project_id));
     if (repository)
       emitTaskCompletedWithBranch(
         {
@@ -231,7 +221,9 @@ export async function transitionTask(core: Core, worker: WorkerRow, taskId: stri
 
 /** The record of a budget question: what the task cost so far and the allowance it passed, as the server counts them. */
 function budgetNeeds(core: Core, row: TaskRow, message: string) {
-  const budget = taskBudget(core, row, JSON.parse(stmts(core).project.get(row.project_id)!.policy), row.attempt);
+  // Inside the group commit's transaction (tasks/batch.ts), which is synchronous.
+  const project = core.store.sync(get<{ policy: string }>(PROJECT, row.project_id))!;
+  const budget = taskBudget(core, row, JSON.parse(project.policy), row.attempt);
   const costUsd = taskUsage(core, row.id)?.costUsd ?? 0;
   return { kind: "budget", message, costUsd, allowanceUsd: budget?.allowanceUsd ?? null };
 }
@@ -264,7 +256,8 @@ export async function appendEvents(core: Core, worker: WorkerRow, taskId: string
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
     // The seqs of this attempt already written within the batch's range, in one read.
     const seen = new Set<number>();
-    if (req.events.length > 0) for (const r of stmts(core).seenSeqs.all(taskId, row.attempt, low, high)) seen.add(r.worker_seq);
+    // Inside the group commit's transaction (tasks/batch.ts), which is synchronous.
+    if (req.events.length > 0) for (const r of core.store.sync(all<{ worker_seq: number }>(SEEN_SEQS, taskId, row.attempt, low, high))) seen.add(r.worker_seq);
     const events: EventInput[] = [];
     for (const e of req.events) {
       if (seen.has(e.seq)) {

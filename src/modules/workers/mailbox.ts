@@ -1,63 +1,57 @@
 // Messages for one worker (controls, readiness requests): sent at once when it is connected and
 // has said hello, otherwise kept in the database (the last 100) and sent at its next hello. So a
 // person's answer to a worker that is away survives a restart of the server.
-import type { Database } from "bun:sqlite";
+import { all, pure, run, type Q } from "../../db/query";
 import type { Control, ControlAction, ServerMessage } from "../../protocol/messages";
 import type { Conn } from "./dispatcher";
 
 /** How many messages are kept for a worker that is away. */
 const KEEP = 100;
 
-export class Mailbox {
-  private readonly q;
-  private readonly keep: (workerId: string, message: string) => void;
+// Mail for a worker that no longer exists has nobody to reach: dropped, not an error.
+const PUT = "INSERT INTO worker_mail (worker_id, message, created_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)";
+const TRIM = "DELETE FROM worker_mail WHERE worker_id = ? AND id NOT IN (SELECT id FROM worker_mail WHERE worker_id = ? ORDER BY id DESC LIMIT ?)";
+// Taken in one statement: what a flush reads is gone, even if two hellos race.
+const TAKE = "DELETE FROM worker_mail WHERE worker_id = ? RETURNING id, message";
+const FORGET = "DELETE FROM worker_mail WHERE worker_id = ?";
 
+export class Mailbox {
   constructor(
-    sqlite: Database,
     private readonly connOf: (workerId: string) => Conn | undefined,
     private readonly send: (conn: Conn, message: ServerMessage) => boolean,
-  ) {
-    this.q = {
-      // Mail for a worker that no longer exists has nobody to reach: dropped, not an error.
-      put: sqlite.query<null, [string, string, string, string]>(
-        "INSERT INTO worker_mail (worker_id, message, created_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)",
-      ),
-      trim: sqlite.query<null, [string, string, number]>(
-        "DELETE FROM worker_mail WHERE worker_id = ? AND id NOT IN (SELECT id FROM worker_mail WHERE worker_id = ? ORDER BY id DESC LIMIT ?)",
-      ),
-      // Taken in one statement: what a flush reads is gone, even if two hellos race.
-      take: sqlite.query<{ id: number; message: string }, [string]>("DELETE FROM worker_mail WHERE worker_id = ? RETURNING id, message"),
-      forget: sqlite.query<null, [string]>("DELETE FROM worker_mail WHERE worker_id = ?"),
-    };
-    this.keep = sqlite.transaction((workerId: string, message: string) => {
-      this.q.put.run(workerId, message, new Date().toISOString(), workerId);
-      this.q.trim.run(workerId, workerId, KEEP);
-    });
-  }
+  ) {}
 
   /** Tells the worker holding an attempt to act on it; kept for delivery when it is away. */
-  control(workerId: string, taskId: string, attempt: number, action: ControlAction, extra: { input?: string; reason?: string } = {}) {
+  control(workerId: string, taskId: string, attempt: number, action: ControlAction, extra: { input?: string; reason?: string } = {}): Q<boolean> {
     const message: Control = { type: "control", taskId, attempt, action, ...extra };
-    this.deliver(workerId, message);
+    return this.deliver(workerId, message);
   }
 
-  /** Sends a message to a worker now (true), or at its next hello (false). */
-  deliver(workerId: string, message: ServerMessage): boolean {
+  /**
+   * Sends a message to a worker now (true), or keeps it for its next hello (false). The sending is
+   * done by the call; the program only keeps what could not be sent (run it in a write).
+   */
+  deliver(workerId: string, message: ServerMessage): Q<boolean> {
     const conn = this.connOf(workerId);
-    if (conn && conn.greeted && this.send(conn, message)) return true;
-    this.keep(workerId, JSON.stringify(message));
+    if (conn && conn.greeted && this.send(conn, message)) return pure(true);
+    return this.keep(workerId, JSON.stringify(message));
+  }
+
+  private *keep(workerId: string, message: string): Q<boolean> {
+    yield* run(PUT, workerId, message, new Date().toISOString(), workerId);
+    yield* run(TRIM, workerId, workerId, KEEP);
     return false;
   }
 
   /** After a hello: what waited for this worker goes out, in order. */
-  flush(conn: Conn) {
-    const rows = this.q.take.all(conn.workerId);
+  *flush(conn: Conn): Q<void> {
+    const rows = yield* all<{ id: number; message: string }>(TAKE, conn.workerId);
     rows.sort((a, b) => a.id - b.id);
     for (const row of rows) this.send(conn, JSON.parse(row.message) as ServerMessage);
   }
 
   /** A revoked worker's mail is dropped. */
-  forget(workerId: string) {
-    this.q.forget.run(workerId);
+  *forget(workerId: string): Q<void> {
+    yield* run(FORGET, workerId);
   }
 }

@@ -11,13 +11,13 @@ const tags = ["workers"];
 export default (core: Core) =>
   new Elysia({ name: "workers-org", seed: core.instanceId })
     .use(authPlugin(core))
-    .get("/orgs/:orgId/workers", ({ orgId, query }) => listWorkers(core, orgId, query), {
+    .get("/orgs/:orgId/workers", ({ orgId, query }) => core.store.read(listWorkers(core, orgId, query)), {
       permission: "member",
       query: PageQuery,
       response: { 200: WorkerPage, ...errors },
       detail: { summary: "List workers with status, tools, agents and providers, newest first", tags },
     })
-    .get("/orgs/:orgId/workers/:workerId", ({ orgId, params }) => getWorker(core, orgId, params.workerId), {
+    .get("/orgs/:orgId/workers/:workerId", ({ orgId, params }) => core.store.read(getWorker(core, orgId, params.workerId)), {
       permission: "member",
       params: WorkerParams,
       response: { 200: WorkerRecord, ...errors },

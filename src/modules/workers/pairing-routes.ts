@@ -14,9 +14,9 @@ const tags = ["workers"];
 const responses = { 200: PairingView, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
 
 export default (core: Core) => {
-  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => GrantRow | null) =>
-    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], () => {
-      const grant = find();
+  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => Promise<GrantRow | null> | GrantRow | null) =>
+    countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], async () => {
+      const grant = await find();
       if (!grant) throw notFound("pairing code");
       return pairingView(grant);
     });
@@ -29,7 +29,7 @@ export default (core: Core) => {
       response: responses,
       detail: { summary: "Describe a pending pairing (name, hostname, labels, when, from which address)", tags },
     })
-    .post("/pairing/approve", (ctx) => decide(ctx, () => approvePairing(core, ctx.principal.userId, ctx.body.userCode, ctx.body.orgId)), {
+    .post("/pairing/approve", (ctx) => decide(ctx, () => core.store.read(approvePairing(core, ctx.principal.userId, ctx.body.userCode, ctx.body.orgId))), {
       auth: "session",
       body: ApprovePairingBody,
       response: { ...responses, 400: ErrorBody },

@@ -11,6 +11,7 @@ import { createGrant, decideGrant, findPendingGrant, grantView, pollError, pollG
 import { can, type Role } from "../orgs/roles";
 import type { PairRequest, PairResult, PairStarted } from "../../protocol/requests";
 import { createWorker } from "./registry";
+import { get, type Q } from "../../db/query";
 
 export const PAIRING_PERMISSION = "task.create" as const;
 
@@ -21,18 +22,8 @@ export const PAIRING_PERMISSION = "task.create" as const;
  */
 export const PAIRING_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 };
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return {
-    role: core.sqlite.query<{ role: Role }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?"),
-    requireApproval: core.sqlite.query<{ require_worker_approval: number }, [string]>("SELECT require_worker_approval FROM orgs WHERE id = ?"),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const ROLE = "SELECT role FROM memberships WHERE org_id = ? AND user_id = ?";
+const REQUIRE_APPROVAL = "SELECT require_worker_approval FROM orgs WHERE id = ?";
 
 export function startPairing(core: Core, req: PairRequest, requestIp: string | null): PairStarted {
   const g = core.store.syncWrite(createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS));
@@ -47,30 +38,27 @@ export function startPairing(core: Core, req: PairRequest, requestIp: string | n
   };
 }
 
-/** One poll. The approved grant and the new worker commit together, so a credential is never lost half-way. */
-export function pollPairing(core: Core, deviceCode: string): PairResult {
-  // Errors are returned, not thrown, inside the transaction: a pending poll must still commit its lastPolledAt.
-  const outcome = core.sqlite
-    .transaction((): PairResult | ApiError => {
-      const result = core.store.sync(pollGrant(core, "pairing", deviceCode));
-      if (result.status !== "approved") return pollError(result);
-      const g = result.grant;
-      const org = stmts(core).requireApproval.get(g.orgId!);
-      if (!org) return pollError({ status: "expired" });
-      const { worker, credential } = createWorker(core, {
-        orgId: g.orgId!,
-        name: g.workerName ?? g.hostname ?? "worker",
-        hostname: g.hostname ?? "",
-        labels: g.labels ?? [],
-        approved: org.require_worker_approval === 0,
-        pairedBy: g.decidedBy!,
-        pairedFromIp: g.requestIp,
-      });
-      return { credential, workerId: worker.id, orgId: worker.org_id };
-    })
-    .immediate();
-  if (outcome instanceof ApiError) throw outcome;
-  return outcome;
+/**
+ * One poll, run in a write: the approved grant and the new worker commit together, so a credential
+ * is never lost half-way. Errors are returned, not thrown (the caller throws them after the
+ * commit): a pending poll must still commit its lastPolledAt.
+ */
+export function* pollPairing(core: Core, deviceCode: string): Q<PairResult | ApiError> {
+  const result = yield* pollGrant(core, "pairing", deviceCode);
+  if (result.status !== "approved") return pollError(result);
+  const g = result.grant;
+  const org = yield* get<{ require_worker_approval: number }>(REQUIRE_APPROVAL, g.orgId!);
+  if (!org) return pollError({ status: "expired" });
+  const { worker, credential } = yield* createWorker(core, {
+    orgId: g.orgId!,
+    name: g.workerName ?? g.hostname ?? "worker",
+    hostname: g.hostname ?? "",
+    labels: g.labels ?? [],
+    approved: org.require_worker_approval === 0,
+    pairedBy: g.decidedBy!,
+    pairedFromIp: g.requestIp,
+  });
+  return { credential, workerId: worker.id, orgId: worker.org_id };
 }
 
 export function pairingView(g: GrantRow) {
@@ -83,8 +71,8 @@ export function describePairing(core: Core, userCode: string): GrantRow | null {
 }
 
 /** Approves a pending pairing into an org where the caller may create work; null when the code is unknown. */
-export function approvePairing(core: Core, userId: string, userCode: string, orgId: string): GrantRow | null {
-  const role = stmts(core).role.get(orgId, userId)?.role;
+export function* approvePairing(core: Core, userId: string, userCode: string, orgId: string): Q<GrantRow | null> {
+  const role = (yield* get<{ role: Role }>(ROLE, orgId, userId))?.role;
   if (!role) throw new ApiError(404, "not_found", "organization not found");
   if (!can(role, PAIRING_PERMISSION)) throw forbidden(`your role (${role}) cannot pair workers into this organization`);
   return core.store.sync(decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId }));

@@ -1,63 +1,70 @@
 // Who is online: hello and heartbeats on the worker socket, the resynchronisation of a worker
 // that reconnects, and the monitor that finds silent workers and gives up their attempts.
 import type { Core } from "../../server/core";
-import { guarded } from "../../server/core";
 import { iso } from "../../lib/time";
 import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
-import { failInterruptedReadinessRuns, failReadinessRuns, loseAttempts } from "./recovery";
-import { forgetWorkers, getWorkerRow, toWorkerRecord, workerStatements } from "./registry";
+import { failInterruptedReadinessRuns, failReadinessRuns, giveUpAttempts, loseAttempts, publishLost } from "./recovery";
+import { forgetWorkers, getWorkerRow, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
+import { all, get, type Q } from "../../db/query";
+import type { TaskChange } from "../tasks/store";
 import { pendingClones } from "./clones";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
 const MISSED_HEARTBEATS = 2;
 
+type HeldRow = Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">;
+const HELD_ROWS = "SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+const TASK = "SELECT id, attempt, status, worker_id FROM tasks WHERE id = ?";
+const HOLDERS = "SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+
+// The socket's handlers and the monitor's tick are the edges: each runs its programs through
+// core.store. A worker's messages reach them one at a time, in order (socket.ts chains them).
 export class Presence {
   /** Workers whose socket is gone but who may still hold attempts: workerId -> last heard (ms). */
   readonly departed = new Map<string, number>();
   private readonly missing = new Map<string, Map<string, number>>();
   private readonly timer: ReturnType<typeof setInterval>;
   private lastFlush = 0;
-  private readonly q;
+  /** A tick still running (its queries awaited): the next one is skipped rather than run alongside. */
+  private ticking = false;
   readonly dispatcher: Dispatcher;
 
   constructor(private readonly core: Core) {
     this.dispatcher = dispatcherOf(core);
-    this.q = {
-      heldRows: core.sqlite.query<Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">, [string]>(
-        "SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval')",
-      ),
-      task: core.sqlite.query<Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">, [string]>("SELECT id, attempt, status, worker_id FROM tasks WHERE id = ?"),
-      holders: core.sqlite.query<{ worker_id: string }, []>(
-        "SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')",
-      ),
-    };
-    // After a server restart every holder gets the full offline timeout to come back.
-    const now = Date.now();
-    for (const { worker_id } of this.q.holders.all()) this.departed.set(worker_id, now);
-    failInterruptedReadinessRuns(core);
+    void core.store.write(this.recover(Date.now())).catch((err) => core.log.error("worker presence start failed", { error: String((err as Error)?.stack ?? err) }));
     const { offlineMs } = core.config.workerTimeouts;
-    this.timer = setInterval(guarded(core.log, "worker presence check", () => this.tick()), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
+    this.timer = setInterval(() => void this.tick(), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
   }
 
-  opened(conn: Conn) {
-    const previous = this.dispatcher.add(conn);
+  /** After a server restart every holder gets the full offline timeout to come back. */
+  private *recover(now: number): Q<void> {
+    for (const { worker_id } of yield* all<{ worker_id: string }>(HOLDERS)) if (!this.dispatcher.isConnected(worker_id)) this.departed.set(worker_id, now);
+    yield* failInterruptedReadinessRuns(this.core);
+  }
+
+  async opened(conn: Conn) {
+    const previous = this.dispatcher.conns.get(conn.workerId);
+    const reoffer = previous ? this.dispatcher.remove(previous) : null;
+    this.dispatcher.add(conn);
     if (previous) previous.ws.close(CLOSE.replaced, "replaced by a newer connection");
     this.departed.delete(conn.workerId);
+    if (reoffer) await this.core.store.read(reoffer);
   }
 
-  closed(conn: Conn) {
+  async closed(conn: Conn) {
     if (this.dispatcher.conns.get(conn.workerId) !== conn) return;
-    this.dispatcher.remove(conn);
+    const reoffer = this.dispatcher.remove(conn);
     this.missing.delete(conn.workerId);
-    workerStatements(this.core).seen.run(iso(conn.lastSeen), conn.workerId);
-    forgetWorkers(this.core);
     this.departed.set(conn.workerId, conn.lastSeen);
-    this.publish(conn.orgId, conn.workerId);
+    await this.core.store.read(reoffer);
+    await this.core.store.read(recordLastSeen(this.core, conn.workerId, iso(conn.lastSeen)));
+    forgetWorkers(this.core);
+    await this.publish(conn.orgId, conn.workerId);
   }
 
-  hello(conn: Conn, hello: Hello) {
+  async hello(conn: Conn, hello: Hello) {
     if (hello.protocol !== PROTOCOL_VERSION) {
       conn.ws.send(JSON.stringify({ type: "error", code: "unsupported_version", message: `this server speaks worker protocol ${PROTOCOL_VERSION}` }));
       conn.ws.close(CLOSE.unsupportedVersion, "unsupported protocol version");
@@ -67,13 +74,10 @@ export class Presence {
     conn.lastSeen = now;
     conn.capacity = hello.capacity;
     conn.agents = new Set(hello.agents.map((a) => a.name));
-    workerStatements(this.core).hello.run(
-      JSON.stringify(hello.tools), JSON.stringify(hello.agents), JSON.stringify(hello.providers), hello.version, hello.capacity, iso(now), iso(now), conn.workerId,
-    );
+    const row = await this.core.store.write(this.greet(conn, hello, iso(now)));
     forgetWorkers(this.core);
-    const row = getWorkerRow(this.core, conn.orgId, conn.workerId);
     if (!row || row.revoked_at) return void conn.ws.close(CLOSE.revoked, "revoked");
-    this.resync(conn, hello.running ?? []);
+    if (row.lost.length > 0) await loseAttempts(this.core, conn.workerId, "the worker reconnected without it", row.lost);
     conn.greeted = true;
     conn.active = row.approved_at !== null;
     this.dispatcher.send(conn, {
@@ -84,40 +88,57 @@ export class Presence {
       status: conn.active ? "active" : "pending_approval",
       heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
     });
-    this.dispatcher.mailbox.flush(conn);
-    for (const clone of pendingClones(this.core, conn.workerId)) this.dispatcher.send(conn, clone);
-    this.dispatcher.fill(conn);
-    this.publish(conn.orgId, conn.workerId);
+    await this.core.store.read(this.dispatcher.mailbox.flush(conn));
+    for (const clone of await this.core.store.read(pendingClones(this.core, conn.workerId))) this.dispatcher.send(conn, clone);
+    await this.core.store.read(this.dispatcher.fill(conn));
+    await this.publish(conn.orgId, conn.workerId);
   }
 
-  /** After a reconnect: matching leases continue, attempts it no longer runs are lost, stale ones are stopped. */
-  private resync(conn: Conn, running: RunningAttempt[]) {
+  /** Records the hello and resynchronises; the worker's row with the attempts it lost (to give up after), or null. */
+  private *greet(conn: Conn, hello: Hello, at: string): Q<(WorkerRow & { lost: string[] }) | null> {
+    yield* recordHello(this.core, conn.workerId, hello, at);
+    const row = yield* getWorkerRow(this.core, conn.orgId, conn.workerId);
+    if (!row || row.revoked_at) return null;
+    return { ...row, lost: yield* this.resync(conn, hello.running ?? []) };
+  }
+
+  /**
+   * After a reconnect: matching leases continue, stale ones are stopped; returns the attempts it
+   * no longer runs (lost). Its controls wait in the mailbox for the flush after the welcome.
+   */
+  private *resync(conn: Conn, running: RunningAttempt[]): Q<string[]> {
     const reported = new Map(running.map((r) => [r.taskId, r.attempt]));
     const lost: string[] = [];
     conn.held.clear();
-    for (const row of this.q.heldRows.all(conn.workerId)) {
+    for (const row of yield* all<HeldRow>(HELD_ROWS, conn.workerId)) {
       if (reported.get(row.id) !== row.attempt) lost.push(row.id);
       else {
         conn.held.set(row.id, row.attempt);
         // Paused while the worker was away (the control may have been lost with a server restart).
-        if (row.status === "paused") this.dispatcher.mailbox.control(conn.workerId, row.id, row.attempt, "pause");
+        if (row.status === "paused") yield* this.dispatcher.mailbox.control(conn.workerId, row.id, row.attempt, "pause");
       }
     }
     for (const [taskId, attempt] of reported) {
-      if (conn.held.get(taskId) !== attempt) this.dispatcher.mailbox.control(conn.workerId, taskId, attempt, "cancel", { reason: "this attempt is no longer current" });
+      if (conn.held.get(taskId) !== attempt) yield* this.dispatcher.mailbox.control(conn.workerId, taskId, attempt, "cancel", { reason: "this attempt is no longer current" });
     }
-    if (lost.length > 0) loseAttempts(this.core, conn.workerId, "the worker reconnected without it", lost);
+    return lost;
   }
 
-  heartbeat(conn: Conn, beat: Heartbeat) {
+  async heartbeat(conn: Conn, beat: Heartbeat) {
     conn.lastSeen = Date.now();
+    const lost = await this.core.store.read(this.beat(conn, beat));
+    if (lost.length > 0) await loseAttempts(this.core, conn.workerId, "the worker no longer reports it", lost);
+  }
+
+  /** Takes in a heartbeat (reads, and mail only if a control cannot be sent); returns the held attempts the worker stopped reporting (lost). */
+  private *beat(conn: Conn, beat: Heartbeat): Q<string[]> {
     const reported = new Set<string>();
     for (const r of beat.running) {
       reported.add(r.taskId);
       if (conn.held.get(r.taskId) === r.attempt) continue;
-      const row = this.q.task.get(r.taskId);
-      if (row && row.worker_id === conn.workerId && row.attempt === r.attempt && isHeld(row as TaskRow)) conn.held.set(r.taskId, r.attempt);
-      else this.dispatcher.mailbox.control(conn.workerId, r.taskId, r.attempt, "cancel", { reason: "this attempt is no longer current" });
+      const row = yield* get<HeldRow>(TASK, r.taskId);
+      if (row && row.worker_id === conn.workerId && row.attempt === r.attempt && isHeld(row)) conn.held.set(r.taskId, r.attempt);
+      else yield* this.dispatcher.mailbox.control(conn.workerId, r.taskId, r.attempt, "cancel", { reason: "this attempt is no longer current" });
     }
     // A held attempt the worker stopped mentioning is gone (after a grace of heartbeats: a fresh claim may not be listed yet).
     const misses = this.missing.get(conn.workerId) ?? new Map<string, number>();
@@ -135,24 +156,24 @@ export class Presence {
     for (const taskId of misses.keys()) if (!conn.held.has(taskId)) misses.delete(taskId);
     if (misses.size > 0) this.missing.set(conn.workerId, misses);
     else this.missing.delete(conn.workerId);
-    if (lost.length > 0) loseAttempts(this.core, conn.workerId, "the worker no longer reports it", lost);
+    return lost;
   }
 
-  /** Revocation: the socket is closed at once and the attempts go back to the queue. */
-  revoke(workerId: string) {
+  /**
+   * Revocation, after its commit (which gave up the attempts: `lost`): the socket is closed at once
+   * and the attempts go back to the queue.
+   */
+  async revoked(workerId: string, lost: TaskChange[]) {
     const conn = this.dispatcher.conns.get(workerId);
-    if (conn) {
-      this.dispatcher.remove(conn);
-      conn.ws.close(CLOSE.revoked, "the worker was revoked");
-    }
+    const reoffer = conn ? this.dispatcher.remove(conn) : null;
+    conn?.ws.close(CLOSE.revoked, "the worker was revoked");
     this.departed.delete(workerId);
-    this.dispatcher.mailbox.forget(workerId);
-    loseAttempts(this.core, workerId, "the worker was revoked");
-    failReadinessRuns(this.core, workerId, "the worker was revoked");
+    publishLost(this.core, lost);
+    if (reoffer) await this.core.store.read(reoffer);
   }
 
   /** Approval or new labels/policy: the connection picks them up and looks at the queue. */
-  refresh(workerId: string, update: Partial<Pick<Conn, "labels" | "projects">> & { approved?: boolean }) {
+  async refresh(workerId: string, update: Partial<Pick<Conn, "labels" | "projects">> & { approved?: boolean }) {
     const conn = this.dispatcher.conns.get(workerId);
     if (!conn) return;
     if (update.labels) conn.labels = update.labels;
@@ -168,7 +189,7 @@ export class Presence {
         heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
       });
     }
-    this.dispatcher.fill(conn);
+    await this.core.store.read(this.dispatcher.fill(conn));
   }
 
   lastSeenOf(workerId: string): string | null {
@@ -176,46 +197,67 @@ export class Presence {
     return conn && conn.lastSeen > 0 ? iso(conn.lastSeen) : null;
   }
 
-  publish(orgId: string, workerId: string) {
-    const row = getWorkerRow(this.core, orgId, workerId);
-    if (!row) return;
-    const worker = toWorkerRecord(this.core, row, { connected: this.dispatcher.isConnected(workerId), lastSeenAt: this.lastSeenOf(workerId) });
-    this.core.hub.publish(`org:${orgId}`, JSON.stringify({ type: "worker.updated", orgId, worker }));
+  /** The worker's record as the API shows it, with what only this server knows (connected, last seen). */
+  *record(row: WorkerRow): Q<WorkerRecord> {
+    return yield* toWorkerRecord(this.core, row, { connected: this.dispatcher.isConnected(row.id), lastSeenAt: this.lastSeenOf(row.id) });
   }
 
-  tick() {
+  async publish(orgId: string, workerId: string) {
+    const presence = this;
+    const worker = await this.core.store.read(
+      (function* () {
+        const row = yield* getWorkerRow(presence.core, orgId, workerId);
+        return row ? yield* presence.record(row) : null;
+      })(),
+    );
+    if (worker) this.core.hub.publish(`org:${orgId}`, JSON.stringify({ type: "worker.updated", orgId, worker }));
+  }
+
+  async tick() {
+    if (this.ticking) return;
+    this.ticking = true;
     try {
       const now = Date.now();
       const { offlineMs } = this.core.config.workerTimeouts;
       for (const conn of [...this.dispatcher.conns.values()]) {
         if (now - conn.lastSeen > offlineMs) {
-          this.closed(conn);
+          const closed = this.closed(conn);
           conn.ws.close(CLOSE.silent, "silent for too long");
+          await closed;
         }
       }
       for (const [workerId, lastSeen] of [...this.departed]) {
         if (now - lastSeen <= offlineMs) continue;
         this.departed.delete(workerId);
         const reason = `the worker was offline for more than ${Math.round(offlineMs / 1000)} s`;
-        loseAttempts(this.core, workerId, reason);
-        failReadinessRuns(this.core, workerId, reason);
+        publishLost(this.core, await this.core.store.write(this.giveUp(workerId, reason)));
       }
-      this.dispatcher.fillAll();
-      if (now - this.lastFlush > 5000) this.flushLastSeen(now);
+      await this.core.store.read(this.dispatcher.fillAll());
+      if (now - this.lastFlush > 5000) await this.flushLastSeen(now);
     } catch (err) {
       this.core.log.error("worker monitor failed", { error: String((err as Error)?.stack ?? err) });
+    } finally {
+      this.ticking = false;
     }
   }
 
-  private flushLastSeen(now: number) {
+  /** A worker gone for good: its attempts and readiness runs are given up together. */
+  private *giveUp(workerId: string, reason: string): Q<TaskChange[]> {
+    yield* failReadinessRuns(this.core, workerId, reason);
+    return yield* giveUpAttempts(this.core, workerId, reason);
+  }
+
+  private async flushLastSeen(now: number) {
     this.lastFlush = now;
-    const seen = workerStatements(this.core).seen;
-    const conns = [...this.dispatcher.conns.values()].filter((c) => c.lastSeen > 0);
-    if (conns.length === 0) return;
-    this.core.sqlite.transaction(() => {
-      for (const c of conns) seen.run(iso(c.lastSeen), c.workerId);
-    })();
-    forgetWorkers(this.core);
+    const seen = [...this.dispatcher.conns.values()].filter((c) => c.lastSeen > 0).map((c) => [c.workerId, iso(c.lastSeen)] as const);
+    if (seen.length === 0) return;
+    const core = this.core;
+    await core.store.write(
+      (function* () {
+        for (const [workerId, at] of seen) yield* recordLastSeen(core, workerId, at);
+      })(),
+    );
+    forgetWorkers(core);
   }
 
   close() {

@@ -6,7 +6,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { Project } from "../projects/model";
 import { cloneStatuses, requestClone } from "./clones";
-import { acceptDiscoveredSafely, dismissDiscovered, listDiscovered } from "./discovered";
+import { acceptDiscovered, dismissDiscovered, listDiscovered } from "./discovered";
 import { latestReadiness, requestReadiness } from "./readiness";
 import {
   AcceptBody,
@@ -32,7 +32,7 @@ export default (core: Core) =>
     .use(authPlugin(core))
     .post(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clone",
-      ({ orgId, params, body, status }) => status(202, requestClone(core, orgId, params.projectId, params.repositoryId, body.workerIds)),
+      async ({ orgId, params, body, status }) => status(202, await core.store.write(requestClone(core, orgId, params.projectId, params.repositoryId, body.workerIds))),
       {
         permission: "project.update",
         params: RepositoryParams,
@@ -47,7 +47,7 @@ export default (core: Core) =>
     )
     .get(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clones",
-      ({ orgId, params }) => ({ items: cloneStatuses(core, orgId, params.projectId, params.repositoryId) }),
+      async ({ orgId, params }) => ({ items: await core.store.read(cloneStatuses(core, orgId, params.projectId, params.repositoryId)) }),
       {
         permission: "member",
         params: RepositoryParams,
@@ -57,7 +57,7 @@ export default (core: Core) =>
     )
     .post(
       "/orgs/:orgId/projects/:projectId/readiness",
-      ({ orgId, params, body, actor, status }) => status(202, requestReadiness(core, orgId, params.projectId, body?.workerId, actor)),
+      async ({ orgId, params, body, actor, status }) => status(202, await core.store.write(requestReadiness(core, orgId, params.projectId, body?.workerId, actor))),
       {
         permission: "project.update",
         params: ProjectParams,
@@ -72,13 +72,13 @@ export default (core: Core) =>
         },
       },
     )
-    .get("/orgs/:orgId/projects/:projectId/readiness", ({ orgId, params }) => latestReadiness(core, orgId, params.projectId), {
+    .get("/orgs/:orgId/projects/:projectId/readiness", ({ orgId, params }) => core.store.read(latestReadiness(core, orgId, params.projectId)), {
       permission: "member",
       params: ProjectParams,
       response: { 200: ReadinessRun, ...errors },
       detail: { summary: "The latest readiness run: status, score, checks and a report", tags },
     })
-    .get("/orgs/:orgId/discovered", ({ orgId, query }) => listDiscovered(core, orgId, query), {
+    .get("/orgs/:orgId/discovered", ({ orgId, query }) => core.store.read(listDiscovered(core, orgId, query)), {
       permission: "member",
       query: PageQuery,
       response: { 200: DiscoveredPage, ...errors },
@@ -88,7 +88,7 @@ export default (core: Core) =>
         tags,
       },
     })
-    .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscoveredSafely(core, orgId, body.ids, body.projectId), {
+    .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscovered(core, orgId, body.ids, body.projectId), {
       permission: "project.create",
       body: AcceptBody,
       response: { 200: t.Object({ projects: t.Array(Project) }), ...errors, 409: ErrorBody },
@@ -98,7 +98,7 @@ export default (core: Core) =>
         tags,
       },
     })
-    .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => dismissDiscovered(core, orgId, body.ids), {
+    .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => core.store.write(dismissDiscovered(core, orgId, body.ids)), {
       permission: "project.update",
       body: DismissBody,
       response: { 200: t.Object({ dismissed: t.Array(t.String()) }), ...errors, 409: ErrorBody },

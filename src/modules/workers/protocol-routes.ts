@@ -27,6 +27,7 @@ import { ErrorBody, ReadinessRun, WorkerRecord, errors } from "./model";
 import { pollPairing, startPairing } from "./pairing";
 import { workerRecord } from "./service";
 import { workerAuthPlugin } from "./worker-auth";
+import { ApiError } from "../../server/errors";
 
 const tags = ["worker protocol"];
 const TaskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) });
@@ -45,7 +46,11 @@ export default (core: Core) =>
         tags,
       },
     })
-    .post("/worker/pair/poll", ({ body }) => pollPairing(core, body.deviceCode), {
+    .post("/worker/pair/poll", async ({ body }) => {
+      const outcome = await core.store.write(pollPairing(core, body.deviceCode));
+      if (outcome instanceof ApiError) throw outcome;
+      return outcome;
+    }, {
       body: PairPoll,
       response: { 200: PairResult, 400: ErrorBody },
       detail: {
@@ -56,7 +61,7 @@ export default (core: Core) =>
         tags,
       },
     })
-    .get("/worker/me", ({ worker }) => workerRecord(core, worker), {
+    .get("/worker/me", ({ worker }) => core.store.read(workerRecord(core, worker)), {
       worker: true,
       response: { 200: WorkerRecord, 401: ErrorBody },
       detail: { summary: "The calling worker's own record", tags },
@@ -130,20 +135,20 @@ export default (core: Core) =>
         },
       },
     )
-    .post("/worker/repos", ({ worker, body }) => reportRepos(core, worker, body), {
+    .post("/worker/repos", ({ worker, body }) => core.store.write(reportRepos(core, worker, body)), {
       worker: true,
       body: ReposReport,
       response: { 200: t.Object({ known: t.Integer(), discovered: t.Integer() }), 400: ErrorBody, 401: ErrorBody },
       detail: { summary: "Report the git repositories in the workspace (the full list)", tags },
     })
-    .post("/worker/clones/:repositoryId", ({ worker, params, body }) => reportClone(core, worker, params.repositoryId, body), {
+    .post("/worker/clones/:repositoryId", ({ worker, params, body }) => core.store.write(reportClone(core, worker, params.repositoryId, body)), {
       worker: true,
       params: t.Object({ repositoryId: t.String({ minLength: 1, maxLength: 64 }) }),
       body: CloneReport,
       response: { 200: t.Object({ status: t.String() }), ...errors },
       detail: { summary: "Report the result of a clone", tags },
     })
-    .post("/worker/readiness/:runId", ({ worker, params, body }) => reportReadiness(core, worker, params.runId, body), {
+    .post("/worker/readiness/:runId", ({ worker, params, body }) => core.store.write(reportReadiness(core, worker, params.runId, body)), {
       worker: true,
       params: t.Object({ runId: t.String({ minLength: 1, maxLength: 64 }) }),
       body: ReadinessReport,

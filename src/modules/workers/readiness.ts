@@ -9,6 +9,7 @@ import type { ReadinessReport } from "../../protocol/requests";
 import type { Actor } from "../auth/principal";
 import { presenceOf } from "./presence";
 import type { WorkerRow } from "./registry";
+import { all, get, run } from "../../db/query";
 
 /** How long the repository's test command may run during a readiness check. */
 export const READINESS_TEST_TIMEOUT_MS = 300_000;
@@ -29,35 +30,16 @@ interface RunRow {
   finished_at: string | null;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    project: q.query<{ id: string; archived: number }, [string, string]>("SELECT id, archived FROM projects WHERE id = ? AND org_id = ?"),
-    primary: q.query<{ id: string; url: string; name: string; branch: string }, [string]>(
-      "SELECT id, url, name, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1",
-    ),
-    holders: q.query<{ worker_id: string }, [string]>(
-      `SELECT wr.worker_id FROM worker_repositories wr JOIN workers w ON w.id = wr.worker_id
-        WHERE wr.repository_id = ? AND wr.status = 'cloned' AND w.revoked_at IS NULL AND w.approved_at IS NOT NULL ORDER BY wr.updated_at DESC`,
-    ),
-    worker: q.query<{ id: string; revoked_at: string | null; approved_at: string | null }, [string, string]>(
-      "SELECT id, revoked_at, approved_at FROM workers WHERE id = ? AND org_id = ?",
-    ),
-    insert: q.query(
-      `INSERT INTO readiness_runs (id, org_id, project_id, repository_id, worker_id, status, requested_by, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
-    ),
-    latest: q.query<RunRow, [string]>("SELECT * FROM readiness_runs WHERE project_id = ? ORDER BY id DESC LIMIT 1"),
-    byId: q.query<RunRow, [string]>("SELECT * FROM readiness_runs WHERE id = ?"),
-    update: q.query("UPDATE readiness_runs SET status = ?, score = ?, checks = ?, report = ?, error = ?, updated_at = ?, finished_at = ? WHERE id = ?"),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const PROJECT = "SELECT id, archived FROM projects WHERE id = ? AND org_id = ?";
+const PRIMARY = `SELECT id, url, name, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1`;
+const HOLDERS = `SELECT wr.worker_id FROM worker_repositories wr JOIN workers w ON w.id = wr.worker_id
+  WHERE wr.repository_id = ? AND wr.status = 'cloned' AND w.revoked_at IS NULL AND w.approved_at IS NOT NULL ORDER BY wr.updated_at DESC`;
+const WORKER = "SELECT id, revoked_at, approved_at FROM workers WHERE id = ? AND org_id = ?";
+const INSERT = `INSERT INTO readiness_runs (id, org_id, project_id, repository_id, worker_id, status, requested_by, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`;
+const LATEST = "SELECT * FROM readiness_runs WHERE project_id = ? ORDER BY id DESC LIMIT 1";
+const BY_ID = "SELECT * FROM readiness_runs WHERE id = ?";
+const UPDATE = "UPDATE readiness_runs SET status = ?, score = ?, checks = ?, report = ?, error = ?, updated_at = ?, finished_at = ? WHERE id = ?";
 
 export function readinessView(r: RunRow) {
   return {
@@ -75,17 +57,20 @@ export function readinessView(r: RunRow) {
   };
 }
 
-export function requestReadiness(core: Core, orgId: string, projectId: string, workerId: string | undefined, actor: Actor) {
-  const s = stmts(core);
-  const project = s.project.get(projectId, orgId);
+/**
+ * Asks a worker for a run (run in a write: a worker's report of it, also a write, comes after the
+ * commit even when the request reaches it first).
+ */
+export function* requestReadiness(core: Core, orgId: string, projectId: string, workerId: string | undefined, actor: Actor) {
+  const project = yield* get<{ id: string; archived: number }>(PROJECT, projectId, orgId);
   if (!project) throw notFound("project");
-  const repo = s.primary.get(projectId);
+  const repo = yield* get<{ id: string; url: string; name: string; branch: string }>(PRIMARY, projectId);
   if (!repo) throw conflict("the project has no repository to assess");
   const dispatcher = presenceOf(core).dispatcher;
-  const holders = s.holders.all(repo.id).map((h) => h.worker_id);
+  const holders = (yield* all<{ worker_id: string }>(HOLDERS, repo.id)).map((h) => h.worker_id);
   let chosen: string;
   if (workerId) {
-    const w = s.worker.get(workerId, orgId);
+    const w = yield* get<{ id: string }>(WORKER, workerId, orgId);
     if (!w) throw invalid("workerId does not name a worker of this organization", [{ field: "workerId", message: "unknown worker" }]);
     if (!holders.includes(workerId)) throw conflict("that worker does not have the project; clone its repository there first", { workerId });
     // A run left waiting for a worker that may never return would stay queued for good.
@@ -102,7 +87,7 @@ export function requestReadiness(core: Core, orgId: string, projectId: string, w
   }
   const runId = newId("rdy");
   const now = iso();
-  s.insert.run(runId, orgId, projectId, repo.id, chosen, JSON.stringify(actor), now, now);
+  yield* run(INSERT, runId, orgId, projectId, repo.id, chosen, JSON.stringify(actor), now, now);
   const message: ReadinessRequest = {
     type: "readiness",
     runId,
@@ -113,30 +98,29 @@ export function requestReadiness(core: Core, orgId: string, projectId: string, w
     name: repo.name,
     testTimeoutMs: READINESS_TEST_TIMEOUT_MS,
   };
-  dispatcher.mailbox.deliver(chosen, message);
+  yield* dispatcher.mailbox.deliver(chosen, message);
   return { runId, workerId: chosen, status: "queued" as const };
 }
 
-export function latestReadiness(core: Core, orgId: string, projectId: string) {
-  const s = stmts(core);
-  if (!s.project.get(projectId, orgId)) throw notFound("project");
-  const run = s.latest.get(projectId);
-  if (!run) throw notFound("readiness run");
-  return readinessView(run);
+export function* latestReadiness(_core: Core, orgId: string, projectId: string) {
+  if (!(yield* get(PROJECT, projectId, orgId))) throw notFound("project");
+  const latest = yield* get<RunRow>(LATEST, projectId);
+  if (!latest) throw notFound("readiness run");
+  return readinessView(latest);
 }
 
-/** The worker running it reports progress and the result; a finished run does not change again. */
-export function reportReadiness(core: Core, worker: WorkerRow, runId: string, report: ReadinessReport) {
-  const s = stmts(core);
-  const run = s.byId.get(runId);
-  if (!run || run.worker_id !== worker.id) throw notFound("readiness run");
-  if (run.status === "completed" || run.status === "failed") throw conflict(`the run is already ${run.status}`);
+/** The worker running it reports progress and the result (run in a write); a finished run does not change again. */
+export function* reportReadiness(_core: Core, worker: WorkerRow, runId: string, report: ReadinessReport) {
+  const current = yield* get<RunRow>(BY_ID, runId);
+  if (!current || current.worker_id !== worker.id) throw notFound("readiness run");
+  if (current.status === "completed" || current.status === "failed") throw conflict(`the run is already ${current.status}`);
   if (report.status === "completed" && (report.score === undefined || !report.checks || report.report === undefined)) {
     throw invalid("a completed run reports score, checks and report", [{ field: "score", message: "required with status completed" }]);
   }
   const now = iso();
   const finished = report.status !== "running";
-  s.update.run(
+  yield* run(
+    UPDATE,
     report.status,
     report.score ?? null,
     report.checks ? JSON.stringify(report.checks) : null,
@@ -146,5 +130,5 @@ export function reportReadiness(core: Core, worker: WorkerRow, runId: string, re
     finished ? now : null,
     runId,
   );
-  return readinessView(s.byId.get(runId)!);
+  return readinessView((yield* get<RunRow>(BY_ID, runId))!);
 }

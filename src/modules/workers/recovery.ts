@@ -7,6 +7,7 @@ import type { TaskRow } from "../tasks/record";
 import { publishChanges, txChangeTask, type EventInput, type TaskChange, type TaskPatch } from "../tasks/store";
 import { isHeld } from "./dispatcher";
 import { heldTaskIds } from "./registry";
+import { run, type Q } from "../../db/query";
 
 export const MAX_ATTEMPTS = 3;
 
@@ -37,31 +38,41 @@ function decideLoss(row: TaskRow, workerId: string, reason: string): { patch?: T
   };
 }
 
-/** Gives up the attempts a worker holds (all of them, or only those in `taskIds`). */
-export function loseAttempts(core: Core, workerId: string, reason: string, taskIds?: string[]): TaskChange[] {
-  const ids = taskIds ?? heldTaskIds(core, workerId);
-  if (ids.length === 0) return [];
-  const changes = core.sqlite
-    .transaction(() => ids.map((id) => txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason))))
-    .immediate()
-    .filter((c) => c.events.length > 0);
+/**
+ * Gives up the attempts a worker holds (all of them, or only those in `taskIds`), in the caller's
+ * write transaction. The changes are the caller's to publish after the commit (publishLost).
+ */
+export function* giveUpAttempts(core: Core, workerId: string, reason: string, taskIds?: string[]): Q<TaskChange[]> {
+  const ids = taskIds ?? (yield* heldTaskIds(core, workerId));
+  return ids.map((id) => txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason))).filter((c) => c.events.length > 0);
+}
+
+/** After the commit of giveUpAttempts: counted, and published to pages and listeners (the dispatcher re-offers). */
+export function publishLost(core: Core, changes: TaskChange[]) {
+  if (changes.length === 0) return;
   core.metrics.attemptsLost.inc(changes.length);
   publishChanges(core, changes);
+}
+
+/** giveUpAttempts in its own write transaction, published after it. */
+export async function loseAttempts(core: Core, workerId: string, reason: string, taskIds?: string[]): Promise<TaskChange[]> {
+  if (taskIds?.length === 0) return [];
+  const changes = await core.store.write(giveUpAttempts(core, workerId, reason, taskIds));
+  publishLost(core, changes);
   return changes;
 }
 
+const FAIL_RUNS_OF = "UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE worker_id = ? AND status IN ('queued', 'running')";
+const FAIL_UNFINISHED_RUNS = "UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE status IN ('queued', 'running')";
+
 /** Readiness runs waiting on a worker that is gone will not finish: they fail with the reason. */
-export function failReadinessRuns(core: Core, workerId: string, reason: string) {
+export function* failReadinessRuns(_core: Core, workerId: string, reason: string): Q<void> {
   const now = iso();
-  core.sqlite
-    .query("UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE worker_id = ? AND status IN ('queued', 'running')")
-    .run(reason, now, now, workerId);
+  yield* run(FAIL_RUNS_OF, reason, now, now, workerId);
 }
 
 /** At startup: unfinished runs lost their request with the previous process (it lived in memory); they fail, to be asked again. */
-export function failInterruptedReadinessRuns(core: Core) {
+export function* failInterruptedReadinessRuns(_core: Core): Q<void> {
   const now = iso();
-  core.sqlite
-    .query("UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE status IN ('queued', 'running')")
-    .run("the server restarted before the run finished; ask again", now, now);
+  yield* run(FAIL_UNFINISHED_RUNS, "the server restarted before the run finished; ask again", now, now);
 }

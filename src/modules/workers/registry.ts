@@ -6,6 +6,8 @@ import { iso } from "../../lib/time";
 import { isWellFormedToken, newChecksummedToken, sha256Hex } from "../../lib/tokens";
 import type { AgentInfo, ToolInfo } from "../../db/schema";
 import { RowCache } from "../../db/cache";
+import { all, get, run, type Q } from "../../db/query";
+import type { Hello } from "../../protocol/messages";
 
 export interface WorkerRow {
   id: string;
@@ -37,30 +39,13 @@ export interface WorkerPolicy {
 
 export type WorkerStatus = "online" | "offline" | "pending_approval" | "revoked";
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    byCredential: q.query<WorkerRow, [string]>("SELECT * FROM workers WHERE credential_hash = ?"),
-    byId: q.query<WorkerRow, [string]>("SELECT * FROM workers WHERE id = ?"),
-    insert: q.query(
-      `INSERT INTO workers (id, org_id, name, hostname, labels, policy, credential_hash, approved_at, approved_by, paired_by, paired_from_ip, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    held: q.query<{ id: string }, [string]>(
-      "SELECT id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval') ORDER BY id",
-    ),
-    hello: q.query(
-      "UPDATE workers SET tools = ?, agents = ?, providers = ?, version = ?, capacity = ?, last_seen_at = ?, updated_at = ? WHERE id = ?",
-    ),
-    seen: q.query("UPDATE workers SET last_seen_at = ? WHERE id = ?"),
-  };
-}
-export function workerStatements(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const BY_CREDENTIAL = "SELECT * FROM workers WHERE credential_hash = ?";
+const BY_ID = "SELECT * FROM workers WHERE id = ?";
+const INSERT = `INSERT INTO workers (id, org_id, name, hostname, labels, policy, credential_hash, approved_at, approved_by, paired_by, paired_from_ip, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?)`;
+const HELD = "SELECT id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval') ORDER BY id";
+const HELLO = "UPDATE workers SET tools = ?, agents = ?, providers = ?, version = ?, capacity = ?, last_seen_at = ?, updated_at = ? WHERE id = ?";
+const SEEN = "UPDATE workers SET last_seen_at = ? WHERE id = ?";
 
 export interface NewWorker {
   orgId: string;
@@ -73,21 +58,30 @@ export interface NewWorker {
 }
 
 /** Creates a worker and its credential; the credential is returned once and stored hashed. */
-export function createWorker(core: Core, w: NewWorker): { worker: WorkerRow; credential: string } {
+export function* createWorker(_core: Core, w: NewWorker): Q<{ worker: WorkerRow; credential: string }> {
   const credential = newChecksummedToken("aow_");
   const id = newId("wkr");
   const now = iso();
-  workerStatements(core).insert.run(
+  yield* run(
+    INSERT,
     id, w.orgId, w.name, w.hostname, JSON.stringify(w.labels), sha256Hex(credential),
     w.approved ? now : null, w.approved ? w.pairedBy : null, w.pairedBy, w.pairedFromIp, now, now,
   );
-  return { worker: workerStatements(core).byId.get(id)!, credential };
+  return { worker: (yield* get<WorkerRow>(BY_ID, id))!, credential };
 }
 
-const credentialCaches = new WeakMap<Core, RowCache<WorkerRow>>();
+/**
+ * The credential cache. `generation` moves at every forgetWorkers: a row read while a write went by
+ * (PostgreSQL reads are not atomic with the request) may be stale and is not cached.
+ */
+interface Credentials {
+  rows: RowCache<WorkerRow>;
+  generation: number;
+}
+const credentialCaches = new WeakMap<Core, Credentials>();
 function credentialCache(core: Core) {
   let c = credentialCaches.get(core);
-  if (!c) credentialCaches.set(core, (c = new RowCache<WorkerRow>(core.sqlite)));
+  if (!c) credentialCaches.set(core, (c = { rows: new RowCache<WorkerRow>(core.sqlite), generation: 0 }));
   return c;
 }
 
@@ -96,14 +90,25 @@ function credentialCache(core: Core) {
  * last seen), so the next request reads the row afresh: a revoked credential is refused at once.
  */
 export function forgetWorkers(core: Core) {
-  credentialCaches.get(core)?.clear();
+  const c = credentialCaches.get(core);
+  if (!c) return;
+  c.rows.clear();
+  c.generation++;
 }
 
 /** The worker a credential names. 401 for anything malformed, unknown or revoked (no database read for garbage). */
-export function workerByCredential(core: Core, credential: string | null | undefined): WorkerRow {
+export function* workerByCredential(core: Core, credential: string | null | undefined): Q<WorkerRow> {
   if (!credential || !isWellFormedToken(credential, "aow_")) throw unauthorized("the worker credential is missing or malformed");
   const hash = sha256Hex(credential);
-  const row = credentialCache(core).get(hash, () => workerStatements(core).byCredential.get(hash));
+  const cache = credentialCache(core);
+  // A hit reads nothing (misses are not cached, so a null load only looks).
+  let row = cache.rows.get(hash, () => null);
+  if (!row) {
+    const generation = cache.generation;
+    const read = yield* get<WorkerRow>(BY_CREDENTIAL, hash);
+    row = read ?? null;
+    if (read && generation === cache.generation) cache.rows.get(hash, () => read);
+  }
   if (!row) throw unauthorized("the worker credential is unknown");
   if (row.revoked_at) throw unauthorized("the worker credential was revoked");
   return row;
@@ -116,13 +121,22 @@ export function bearerOf(header: string | null | undefined): string | null {
   return m ? m[1] : null;
 }
 
-export function getWorkerRow(core: Core, orgId: string, workerId: string): WorkerRow | null {
-  const row = workerStatements(core).byId.get(workerId);
+export function* getWorkerRow(_core: Core, orgId: string, workerId: string): Q<WorkerRow | null> {
+  const row = yield* get<WorkerRow>(BY_ID, workerId);
   return row && row.org_id === orgId ? row : null;
 }
 
-export function heldTaskIds(core: Core, workerId: string): string[] {
-  return workerStatements(core).held.all(workerId).map((r) => r.id);
+export function* heldTaskIds(_core: Core, workerId: string): Q<string[]> {
+  return (yield* all<{ id: string }>(HELD, workerId)).map((r) => r.id);
+}
+
+/** What a hello tells of the worker: its tools, agents, providers, version and capacity. */
+export function* recordHello(_core: Core, workerId: string, hello: Pick<Hello, "tools" | "agents" | "providers" | "version" | "capacity">, at: string): Q<void> {
+  yield* run(HELLO, JSON.stringify(hello.tools), JSON.stringify(hello.agents), JSON.stringify(hello.providers), hello.version, hello.capacity, at, at, workerId);
+}
+
+export function* recordLastSeen(_core: Core, workerId: string, at: string): Q<void> {
+  yield* run(SEEN, at, workerId);
 }
 
 export const parseLabels = (row: WorkerRow): string[] => JSON.parse(row.labels) as string[];
@@ -135,7 +149,8 @@ export function statusOf(row: WorkerRow, connected: boolean): WorkerStatus {
 }
 
 /** The worker record of the API (SPEC §7). `live` is what only the running server knows. */
-export function toWorkerRecord(core: Core, row: WorkerRow, live: { connected: boolean; lastSeenAt: string | null }) {
+export function* toWorkerRecord(core: Core, row: WorkerRow, live: { connected: boolean; lastSeenAt: string | null }) {
+  const runningTaskIds = row.revoked_at ? [] : yield* heldTaskIds(core, row.id);
   return {
     id: row.id,
     orgId: row.org_id,
@@ -150,11 +165,11 @@ export function toWorkerRecord(core: Core, row: WorkerRow, live: { connected: bo
     version: row.version,
     capacity: row.capacity,
     lastSeenAt: live.lastSeenAt ?? row.last_seen_at,
-    runningTaskIds: row.revoked_at ? [] : heldTaskIds(core, row.id),
+    runningTaskIds,
     approvedAt: row.approved_at,
     revokedAt: row.revoked_at,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
 }
-export type WorkerRecord = ReturnType<typeof toWorkerRecord>;
+export type WorkerRecord = ReturnType<typeof toWorkerRecord> extends Q<infer R> ? R : never;

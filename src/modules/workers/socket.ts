@@ -17,15 +17,27 @@ const MAX_MESSAGE_BYTES = 256 * 1024;
 /** Malformed messages tolerated per connection before it is closed. */
 const GARBAGE_LIMIT = 20;
 
-type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; garbage: number };
+/**
+ * `queue`: the socket's handlers, one after another. They await the database, so each is chained
+ * after the previous: a worker's messages are handled in the order they came (hello before its
+ * first heartbeat, the close after both).
+ */
+type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; garbage: number; queue: Promise<void> };
 
 export function workerSocket(core: Core): SocketHandler {
   const presence = presenceOf(core);
+  const serially = (data: WorkerSocketData, what: string, handle: (conn: Conn) => Promise<void>) => {
+    const conn = data.conn;
+    if (!conn) return;
+    data.queue = data.queue
+      .then(() => handle(conn))
+      .catch((err) => core.log.error(`worker ${what} failed`, { workerId: conn.workerId, error: String((err as Error)?.stack ?? err) }));
+  };
   return {
-    upgrade(request) {
+    async upgrade(request) {
       try {
-        const worker = workerByCredential(core, bearerOf(request.headers.get("authorization")));
-        return { workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0 };
+        const worker = await core.store.read(workerByCredential(core, bearerOf(request.headers.get("authorization"))));
+        return { workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
       } catch (err) {
         if (err instanceof ApiError) return errorResponse(err);
         throw err;
@@ -50,7 +62,7 @@ export function workerSocket(core: Core): SocketHandler {
         restUntil: 0,
       };
       data.conn = conn;
-      presence.opened(conn);
+      serially(data, "connection", () => presence.opened(conn));
     },
     message(ws: Socket, raw: string | Buffer) {
       const data = ws.data as unknown as WorkerSocketData;
@@ -69,24 +81,23 @@ export function workerSocket(core: Core): SocketHandler {
         if (data.garbage >= GARBAGE_LIMIT) ws.close(CLOSE.garbage, "too many malformed messages");
         return;
       }
-      try {
+      // Heard now, whatever waits in the queue before it: a greeted worker is alive.
+      if (message.type !== "hello" && conn.greeted) conn.lastSeen = Date.now();
+      serially(data, `${message.type} message`, async () => {
         switch (message.type) {
           case "hello":
             return presence.hello(conn, message);
           case "heartbeat":
+            // Checked in turn: a hello just before it has been handled by now.
             if (!conn.greeted) return void ws.send(JSON.stringify({ type: "error", code: "hello_first", message: "send hello first" }));
             return presence.heartbeat(conn, message);
           case "decline":
-            conn.lastSeen = Date.now();
-            return presence.dispatcher.releaseOffer(message.offerId, conn.workerId, true);
+            return core.store.read(presence.dispatcher.releaseOffer(message.offerId, conn.workerId, true));
         }
-      } catch (err) {
-        core.log.error("worker message failed", { workerId: conn.workerId, type: message.type, error: String((err as Error)?.stack ?? err) });
-      }
+      });
     },
     close(ws: Socket) {
-      const conn = (ws.data as unknown as WorkerSocketData).conn;
-      if (conn) presence.closed(conn);
+      serially(ws.data as unknown as WorkerSocketData, "disconnection", (conn) => presence.closed(conn));
     },
   };
 }

@@ -18,7 +18,7 @@ function build(core: Core) {
     .macro({
       worker: (_enabled: true) => ({
         detail: { security: [{ worker: [] }] },
-        resolve: credentialCheck(({ headers }: CheckContext) => ({ worker: workerByCredential(core, bearerOf(headers.authorization)) })),
+        resolve: credentialCheck(async ({ headers }: CheckContext) => ({ worker: await core.store.read(workerByCredential(core, bearerOf(headers.authorization))) })),
       }),
     })
     .as("global");
