@@ -79,8 +79,8 @@ export class Relay {
   private timerDue = Infinity;
   private stopped = false;
   private recovered = false;
-  /** A pass under way, and whether a wake came meanwhile (passes never overlap: slots are counted in memory). */
-  private passing = false;
+  /** The pass under way, and whether a wake came meanwhile (passes never overlap: slots are counted in memory). */
+  private passing: Promise<void> | null = null;
   private again = false;
   private readonly inFlight = new Map<string, { targetId: string; controller: AbortController; done: Promise<void> }>();
 
@@ -100,6 +100,8 @@ export class Relay {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // A pass may be claiming rows: let it launch them, so that they are interrupted below like the rest.
+    await this.passing;
     for (const { controller } of this.inFlight.values()) controller.abort();
     await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
   }
@@ -122,11 +124,10 @@ export class Relay {
       this.again = true;
       return;
     }
-    this.passing = true;
-    this.tick()
+    this.passing = this.tick()
       .catch((err) => this.core.log.error("callback relay pass failed", { error: String(err) }))
       .finally(() => {
-        this.passing = false;
+        this.passing = null;
         if (this.again) {
           this.again = false;
           this.wake();
