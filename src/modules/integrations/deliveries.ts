@@ -7,6 +7,8 @@ import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 import { all, get, run, type Q } from "../../db/query";
 import type { DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
 import { DELIVERY_TRIES_KEPT } from "./relay";
+import { getIntegration } from "./service";
+import { pluginId } from "./plugins";
 
 /** Tries shown with each delivery of a list; the delivery itself shows all that are kept. */
 export const RECENT_TRIES_LISTED = 5;
@@ -95,12 +97,23 @@ const ONE = `SELECT ${COLUMNS} FROM deliveries WHERE id = ? AND org_id = ? AND t
 const ONE_WITH_BODY = `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
 const REDELIVER = "UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ?";
 
+/** Whose delivery log: an integration of the org, or the org's completion webhook. */
+export type LogOwner = { integrationId: string } | "completion_webhook";
+
+/** The target id of the owner's deliveries, once the owner is known to be the org's (404 otherwise). */
+function* targetOf(core: Core, orgId: string, owner: LogOwner): Q<string> {
+  if (owner === "completion_webhook") return yield* pluginId(core, orgId);
+  yield* getIntegration(core, orgId, owner.integrationId);
+  return owner.integrationId;
+}
+
 function deliveriesAfter(orgId: string, targetId: string, after: string[] | null, n: number): Q<DeliveryRow[]> {
   return after ? all<DeliveryRow>(NEXT_PAGE, orgId, targetId, after[0], n) : all<DeliveryRow>(FIRST_PAGE, orgId, targetId, n);
 }
 
 /** Deliveries to one target of the org, newest first. */
-export function* listDeliveries(core: Core, orgId: string, targetId: string, q: PageQuery): Q<Page<DeliveryRecord>> {
+export function* listDeliveries(core: Core, orgId: string, owner: LogOwner, q: PageQuery): Q<Page<DeliveryRecord>> {
+  const targetId = yield* targetOf(core, orgId, owner);
   // pageOf is synchronous until it becomes a program (orgs/paging.ts): its fetch runs on SQLite now.
   const page = pageOf(q, 1, (after, n) => core.store.sync(deliveriesAfter(orgId, targetId, after, n)), (row) => [row.id], (row) => row);
   const tries = yield* triesOf(page.items.map((row) => row.id), RECENT_TRIES_LISTED);
@@ -108,7 +121,8 @@ export function* listDeliveries(core: Core, orgId: string, targetId: string, q: 
 }
 
 /** One delivery of the target with its kept tries (the last 20) and the body it sends. */
-export function* getDelivery(orgId: string, targetId: string, deliveryId: string): Q<DeliveryDetail> {
+export function* getDelivery(core: Core, orgId: string, owner: LogOwner, deliveryId: string): Q<DeliveryDetail> {
+  const targetId = yield* targetOf(core, orgId, owner);
   const row = yield* get<DeliveryRow & { payload: string }>(ONE_WITH_BODY, deliveryId, orgId, targetId);
   if (!row) throw notFound("delivery");
   const tries = (yield* triesOf([row.id], DELIVERY_TRIES_KEPT)).get(row.id)!;
@@ -116,7 +130,8 @@ export function* getDelivery(orgId: string, targetId: string, deliveryId: string
 }
 
 /** Sends a delivery again, now, with the same id and body; a fresh round of retries follows if it fails. Run it in a write. */
-export function* redeliver(orgId: string, targetId: string, deliveryId: string): Q<DeliveryRecord> {
+export function* redeliver(core: Core, orgId: string, owner: LogOwner, deliveryId: string): Q<DeliveryRecord> {
+  const targetId = yield* targetOf(core, orgId, owner);
   const row = yield* get<DeliveryRow>(ONE, deliveryId, orgId, targetId);
   if (!row) throw notFound("delivery");
   if (row.status === "delivering") throw new ApiError(409, "conflict", "the delivery is being sent right now");

@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { createIntegration, deleteIntegration, getIntegration, listIntegrations, rotateIntegrationSecret, updateIntegration } from "./service";
-import { deletePlugin, getPlugin, pluginId, putPlugin, rotatePluginSecret } from "./plugins";
+import { deletePlugin, getPlugin, putPlugin, rotatePluginSecret } from "./plugins";
 import { getDelivery, listDeliveries, redeliver } from "./deliveries";
 import { relayOf } from "./relay";
 import {
@@ -80,13 +80,7 @@ export const manageRoutes = (core: Core) =>
     )
     .get(
       "/orgs/:orgId/integrations/:id/deliveries",
-      ({ orgId, params, query }) =>
-        core.store.read(
-          (function* () {
-            yield* getIntegration(core, orgId, params.id);
-            return yield* listDeliveries(core, orgId, params.id, query);
-          })(),
-        ),
+      ({ orgId, params, query }) => core.store.read(listDeliveries(core, orgId, { integrationId: params.id }, query)),
       {
         permission: "settings.manage",
         params: IntegrationParams,
@@ -97,13 +91,7 @@ export const manageRoutes = (core: Core) =>
     )
     .get(
       "/orgs/:orgId/integrations/:id/deliveries/:deliveryId",
-      ({ orgId, params }) =>
-        core.store.read(
-          (function* () {
-            yield* getIntegration(core, orgId, params.id);
-            return yield* getDelivery(orgId, params.id, params.deliveryId);
-          })(),
-        ),
+      ({ orgId, params }) => core.store.read(getDelivery(core, orgId, { integrationId: params.id }, params.deliveryId)),
       {
         permission: "settings.manage",
         params: DeliveryParams,
@@ -118,12 +106,7 @@ export const manageRoutes = (core: Core) =>
     .post(
       "/orgs/:orgId/integrations/:id/deliveries/:deliveryId/redeliver",
       async ({ orgId, params, status }) => {
-        const record = await core.store.write(
-          (function* () {
-            yield* getIntegration(core, orgId, params.id);
-            return yield* redeliver(orgId, params.id, params.deliveryId);
-          })(),
-        );
+        const record = await core.store.write(redeliver(core, orgId, { integrationId: params.id }, params.deliveryId));
         relayOf(core)?.wake();
         return status(202, record);
       },
@@ -173,26 +156,14 @@ export const manageRoutes = (core: Core) =>
       response: { 200: PluginWithSecret, ...errorAnswers(401, 403, 404) },
       detail: { summary: "New secret for the completion webhook, in this answer only", tags },
     })
-    .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) =>
-        core.store.read(
-          (function* () {
-            return yield* listDeliveries(core, orgId, yield* pluginId(core, orgId), query);
-          })(),
-        ),
-      {
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => core.store.read(listDeliveries(core, orgId, "completion_webhook", query)), {
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
       response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Delivery log of the completion webhook, newest first, each with its last 5 tries", tags },
     })
-    .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) =>
-        core.store.read(
-          (function* () {
-            return yield* getDelivery(orgId, yield* pluginId(core, orgId), params.deliveryId);
-          })(),
-        ),
-      {
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) => core.store.read(getDelivery(core, orgId, "completion_webhook", params.deliveryId)), {
       permission: "settings.manage",
       params: PluginDeliveryParams,
       response: { 200: DeliveryDetail, ...errorAnswers(401, 403, 404) },
@@ -201,11 +172,7 @@ export const manageRoutes = (core: Core) =>
     .post(
       "/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId/redeliver",
       async ({ orgId, params, status }) => {
-        const record = await core.store.write(
-          (function* () {
-            return yield* redeliver(orgId, yield* pluginId(core, orgId), params.deliveryId);
-          })(),
-        );
+        const record = await core.store.write(redeliver(core, orgId, "completion_webhook", params.deliveryId));
         relayOf(core)?.wake();
         return status(202, record);
       },
