@@ -95,7 +95,8 @@ const FIRST_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND targe
 const NEXT_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`;
 const ONE = `SELECT ${COLUMNS} FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
 const ONE_WITH_BODY = `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
-const REDELIVER = "UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ?";
+// Never a row in flight: its try's result would overwrite the new round.
+const REDELIVER = "UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ? AND status <> 'delivering'";
 
 /** Whose delivery log: an integration of the org, or the org's completion webhook. */
 export type LogOwner = { integrationId: string } | "completion_webhook";
@@ -134,8 +135,7 @@ export function* redeliver(core: Core, orgId: string, owner: LogOwner, deliveryI
   const targetId = yield* targetOf(core, orgId, owner);
   const row = yield* get<DeliveryRow>(ONE, deliveryId, orgId, targetId);
   if (!row) throw notFound("delivery");
-  if (row.status === "delivering") throw new ApiError(409, "conflict", "the delivery is being sent right now");
-  yield* run(REDELIVER, Date.now(), iso(), deliveryId);
+  if ((yield* run(REDELIVER, Date.now(), iso(), deliveryId)).changes === 0) throw new ApiError(409, "conflict", "the delivery is being sent right now");
   const again = (yield* get<DeliveryRow>(ONE, deliveryId, orgId, targetId))!;
   return toRecord(again, (yield* triesOf([deliveryId], RECENT_TRIES_LISTED)).get(deliveryId)!);
 }
