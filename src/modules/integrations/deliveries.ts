@@ -3,10 +3,12 @@
 import type { Core } from "../../server/core";
 import { ApiError, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
-import { pageOf, type PageQuery } from "../orgs/paging";
-import { pure } from "../../db/query";
+import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { all, get, run, type Q } from "../../db/query";
 import type { DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
 import { DELIVERY_TRIES_KEPT } from "./relay";
+import { getIntegration } from "./service";
+import { pluginId } from "./plugins";
 
 /** Tries shown with each delivery of a list; the delivery itself shows all that are kept. */
 export const RECENT_TRIES_LISTED = 5;
@@ -53,18 +55,17 @@ const toTry = (row: TryRow): DeliveryTry => ({
   latencyMs: row.latency_ms,
 });
 
+// The newest tries of each delivery named (a JSON list of ids), at most the second parameter each.
+const TRIES = `SELECT ${TRY_COLUMNS} FROM (
+    SELECT ${TRY_COLUMNS}, row_number() OVER (PARTITION BY delivery_id ORDER BY attempt DESC) AS n
+      FROM delivery_tries WHERE delivery_id IN (SELECT value FROM json_each(?))) AS ranked
+  WHERE n <= ? ORDER BY delivery_id, attempt DESC`;
+
 /** The newest `perDelivery` tries of each delivery named, newest first. */
-function triesOf(core: Core, deliveryIds: string[], perDelivery: number): Map<string, DeliveryTry[]> {
+function* triesOf(deliveryIds: string[], perDelivery: number): Q<Map<string, DeliveryTry[]>> {
   const byDelivery = new Map<string, DeliveryTry[]>(deliveryIds.map((id) => [id, []]));
   if (deliveryIds.length === 0) return byDelivery;
-  const rows = core.sqlite
-    .query<TryRow, [string, number]>(
-      `SELECT ${TRY_COLUMNS} FROM (
-         SELECT ${TRY_COLUMNS}, row_number() OVER (PARTITION BY delivery_id ORDER BY attempt DESC) AS n
-           FROM delivery_tries WHERE delivery_id IN (SELECT value FROM json_each(?1)))
-        WHERE n <= ?2 ORDER BY delivery_id, attempt DESC`,
-    )
-    .all(JSON.stringify(deliveryIds), perDelivery);
+  const rows = yield* all<TryRow>(TRIES, JSON.stringify(deliveryIds), perDelivery);
   for (const row of rows) byDelivery.get(row.delivery_id)?.push(toTry(row));
   return byDelivery;
 }
@@ -90,49 +91,50 @@ function toRecord(row: DeliveryRow, recentTries: DeliveryTry[]): DeliveryRecord 
   };
 }
 
+const FIRST_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? ORDER BY id DESC LIMIT ?`;
+const NEXT_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`;
+const ONE = `SELECT ${COLUMNS} FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
+const ONE_WITH_BODY = `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
+// Never a row in flight: its try's result would overwrite the new round.
+const REDELIVER = "UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ? AND status <> 'delivering'";
+
+/** Whose delivery log: an integration of the org, or the org's completion webhook. */
+export type LogOwner = { integrationId: string } | "completion_webhook";
+
+/** The target id of the owner's deliveries, once the owner is known to be the org's (404 otherwise). */
+function* targetOf(core: Core, orgId: string, owner: LogOwner): Q<string> {
+  if (owner === "completion_webhook") return yield* pluginId(core, orgId);
+  yield* getIntegration(core, orgId, owner.integrationId);
+  return owner.integrationId;
+}
+
+function deliveriesAfter(orgId: string, targetId: string, after: string[] | null, n: number): Q<DeliveryRow[]> {
+  return after ? all<DeliveryRow>(NEXT_PAGE, orgId, targetId, after[0], n) : all<DeliveryRow>(FIRST_PAGE, orgId, targetId, n);
+}
+
 /** Deliveries to one target of the org, newest first. */
-export function listDeliveries(core: Core, orgId: string, targetId: string, q: PageQuery) {
-  const first = core.sqlite.query<DeliveryRow, [string, string, number]>(
-    `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? ORDER BY id DESC LIMIT ?`,
-  );
-  const after = core.sqlite.query<DeliveryRow, [string, string, string, number]>(
-    `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`,
-  );
-  const page = core.store.sync(pageOf(
-    q,
-    1,
-    (key, n) => pure(key ? after.all(orgId, targetId, key[0], n) : first.all(orgId, targetId, n)),
-    (row) => [row.id],
-    (row) => row,
-  ));
-  const tries = triesOf(core, page.items.map((row) => row.id), RECENT_TRIES_LISTED);
+export function* listDeliveries(core: Core, orgId: string, owner: LogOwner, q: PageQuery): Q<Page<DeliveryRecord>> {
+  const targetId = yield* targetOf(core, orgId, owner);
+  const page = yield* pageOf(q, 1, (after, n) => deliveriesAfter(orgId, targetId, after, n), (row) => [row.id], (row) => row);
+  const tries = yield* triesOf(page.items.map((row) => row.id), RECENT_TRIES_LISTED);
   return { items: page.items.map((row) => toRecord(row, tries.get(row.id)!)), nextCursor: page.nextCursor };
 }
 
 /** One delivery of the target with its kept tries (the last 20) and the body it sends. */
-export function getDelivery(core: Core, orgId: string, targetId: string, deliveryId: string): DeliveryDetail {
-  const row = core.sqlite
-    .query<DeliveryRow & { payload: string }, [string, string, string]>(
-      `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`,
-    )
-    .get(deliveryId, orgId, targetId);
+export function* getDelivery(core: Core, orgId: string, owner: LogOwner, deliveryId: string): Q<DeliveryDetail> {
+  const targetId = yield* targetOf(core, orgId, owner);
+  const row = yield* get<DeliveryRow & { payload: string }>(ONE_WITH_BODY, deliveryId, orgId, targetId);
   if (!row) throw notFound("delivery");
-  const tries = triesOf(core, [row.id], DELIVERY_TRIES_KEPT).get(row.id)!;
+  const tries = (yield* triesOf([row.id], DELIVERY_TRIES_KEPT)).get(row.id)!;
   return { ...toRecord(row, tries.slice(0, RECENT_TRIES_LISTED)), tries, body: row.payload };
 }
 
-/** Sends a delivery again, now, with the same id and body; a fresh round of retries follows if it fails. */
-export function redeliver(core: Core, orgId: string, targetId: string, deliveryId: string): DeliveryRecord {
-  return core.sqlite
-    .transaction(() => {
-      const get = core.sqlite.query<DeliveryRow, [string, string, string]>(`SELECT ${COLUMNS} FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`);
-      const row = get.get(deliveryId, orgId, targetId);
-      if (!row) throw notFound("delivery");
-      if (row.status === "delivering") throw new ApiError(409, "conflict", "the delivery is being sent right now");
-      core.sqlite
-        .query("UPDATE deliveries SET status = 'pending', round_attempts = 0, next_attempt_at = ?, updated_at = ? WHERE id = ?")
-        .run(Date.now(), iso(), deliveryId);
-      return toRecord(get.get(deliveryId, orgId, targetId)!, triesOf(core, [deliveryId], RECENT_TRIES_LISTED).get(deliveryId)!);
-    })
-    .immediate();
+/** Sends a delivery again, now, with the same id and body; a fresh round of retries follows if it fails. Run it in a write. */
+export function* redeliver(core: Core, orgId: string, owner: LogOwner, deliveryId: string): Q<DeliveryRecord> {
+  const targetId = yield* targetOf(core, orgId, owner);
+  const row = yield* get<DeliveryRow>(ONE, deliveryId, orgId, targetId);
+  if (!row) throw notFound("delivery");
+  if ((yield* run(REDELIVER, Date.now(), iso(), deliveryId)).changes === 0) throw new ApiError(409, "conflict", "the delivery is being sent right now");
+  const again = (yield* get<DeliveryRow>(ONE, deliveryId, orgId, targetId))!;
+  return toRecord(again, (yield* triesOf([deliveryId], RECENT_TRIES_LISTED)).get(deliveryId)!);
 }

@@ -38,8 +38,8 @@ async function readRawBody(request: Request, limit: number): Promise<Uint8Array>
 export const hooksRoute = (core: Core) =>
   new Elysia({ name: "integrations-hooks", seed: core.instanceId, prefix: "/api/v1" }).post(
     "/hooks/:id",
-    ({ params, request, body, status }) => {
-      const result = receiveDelivery(core, params.id, request.headers, body as Uint8Array);
+    async ({ params, request, body, status }) => {
+      const result = await receiveDelivery(core, params.id, request.headers, body as Uint8Array);
       return status(result.status, result.body);
     },
     {

@@ -7,8 +7,9 @@ import { ApiError, invalid, unauthorized } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { sha256Hex } from "../../lib/tokens";
 import type { IntegrationKind } from "../../db/schema";
-import { txCreateTask } from "../tasks/service";
-import { publishChanges } from "../tasks/store";
+import { txCreateTask, type NewTask } from "../tasks/service";
+import { publishChanges, type TaskChange } from "../tasks/store";
+import { all, get, isUniqueViolation, run, type Q } from "../../db/query";
 import { verifyGithub, verifyGitlab, verifySvc } from "./signing";
 import { interpretGithub } from "./github";
 import { interpretGitlab } from "./gitlab";
@@ -27,25 +28,16 @@ interface HookRow {
   secret_sealed: string;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    integration: q.query<HookRow, [string]>("SELECT id, org_id, kind, project_id, enabled, config, secret_sealed FROM integrations WHERE id = ?"),
-    insertKey: q.query<unknown, [string, string, string, string]>("INSERT INTO inbound_keys (integration_id, key, task_id, created_at) VALUES (?, ?, ?, ?)"),
-    taskOfKey: q.query<{ task_id: string }, [string, string]>("SELECT task_id FROM inbound_keys WHERE integration_id = ? AND key = ?"),
-    // Opened secrets, keyed by their sealed form: a rotation changes the key, so no invalidation.
-    secrets: new Map<string, string>(),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const INTEGRATION = "SELECT id, org_id, kind, project_id, enabled, config, secret_sealed FROM integrations WHERE id = ?";
+const INSERT_KEY = "INSERT INTO inbound_keys (integration_id, key, task_id, created_at) VALUES (?, ?, ?, ?)";
+const TASKS_OF_KEYS = "SELECT key, task_id FROM inbound_keys WHERE integration_id = ? AND key IN (SELECT value FROM json_each(?))";
+
+// Opened secrets, keyed by their sealed form: a rotation changes the key, so no invalidation.
+const secrets = new WeakMap<Core, Map<string, string>>();
 
 function secretOf(core: Core, sealed: string): string {
-  const cache = stmts(core).secrets;
+  let cache = secrets.get(core);
+  if (!cache) secrets.set(core, (cache = new Map()));
   let secret = cache.get(sealed);
   if (secret === undefined) {
     secret = core.sealer.open(sealed);
@@ -115,14 +107,27 @@ function interpret(row: HookRow, headers: Headers, payload: unknown): Interpreta
   }
 }
 
-function isKeyConflict(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE";
+/** The task a delivery makes, with the keys that refuse its duplicates, in one transaction. */
+function* createTaskOfDelivery(core: Core, integrationId: string, target: { orgId: string; projectId: string }, input: NewTask, keys: string[]): Q<TaskChange> {
+  const change = yield* txCreateTask(core, target.orgId, input);
+  const now = iso();
+  for (const key of keys) yield* run(INSERT_KEY, integrationId, key, change.after.id, now);
+  return change;
 }
 
-export function receiveDelivery(core: Core, integrationId: string, headers: Headers, raw: Uint8Array): HookResult {
-  const s = stmts(core);
-  const row = s.integration.get(integrationId);
+/** The task an earlier delivery with one of these keys made, trying the keys in order. */
+function* taskOfKeys(integrationId: string, keys: string[]): Q<string | null> {
+  const found = new Map((yield* all<{ key: string; task_id: string }>(TASKS_OF_KEYS, integrationId, JSON.stringify(keys))).map((r) => [r.key, r.task_id]));
+  for (const key of keys) {
+    const taskId = found.get(key);
+    if (taskId) return taskId;
+  }
+  return null;
+}
+
+/** An edge: the signature is checked over the raw bytes before the body is parsed. */
+export async function receiveDelivery(core: Core, integrationId: string, headers: Headers, raw: Uint8Array): Promise<HookResult> {
+  const row = await core.store.read(get<HookRow>(INTEGRATION, integrationId));
   if (!row) {
     // An unknown id answers like a bad signature, after the same work, so ids cannot be probed.
     createHmac("sha256", "aos_unknown").update(raw).digest("hex");
@@ -133,11 +138,11 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
   const payload = parseJson(raw);
   // The GitHub app's own events (installations, its pull requests), and where its tasks go.
   let target = { orgId: row.org_id, projectId: row.project_id };
-  if (row.kind === "github" && core.store.sync(isAppIntegration(core, row.id))) {
-    const app = core.store.syncWrite(appEvent(core, headers.get("x-github-event"), payload));
+  if (row.kind === "github" && (await core.store.read(isAppIntegration(core, row.id)))) {
+    const app = await core.store.write(appEvent(core, headers.get("x-github-event"), payload));
     publishChanges(core, app.changes);
     if (app.handled !== null) return { status: 200, body: { status: "processed", reason: app.handled } };
-    const to = core.store.sync(appTaskTarget(core, row, payload));
+    const to = await core.store.read(appTaskTarget(core, row, payload));
     if ("refused" in to) return { status: 200, body: { status: "ignored", reason: to.refused } };
     target = to;
   }
@@ -157,32 +162,25 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
     ...(task.item ? { item: task.item } : {}),
     ...(task.ref !== undefined ? { ref: task.ref } : {}),
   };
+  const input: NewTask = {
+    projectId: target.projectId,
+    title: task.title,
+    prompt: task.prompt,
+    priority: task.priority,
+    kind: task.kind,
+    review: task.review,
+    createdBy: { type: "integration", id: row.id },
+    source,
+  };
   try {
-    const change = core.sqlite
-      .transaction(() => {
-        const change = txCreateTask(core, target.orgId, {
-          projectId: target.projectId,
-          title: task.title,
-          prompt: task.prompt,
-          priority: task.priority,
-          kind: task.kind,
-          review: task.review,
-          createdBy: { type: "integration", id: row.id },
-          source,
-        });
-        const now = iso();
-        for (const key of keys) s.insertKey.run(row.id, key, change.after.id, now);
-        return change;
-      })
-      .immediate();
+    const change = await core.store.write(createTaskOfDelivery(core, row.id, target, input, keys));
     publishChanges(core, [change]);
     return { status: 201, body: { status: "created", taskId: change.after.id } };
   } catch (err) {
-    if (isKeyConflict(err)) {
-      for (const key of keys) {
-        const existing = s.taskOfKey.get(row.id, key);
-        if (existing) return { status: 200, body: { status: "duplicate", taskId: existing.task_id } };
-      }
+    // A key already taken rolled the whole write back (on PostgreSQL the transaction is over): look it up afresh.
+    if (isUniqueViolation(err)) {
+      const existing = await core.store.read(taskOfKeys(row.id, keys));
+      if (existing) return { status: 200, body: { status: "duplicate", taskId: existing } };
     }
     if (err instanceof ApiError && err.status === 409) return { status: 200, body: { status: "ignored", reason: "the integration's project is archived" } };
     throw err;

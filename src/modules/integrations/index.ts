@@ -16,7 +16,7 @@ function wireCallbacks(core: Core) {
   // leave it set: one extra wake, never a missed one.
   let written = false;
   core.taskHooks.push(function* (change) {
-    if (writeOutbox(core, change) > 0) written = true;
+    if ((yield* writeOutbox(core, change)) > 0) written = true;
   });
   const relay = startRelay(core);
   core.events.on("task.changed", () => {

@@ -3,7 +3,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { createIntegration, deleteIntegration, getIntegration, listIntegrations, rotateIntegrationSecret, updateIntegration } from "./service";
-import { deletePlugin, getPlugin, pluginId, putPlugin, rotatePluginSecret } from "./plugins";
+import { deletePlugin, getPlugin, putPlugin, rotatePluginSecret } from "./plugins";
 import { getDelivery, listDeliveries, redeliver } from "./deliveries";
 import { relayOf } from "./relay";
 import {
@@ -31,7 +31,7 @@ const tags = ["integrations"];
 export const manageRoutes = (core: Core) =>
   new Elysia({ name: "integrations-manage", seed: core.instanceId, prefix: "/api/v1" })
     .use(authPlugin(core))
-    .get("/orgs/:orgId/integrations", ({ orgId, query }) => listIntegrations(core, orgId, query), {
+    .get("/orgs/:orgId/integrations", ({ orgId, query }) => core.store.read(listIntegrations(core, orgId, query)), {
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
@@ -50,7 +50,7 @@ export const manageRoutes = (core: Core) =>
         tags,
       },
     })
-    .get("/orgs/:orgId/integrations/:id", ({ orgId, params }) => getIntegration(core, orgId, params.id), {
+    .get("/orgs/:orgId/integrations/:id", ({ orgId, params }) => core.store.read(getIntegration(core, orgId, params.id)), {
       permission: "settings.manage",
       params: IntegrationParams,
       response: { 200: IntegrationRecord, ...errorAnswers(400, 401, 403, 404) },
@@ -64,7 +64,7 @@ export const manageRoutes = (core: Core) =>
       response: { 200: IntegrationRecord, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: { summary: "Change name, project, enabled, callback URL or config {label, command}; setting callbackUrl re-enables callbacks after a 410", tags },
     })
-    .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => rotateIntegrationSecret(core, orgId, params.id), {
+    .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => core.store.write(rotateIntegrationSecret(core, orgId, params.id)), {
       permission: "settings.manage",
       params: IntegrationParams,
       response: { 200: IntegrationWithSecret, ...errorAnswers(401, 403, 404) },
@@ -72,18 +72,15 @@ export const manageRoutes = (core: Core) =>
     })
     .delete(
       "/orgs/:orgId/integrations/:id",
-      ({ orgId, params, status }) => {
-        deleteIntegration(core, orgId, params.id);
+      async ({ orgId, params, status }) => {
+        await core.store.write(deleteIntegration(core, orgId, params.id));
         return status(204, undefined);
       },
       { permission: "settings.manage", params: IntegrationParams, detail: { summary: "Delete an integration (its tasks stay)", tags, responses: noContentDoc("Deleted", 401, 403, 404) } },
     )
     .get(
       "/orgs/:orgId/integrations/:id/deliveries",
-      ({ orgId, params, query }) => {
-        getIntegration(core, orgId, params.id);
-        return listDeliveries(core, orgId, params.id, query);
-      },
+      ({ orgId, params, query }) => core.store.read(listDeliveries(core, orgId, { integrationId: params.id }, query)),
       {
         permission: "settings.manage",
         params: IntegrationParams,
@@ -94,10 +91,7 @@ export const manageRoutes = (core: Core) =>
     )
     .get(
       "/orgs/:orgId/integrations/:id/deliveries/:deliveryId",
-      ({ orgId, params }) => {
-        getIntegration(core, orgId, params.id);
-        return getDelivery(core, orgId, params.id, params.deliveryId);
-      },
+      ({ orgId, params }) => core.store.read(getDelivery(core, orgId, { integrationId: params.id }, params.deliveryId)),
       {
         permission: "settings.manage",
         params: DeliveryParams,
@@ -111,9 +105,8 @@ export const manageRoutes = (core: Core) =>
     )
     .post(
       "/orgs/:orgId/integrations/:id/deliveries/:deliveryId/redeliver",
-      ({ orgId, params, status }) => {
-        getIntegration(core, orgId, params.id);
-        const record = redeliver(core, orgId, params.id, params.deliveryId);
+      async ({ orgId, params, status }) => {
+        const record = await core.store.write(redeliver(core, orgId, { integrationId: params.id }, params.deliveryId));
         relayOf(core)?.wake();
         return status(202, record);
       },
@@ -124,7 +117,7 @@ export const manageRoutes = (core: Core) =>
         detail: { summary: "Send a callback again now, with the same X-Svc-Delivery id and body", tags },
       },
     )
-    .get("/orgs/:orgId/plugins/completion-webhook", ({ orgId }) => getPlugin(core, orgId), {
+    .get("/orgs/:orgId/plugins/completion-webhook", ({ orgId }) => core.store.read(getPlugin(core, orgId)), {
       permission: "settings.manage",
       params: OrgParams,
       response: { 200: PluginRecord, ...errorAnswers(401, 403, 404) },
@@ -151,26 +144,26 @@ export const manageRoutes = (core: Core) =>
     )
     .delete(
       "/orgs/:orgId/plugins/completion-webhook",
-      ({ orgId, status }) => {
-        deletePlugin(core, orgId);
+      async ({ orgId, status }) => {
+        await core.store.write(deletePlugin(core, orgId));
         return status(204, undefined);
       },
       { permission: "settings.manage", params: OrgParams, detail: { summary: "Remove the completion webhook", tags, responses: noContentDoc("Removed", 401, 403, 404) } },
     )
-    .post("/orgs/:orgId/plugins/completion-webhook/rotate-secret", ({ orgId }) => rotatePluginSecret(core, orgId), {
+    .post("/orgs/:orgId/plugins/completion-webhook/rotate-secret", ({ orgId }) => core.store.write(rotatePluginSecret(core, orgId)), {
       permission: "settings.manage",
       params: OrgParams,
       response: { 200: PluginWithSecret, ...errorAnswers(401, 403, 404) },
       detail: { summary: "New secret for the completion webhook, in this answer only", tags },
     })
-    .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => listDeliveries(core, orgId, pluginId(core, orgId), query), {
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => core.store.read(listDeliveries(core, orgId, "completion_webhook", query)), {
       permission: "settings.manage",
       params: OrgParams,
       query: PageQuery,
       response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "Delivery log of the completion webhook, newest first, each with its last 5 tries", tags },
     })
-    .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) => getDelivery(core, orgId, pluginId(core, orgId), params.deliveryId), {
+    .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) => core.store.read(getDelivery(core, orgId, "completion_webhook", params.deliveryId)), {
       permission: "settings.manage",
       params: PluginDeliveryParams,
       response: { 200: DeliveryDetail, ...errorAnswers(401, 403, 404) },
@@ -178,8 +171,8 @@ export const manageRoutes = (core: Core) =>
     })
     .post(
       "/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId/redeliver",
-      ({ orgId, params, status }) => {
-        const record = redeliver(core, orgId, pluginId(core, orgId), params.deliveryId);
+      async ({ orgId, params, status }) => {
+        const record = await core.store.write(redeliver(core, orgId, "completion_webhook", params.deliveryId));
         relayOf(core)?.wake();
         return status(202, record);
       },

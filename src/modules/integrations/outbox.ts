@@ -7,6 +7,7 @@ import type { TaskChange } from "../tasks/store";
 import type { TaskRow } from "../tasks/record";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
+import { get, run, type Q } from "../../db/query";
 
 export type CallbackEvent = "completed" | "failed" | "needs_attention";
 
@@ -56,54 +57,43 @@ export function callbackPayload(core: Core, task: TaskRow, event: CallbackEvent)
   };
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    integration: q.query<{ kind: string; enabled: number; callback_url: string | null; callback_disabled_at: string | null }, [string]>(
-      "SELECT kind, enabled, callback_url, callback_disabled_at FROM integrations WHERE id = ?",
-    ),
-    plugin: q.query<{ id: string; project_id: string | null; enabled: number }, [string]>(
-      "SELECT id, project_id, enabled FROM plugins WHERE org_id = ? AND kind = 'completion_webhook'",
-    ),
-    insert: q.query(
-      `INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`,
-    ),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
+interface IntegrationTarget {
+  kind: string;
+  enabled: number;
+  callback_url: string | null;
+  callback_disabled_at: string | null;
 }
 
+const INTEGRATION = "SELECT kind, enabled, callback_url, callback_disabled_at FROM integrations WHERE id = ?";
+const PLUGIN = "SELECT id, project_id, enabled FROM plugins WHERE org_id = ? AND kind = 'completion_webhook'";
+const INSERT = `INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, 0, ?, ?, ?)`;
+
 /** Who should hear of this task: the signed JSON integration that created it, and the org's plugin. */
-function targetsOf(core: Core, task: TaskRow): { type: "integration" | "plugin"; id: string }[] {
-  const s = stmts(core);
+function* targetsOf(task: TaskRow): Q<{ type: "integration" | "plugin"; id: string }[]> {
   const targets: { type: "integration" | "plugin"; id: string }[] = [];
   if (task.created_by_type === "integration") {
-    const integration = s.integration.get(task.created_by_id);
+    const integration = yield* get<IntegrationTarget>(INTEGRATION, task.created_by_id);
     if (integration && integration.kind === "signed_json" && integration.enabled && integration.callback_url && !integration.callback_disabled_at) {
       targets.push({ type: "integration", id: task.created_by_id });
     }
   }
-  const plugin = s.plugin.get(task.org_id);
+  const plugin = yield* get<{ id: string; project_id: string | null; enabled: number }>(PLUGIN, task.org_id);
   if (plugin && plugin.enabled && (plugin.project_id === null || plugin.project_id === task.project_id)) targets.push({ type: "plugin", id: plugin.id });
   return targets;
 }
 
 /** The task hook: runs inside the change's transaction. Returns how many outbox rows it wrote. */
-export function writeOutbox(core: Core, change: TaskChange): number {
+export function* writeOutbox(core: Core, change: TaskChange): Q<number> {
   const event = callbackEventOf(change);
   if (!event) return 0;
-  const targets = targetsOf(core, change.after);
+  const targets = yield* targetsOf(change.after);
   if (targets.length === 0) return 0;
   const payload = JSON.stringify(callbackPayload(core, change.after, event));
   const now = iso();
   const due = Date.now();
   for (const target of targets) {
-    stmts(core).insert.run(newId("dlv"), change.after.org_id, target.type, target.id, change.after.id, event, payload, due, now, now);
+    yield* run(INSERT, newId("dlv"), change.after.org_id, target.type, target.id, change.after.id, event, payload, due, now, now);
   }
   return targets.length;
 }

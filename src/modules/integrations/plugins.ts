@@ -6,6 +6,7 @@ import { notFound } from "../../server/errors";
 import { plugins } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
+import { exec, row, run, type Q } from "../../db/query";
 import { checkCallbackUrl, newSecret, requireLiveProject } from "./service";
 import type { PluginPut, PluginRecord } from "./model";
 
@@ -25,81 +26,77 @@ function toRecord(row: PluginRow): PluginRecord {
   };
 }
 
-function findRow(core: Core, orgId: string): PluginRow | undefined {
-  return core.db.select().from(plugins).where(and(eq(plugins.orgId, orgId), eq(plugins.kind, KIND))).get();
+function findRow(core: Core, orgId: string): Q<PluginRow | undefined> {
+  return row(core.db.select().from(plugins).where(and(eq(plugins.orgId, orgId), eq(plugins.kind, KIND))));
 }
 
-export function getPlugin(core: Core, orgId: string): PluginRecord {
-  const row = findRow(core, orgId);
-  if (!row) throw notFound("completion webhook");
-  return toRecord(row);
+export function* getPlugin(core: Core, orgId: string): Q<PluginRecord> {
+  const found = yield* findRow(core, orgId);
+  if (!found) throw notFound("completion webhook");
+  return toRecord(found);
 }
 
 /** The plugin's id, for its delivery log. */
-export function pluginId(core: Core, orgId: string): string {
-  return getPlugin(core, orgId).id;
+export function* pluginId(core: Core, orgId: string): Q<string> {
+  return (yield* getPlugin(core, orgId)).id;
 }
 
-/** Creates (201, with the secret) or replaces the settings of (200) the org's completion webhook. */
-export async function putPlugin(
-  core: Core,
-  orgId: string,
-  body: PluginPut,
-): Promise<{ created: true; record: PluginRecord & { secret: string } } | { created: false; record: PluginRecord }> {
-  if (body.projectId) requireLiveProject(core, orgId, body.projectId);
-  const url = await checkCallbackUrl(core, body.url, "url");
+type PluginSettings = Pick<PluginRow, "url" | "projectId" | "enabled">;
+
+/** Creates the org's completion webhook or replaces its settings; run it in a write. */
+function* savePlugin(core: Core, orgId: string, settings: PluginSettings): Q<{ created: true; record: PluginRecord & { secret: string } } | { created: false; record: PluginRecord }> {
   const now = iso();
-  const existing = findRow(core, orgId);
+  const existing = yield* findRow(core, orgId);
   if (existing) {
-    const updated = core.db
-      .update(plugins)
-      .set({ url, projectId: body.projectId ?? null, enabled: body.enabled ?? true, updatedAt: now })
-      .where(eq(plugins.id, existing.id))
-      .returning()
-      .get();
-    return { created: false, record: toRecord(updated) };
+    const updated = yield* row(core.db.update(plugins).set({ ...settings, updatedAt: now }).where(eq(plugins.id, existing.id)).returning());
+    return { created: false, record: toRecord(updated!) };
   }
   const secret = newSecret();
-  const row: PluginRow = {
+  const created: PluginRow = {
     id: newId("plg"),
     orgId,
     kind: KIND,
-    url,
-    projectId: body.projectId ?? null,
-    enabled: body.enabled ?? true,
+    ...settings,
     secretSealed: core.sealer.seal(secret),
     secretLast4: secret.slice(-4),
     createdAt: now,
     updatedAt: now,
   };
-  // Two concurrent first PUTs: the unique (org, kind) index lets one create; the other updates.
-  const inserted = core.db.insert(plugins).values(row).onConflictDoNothing().returning().get();
-  if (!inserted) return putPlugin(core, orgId, body);
-  return { created: true, record: { ...toRecord(row), secret } };
+  // The unique (org, kind) index has the last word: a row it finds was made meanwhile, so update that one.
+  const inserted = yield* row(core.db.insert(plugins).values(created).onConflictDoNothing().returning());
+  if (!inserted) return yield* savePlugin(core, orgId, settings);
+  return { created: true, record: { ...toRecord(created), secret } };
 }
 
-export function rotatePluginSecret(core: Core, orgId: string): PluginRecord & { secret: string } {
-  const row = findRow(core, orgId);
-  if (!row) throw notFound("completion webhook");
+/** Creates (201, with the secret) or replaces the settings of (200) the org's completion webhook. An edge: the URL is looked up (DNS) outside any transaction. */
+export async function putPlugin(
+  core: Core,
+  orgId: string,
+  body: PluginPut,
+): Promise<{ created: true; record: PluginRecord & { secret: string } } | { created: false; record: PluginRecord }> {
+  if (body.projectId) await core.store.read(requireLiveProject(core, orgId, body.projectId));
+  const url = await checkCallbackUrl(core, body.url, "url");
+  return core.store.write(savePlugin(core, orgId, { url, projectId: body.projectId ?? null, enabled: body.enabled ?? true }));
+}
+
+export function* rotatePluginSecret(core: Core, orgId: string): Q<PluginRecord & { secret: string }> {
+  const found = yield* findRow(core, orgId);
+  if (!found) throw notFound("completion webhook");
   const secret = newSecret();
-  const updated = core.db
-    .update(plugins)
-    .set({ secretSealed: core.sealer.seal(secret), secretLast4: secret.slice(-4), updatedAt: iso() })
-    .where(eq(plugins.id, row.id))
-    .returning()
-    .get();
-  return { ...toRecord(updated), secret };
+  const updated = yield* row(
+    core.db
+      .update(plugins)
+      .set({ secretSealed: core.sealer.seal(secret), secretLast4: secret.slice(-4), updatedAt: iso() })
+      .where(eq(plugins.id, found.id))
+      .returning(),
+  );
+  return { ...toRecord(updated!), secret };
 }
 
-export function deletePlugin(core: Core, orgId: string): void {
-  core.sqlite
-    .transaction(() => {
-      const row = findRow(core, orgId);
-      if (!row) throw notFound("completion webhook");
-      core.sqlite
-        .query("UPDATE deliveries SET status = 'failed', last_error = 'the completion webhook was removed', updated_at = ? WHERE target_id = ? AND status = 'pending'")
-        .run(iso(), row.id);
-      core.db.delete(plugins).where(eq(plugins.id, row.id)).run();
-    })
-    .immediate();
+/** Run it in a write: the check and the deletion are one transaction. */
+export function* deletePlugin(core: Core, orgId: string): Q<void> {
+  const found = yield* findRow(core, orgId);
+  if (!found) throw notFound("completion webhook");
+  yield* run("UPDATE deliveries SET status = 'failed', last_error = 'the completion webhook was removed', updated_at = ? WHERE target_id = ? AND status = 'pending'", iso(), found.id);
+  yield* exec(core.db.delete(plugins).where(eq(plugins.id, found.id)));
 }

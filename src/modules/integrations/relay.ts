@@ -8,6 +8,7 @@ import { iso } from "../../lib/time";
 import { VERSION } from "../../version";
 import { checkTargetUrl, resolveTarget, TargetRefused } from "./netguard";
 import { signSvc } from "./signing";
+import { all, get, run, type Q } from "../../db/query";
 
 interface DueRow {
   id: string;
@@ -44,40 +45,25 @@ export const DELIVERY_TRIES_KEPT = 20;
 type TryOutcome = "succeeded" | "retrying" | "failed";
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    recover: q.query<unknown, [number, string]>("UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'"),
-    // The second parameter is a JSON list of targets that have IN_FLIGHT.perTarget callbacks in flight.
-    due: q.query<DueRow, [number, string, number]>(
-      `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
-        WHERE status = 'pending' AND next_attempt_at <= ? AND target_id NOT IN (SELECT value FROM json_each(?))
-        ORDER BY next_attempt_at LIMIT ?`,
-    ),
-    claim: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'"),
-    nextDue: q.query<{ next: number | null }, [string]>(
-      "SELECT MIN(next_attempt_at) AS next FROM deliveries WHERE status = 'pending' AND target_id NOT IN (SELECT value FROM json_each(?))",
-    ),
-    integration: q.query<TargetRow, [string]>(
-      "SELECT callback_url AS url, secret_sealed, enabled, callback_disabled_at IS NOT NULL AS gone FROM integrations WHERE id = ?",
-    ),
-    plugin: q.query<TargetRow, [string]>("SELECT url, secret_sealed, enabled, 0 AS gone FROM plugins WHERE id = ?"),
-    record: q.query<{ attempts: number }, [string, number | null, string | null, number | null, string, string | null, number, string, string]>(
-      `UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1, last_status_code = ?, last_error = ?,
-         last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING attempts`,
-    ),
-    insertTry: q.query<unknown, [string, number, string, TryOutcome, number | null, string | null, number | null]>(
-      "INSERT INTO delivery_tries (delivery_id, attempt, at, outcome, status_code, error, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ),
-    pruneTries: q.query<unknown, [string, number]>("DELETE FROM delivery_tries WHERE delivery_id = ? AND attempt <= ?"),
-    backToPending: q.query<unknown, [string, string]>("UPDATE deliveries SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'delivering'"),
-    disableIntegration: q.query<unknown, [string, string]>("UPDATE integrations SET callback_disabled_at = ?1, updated_at = ?1 WHERE id = ?2"),
-    disablePlugin: q.query<unknown, [string, string]>("UPDATE plugins SET enabled = 0, updated_at = ?1 WHERE id = ?2"),
-    failPending: q.query<unknown, [string, string, string]>(
-      "UPDATE deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE target_id = ? AND status = 'pending'",
-    ),
-  };
-}
+const RECOVER = "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'";
+// The second parameter is a JSON list of targets that have IN_FLIGHT.perTarget callbacks in flight.
+const DUE = `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
+  WHERE status = 'pending' AND next_attempt_at <= ? AND target_id NOT IN (SELECT value FROM json_each(?))
+  ORDER BY next_attempt_at LIMIT ?`;
+// Only a row still pending is taken: two relays (two servers) never send the same try.
+const CLAIM = "UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'";
+const NEXT_DUE = "SELECT MIN(next_attempt_at) AS next_at FROM deliveries WHERE status = 'pending' AND target_id NOT IN (SELECT value FROM json_each(?))";
+const INTEGRATION = `SELECT callback_url AS url, secret_sealed, enabled, CASE WHEN callback_disabled_at IS NULL THEN 0 ELSE 1 END AS gone
+  FROM integrations WHERE id = ?`;
+const PLUGIN = "SELECT url, secret_sealed, enabled, 0 AS gone FROM plugins WHERE id = ?";
+const RECORD = `UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1, last_status_code = ?, last_error = ?,
+  last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING attempts`;
+const INSERT_TRY = "INSERT INTO delivery_tries (delivery_id, attempt, at, outcome, status_code, error, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?)";
+const PRUNE_TRIES = "DELETE FROM delivery_tries WHERE delivery_id = ? AND attempt <= ?";
+const BACK_TO_PENDING = "UPDATE deliveries SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'delivering'";
+const DISABLE_INTEGRATION = "UPDATE integrations SET callback_disabled_at = ?, updated_at = ? WHERE id = ?";
+const DISABLE_PLUGIN = "UPDATE plugins SET enabled = 0, updated_at = ? WHERE id = ?";
+const FAIL_PENDING = "UPDATE deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE target_id = ? AND status = 'pending'";
 
 /** `Retry-After` as milliseconds: delta seconds or an HTTP date. */
 export function retryAfterMs(value: string | null, now = Date.now()): number | undefined {
@@ -89,16 +75,16 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | u
 }
 
 export class Relay {
-  private readonly s: ReturnType<typeof prepare>;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private timerDue = Infinity;
   private stopped = false;
   private recovered = false;
+  /** The pass under way, and whether a wake came meanwhile (passes never overlap: slots are counted in memory). */
+  private passing: Promise<void> | null = null;
+  private again = false;
   private readonly inFlight = new Map<string, { targetId: string; controller: AbortController; done: Promise<void> }>();
 
-  constructor(private readonly core: Core) {
-    this.s = prepare(core);
-  }
+  constructor(private readonly core: Core) {}
 
   /** The first pass makes rows a crash left in flight due again (in a tick, so a locked database delays it, never stops startup). */
   start() {
@@ -114,6 +100,8 @@ export class Relay {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // A pass may be claiming rows: let it launch them, so that they are interrupted below like the rest.
+    await this.passing;
     for (const { controller } of this.inFlight.values()) controller.abort();
     await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
   }
@@ -127,18 +115,34 @@ export class Relay {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.timerDue = Infinity;
-      this.tick();
+      this.pass();
     }, ms);
   }
 
-  private tick() {
+  private pass() {
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.passing = this.tick()
+      .catch((err) => this.core.log.error("callback relay pass failed", { error: String(err) }))
+      .finally(() => {
+        this.passing = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async tick() {
     if (this.stopped) return;
     try {
       if (!this.recovered) {
-        this.s.recover.run(Date.now(), iso());
+        await this.core.store.write(run(RECOVER, Date.now(), iso()));
         this.recovered = true;
       }
-      this.claimAndLaunch();
+      await this.claimAndLaunch();
     } catch (err) {
       // A busy or locked database (a backup, another writer) must delay callbacks, never end the server.
       this.core.log.warn("callback relay could not read the outbox; retrying", { error: String(err) });
@@ -158,31 +162,31 @@ export class Relay {
     return JSON.stringify([...counts].filter(([, n]) => n >= IN_FLIGHT.perTarget).map(([id]) => id));
   }
 
-  private claimAndLaunch() {
+  /** Claims up to `free` due rows, at most IN_FLIGHT.perTarget in flight per target. */
+  private *claim(free: number, now: number): Q<DueRow[]> {
+    // Read more than the free slots: some rows may belong to a target that fills up in this pass.
+    const counts = this.perTarget();
+    const chosen: DueRow[] = [];
+    for (const row of yield* all<DueRow>(DUE, now, this.saturated(counts), free * IN_FLIGHT.perTarget)) {
+      const n = counts.get(row.target_id) ?? 0;
+      if (n >= IN_FLIGHT.perTarget) continue;
+      if ((yield* run(CLAIM, iso(now), row.id)).changes !== 1) continue; // another relay took it
+      counts.set(row.target_id, n + 1);
+      chosen.push(row);
+      if (chosen.length === free) break;
+    }
+    return chosen;
+  }
+
+  private async claimAndLaunch() {
     const free = IN_FLIGHT.total - this.inFlight.size;
     if (free > 0) {
-      const now = Date.now();
-      const claimed = this.core.sqlite
-        .transaction(() => {
-          // Read more than the free slots: some rows may belong to a target that fills up in this pass.
-          const counts = this.perTarget();
-          const chosen: DueRow[] = [];
-          for (const row of this.s.due.all(now, this.saturated(counts), free * IN_FLIGHT.perTarget)) {
-            const n = counts.get(row.target_id) ?? 0;
-            if (n >= IN_FLIGHT.perTarget) continue;
-            counts.set(row.target_id, n + 1);
-            chosen.push(row);
-            this.s.claim.run(iso(now), row.id);
-            if (chosen.length === free) break;
-          }
-          return chosen;
-        })
-        .immediate();
+      const claimed = await this.core.store.write(this.claim(free, Date.now()));
       for (const row of claimed) this.launch(row);
     }
     // When every slot is busy, a finishing send wakes the relay; so it does for a full target.
     if (this.inFlight.size >= IN_FLIGHT.total) return;
-    const next = this.s.nextDue.get(this.saturated())?.next ?? null;
+    const next = (await this.core.store.read(get<{ next_at: number | null }>(NEXT_DUE, this.saturated())))?.next_at ?? null;
     this.schedule(next === null ? POLL_MS : Math.min(Math.max(next - Date.now(), 0), POLL_MS));
   }
 
@@ -202,8 +206,8 @@ export class Relay {
     this.inFlight.set(row.id, { targetId: row.target_id, controller, done });
   }
 
-  private target(row: DueRow): { url: string; secret: string } | string {
-    const t = row.target_type === "integration" ? this.s.integration.get(row.target_id) : this.s.plugin.get(row.target_id);
+  private *target(row: DueRow): Q<{ url: string; secret: string } | string> {
+    const t = yield* get<TargetRow>(row.target_type === "integration" ? INTEGRATION : PLUGIN, row.target_id);
     if (!t) return `the ${row.target_type} was deleted`;
     if (!t.url) return `the ${row.target_type} has no callback URL`;
     // Turned off after the row was written: a person's "stop" wins over pending retries.
@@ -213,7 +217,7 @@ export class Relay {
   }
 
   private async send(row: DueRow, stop: AbortSignal): Promise<Outcome> {
-    const target = this.target(row);
+    const target = await this.core.store.read(this.target(row));
     if (typeof target === "string") return { kind: "failed", code: null, error: target, latencyMs: null };
     const allowPrivate = this.core.config.allowPrivateCallbacks;
     const timeoutMs = this.core.config.callbacks.timeoutMs;
@@ -281,7 +285,8 @@ export class Relay {
   private async recordUntilWritten(row: DueRow, outcome: Outcome, stop: AbortSignal) {
     for (;;) {
       try {
-        this.record(row, outcome);
+        const counted = await this.core.store.write(this.record(row, outcome));
+        if (counted) this.core.metrics.callbacks.inc({ outcome: counted });
         return;
       } catch (err) {
         if (this.stopped) {
@@ -297,54 +302,47 @@ export class Relay {
     }
   }
 
-  private record(row: DueRow, outcome: Outcome) {
+  /**
+   * Writes a try's result in one transaction (the delivery row and its try together, so the log
+   * never disagrees with the count); returns the outcome the metrics count, if any.
+   */
+  private *record(row: DueRow, outcome: Outcome): Q<"delivered" | "failed" | "retrying" | null> {
     const nowMs = Date.now();
     const now = iso(nowMs);
-    const s = this.s;
-    // The delivery row and its try are written together, so the log never disagrees with the count.
-    const write = (result: TryOutcome, code: number | null, error: string | null, latencyMs: number | null, deliveredAt: string | null, nextAt: number) => {
-      const updated = s.record.get(result === "retrying" ? "pending" : result, code, error, latencyMs, now, deliveredAt, nextAt, now, row.id);
+    const write = function* (result: TryOutcome, code: number | null, error: string | null, latencyMs: number | null, deliveredAt: string | null, nextAt: number): Q<void> {
+      const updated = yield* get<{ attempts: number }>(RECORD, result === "retrying" ? "pending" : result, code, error, latencyMs, now, deliveredAt, nextAt, now, row.id);
       if (!updated) return; // the delivery went with its org meanwhile
       const { attempts } = updated;
-      s.insertTry.run(row.id, attempts, now, result, code, error, latencyMs);
-      s.pruneTries.run(row.id, attempts - DELIVERY_TRIES_KEPT);
+      yield* run(INSERT_TRY, row.id, attempts, now, result, code, error, latencyMs);
+      yield* run(PRUNE_TRIES, row.id, attempts - DELIVERY_TRIES_KEPT);
     };
     switch (outcome.kind) {
       case "interrupted":
         // Stopped mid-send: not counted; the next start sends it again with the same id.
-        s.backToPending.run(now, row.id);
-        return;
+        yield* run(BACK_TO_PENDING, now, row.id);
+        return null;
       case "succeeded":
-        this.core.sqlite.transaction(() => write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs)).immediate();
-        this.core.metrics.callbacks.inc({ outcome: "delivered" });
-        return;
+        yield* write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs);
+        return "delivered";
       case "failed":
-        this.core.sqlite
-          .transaction(() => {
-            write("failed", outcome.code, outcome.error, outcome.latencyMs, null, nowMs);
-            if (outcome.disableTarget) {
-              if (row.target_type === "integration") s.disableIntegration.run(now, row.target_id);
-              else s.disablePlugin.run(now, row.target_id);
-              s.failPending.run("not sent: the receiver answered 410 Gone to an earlier callback", now, row.target_id);
-            }
-          })
-          .immediate();
-        this.core.metrics.callbacks.inc({ outcome: "failed" });
-        return;
+        yield* write("failed", outcome.code, outcome.error, outcome.latencyMs, null, nowMs);
+        if (outcome.disableTarget) {
+          if (row.target_type === "integration") yield* run(DISABLE_INTEGRATION, now, now, row.target_id);
+          else yield* run(DISABLE_PLUGIN, now, row.target_id);
+          yield* run(FAIL_PENDING, "not sent: the receiver answered 410 Gone to an earlier callback", now, row.target_id);
+        }
+        return "failed";
       case "retry": {
         const delays = this.core.config.callbacks.retryDelaysMs;
         const tried = row.round_attempts + 1;
         if (tried > delays.length) {
-          const error = `${outcome.error ?? "failed"}; gave up after ${tried} tries`;
-          this.core.sqlite.transaction(() => write("failed", outcome.code, error, outcome.latencyMs, null, nowMs)).immediate();
-          this.core.metrics.callbacks.inc({ outcome: "failed" });
-          return;
+          yield* write("failed", outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, null, nowMs);
+          return "failed";
         }
         // ±20% jitter spreads retries of many callbacks that failed together.
         const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
-        this.core.sqlite.transaction(() => write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay))).immediate();
-        this.core.metrics.callbacks.inc({ outcome: "retrying" });
-        return;
+        yield* write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay));
+        return "retrying";
       }
     }
   }

@@ -7,8 +7,8 @@ import { integrations, projects, type IntegrationKind } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { randomBase62 } from "../../lib/tokens";
 import { iso } from "../../lib/time";
-import { pageOf, type PageQuery } from "../orgs/paging";
-import { pure } from "../../db/query";
+import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { exec, get, row, rows, run, type Q } from "../../db/query";
 import { checkTargetAtConfiguration, TargetRefused } from "./netguard";
 import type { IntegrationCreate, IntegrationPatch, IntegrationRecord } from "./model";
 
@@ -37,8 +37,8 @@ export function toIntegrationRecord(core: Core, row: IntegrationRow): Integratio
 }
 
 /** A live project of the org, or 400 naming the field. */
-export function requireLiveProject(core: Core, orgId: string, projectId: string, field = "projectId") {
-  const project = core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))).get();
+export function* requireLiveProject(core: Core, orgId: string, projectId: string, field = "projectId"): Q<void> {
+  const project = yield* row(core.db.select().from(projects).where(and(eq(projects.id, projectId), eq(projects.orgId, orgId))));
   if (!project) throw invalid(`${field} does not name a project of this organization`, [{ field, message: "unknown project" }]);
   if (project.archived) throw new ApiError(409, "conflict", "the project is archived");
 }
@@ -53,31 +53,35 @@ export async function checkCallbackUrl(core: Core, value: string, field: string)
   }
 }
 
-function findRow(core: Core, orgId: string, id: string): IntegrationRow {
-  const row = core.db.select().from(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).get();
-  if (!row) throw notFound("integration");
-  return row;
+function* findRow(core: Core, orgId: string, id: string): Q<IntegrationRow> {
+  const found = yield* row(core.db.select().from(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))));
+  if (!found) throw notFound("integration");
+  return found;
 }
 
-export function getIntegration(core: Core, orgId: string, id: string): IntegrationRecord {
-  return toIntegrationRecord(core, findRow(core, orgId, id));
+export function* getIntegration(core: Core, orgId: string, id: string): Q<IntegrationRecord> {
+  return toIntegrationRecord(core, yield* findRow(core, orgId, id));
 }
 
-export function listIntegrations(core: Core, orgId: string, q: PageQuery) {
-  return core.store.sync(pageOf(
+function integrationsAfter(core: Core, orgId: string, after: string[] | null, n: number): Q<IntegrationRow[]> {
+  return rows(
+    core.db
+      .select()
+      .from(integrations)
+      .where(after ? and(eq(integrations.orgId, orgId), lt(integrations.id, after[0])) : eq(integrations.orgId, orgId))
+      .orderBy(desc(integrations.id))
+      .limit(n),
+  );
+}
+
+export function* listIntegrations(core: Core, orgId: string, q: PageQuery): Q<Page<IntegrationRecord>> {
+  return yield* pageOf(
     q,
     1,
-    (after, n) => pure(
-      core.db
-        .select()
-        .from(integrations)
-        .where(after ? and(eq(integrations.orgId, orgId), lt(integrations.id, after[0])) : eq(integrations.orgId, orgId))
-        .orderBy(desc(integrations.id))
-        .limit(n)
-        .all()),
-    (row) => [row.id],
-    (row) => toIntegrationRecord(core, row),
-  ));
+    (after, n) => integrationsAfter(core, orgId, after, n),
+    (found) => [found.id],
+    (found) => toIntegrationRecord(core, found),
+  );
 }
 
 /** label and command say which issues and comments become tasks: signed JSON has neither. */
@@ -105,12 +109,13 @@ async function callbackFor(core: Core, kind: IntegrationKind, value: string | nu
   return checkCallbackUrl(core, value, "callbackUrl");
 }
 
+/** An edge: the callback URL's address is looked up (DNS) outside any transaction. */
 export async function createIntegration(core: Core, orgId: string, body: IntegrationCreate): Promise<IntegrationRecord & { secret: string }> {
-  requireLiveProject(core, orgId, body.projectId);
+  await core.store.read(requireLiveProject(core, orgId, body.projectId));
   const callbackUrl = await callbackFor(core, body.kind, body.callbackUrl);
   const secret = newSecret();
   const now = iso();
-  const row: IntegrationRow = {
+  const created: IntegrationRow = {
     id: newId("int"),
     orgId,
     kind: body.kind,
@@ -125,54 +130,51 @@ export async function createIntegration(core: Core, orgId: string, body: Integra
     createdAt: now,
     updatedAt: now,
   };
-  core.db.insert(integrations).values(row).run();
-  return { ...toIntegrationRecord(core, row), secret };
+  await core.store.write(exec(core.db.insert(integrations).values(created)));
+  return { ...toIntegrationRecord(core, created), secret };
 }
 
+/** An edge, as createIntegration. */
 export async function updateIntegration(core: Core, orgId: string, id: string, patch: IntegrationPatch): Promise<IntegrationRecord> {
-  const row = findRow(core, orgId, id);
-  if (patch.projectId !== undefined) requireLiveProject(core, orgId, patch.projectId);
+  const found = await core.store.read(findRow(core, orgId, id));
+  if (patch.projectId !== undefined) await core.store.read(requireLiveProject(core, orgId, patch.projectId));
   const changes: Partial<IntegrationRow> = { updatedAt: iso() };
   if (patch.name !== undefined) changes.name = patch.name.trim();
   if (patch.projectId !== undefined) changes.projectId = patch.projectId;
   if (patch.enabled !== undefined) changes.enabled = patch.enabled;
-  if (patch.config !== undefined) changes.config = cleanConfig(row.kind, patch.config);
+  if (patch.config !== undefined) changes.config = cleanConfig(found.kind, patch.config);
   if (patch.callbackUrl !== undefined) {
-    changes.callbackUrl = await callbackFor(core, row.kind, patch.callbackUrl);
+    changes.callbackUrl = await callbackFor(core, found.kind, patch.callbackUrl);
     // Setting the URL again is how a person re-enables callbacks after a 410.
     changes.callbackDisabledAt = null;
   }
-  const updated = core.db.update(integrations).set(changes).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).returning().get();
+  const updated = await core.store.write(row(core.db.update(integrations).set(changes).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).returning()));
   if (!updated) throw notFound("integration");
   return toIntegrationRecord(core, updated);
 }
 
 /** A new secret; the old one stops verifying at once (every delivery reads the current row). */
-export function rotateIntegrationSecret(core: Core, orgId: string, id: string): IntegrationRecord & { secret: string } {
-  findRow(core, orgId, id);
+export function* rotateIntegrationSecret(core: Core, orgId: string, id: string): Q<IntegrationRecord & { secret: string }> {
+  yield* findRow(core, orgId, id);
   const secret = newSecret();
-  const updated = core.db
-    .update(integrations)
-    .set({ secretSealed: core.sealer.seal(secret), secretLast4: secret.slice(-4), updatedAt: iso() })
-    .where(and(eq(integrations.id, id), eq(integrations.orgId, orgId)))
-    .returning()
-    .get();
+  const updated = yield* row(
+    core.db
+      .update(integrations)
+      .set({ secretSealed: core.sealer.seal(secret), secretLast4: secret.slice(-4), updatedAt: iso() })
+      .where(and(eq(integrations.id, id), eq(integrations.orgId, orgId)))
+      .returning(),
+  );
   if (!updated) throw notFound("integration");
   return { ...toIntegrationRecord(core, updated), secret };
 }
 
-export function deleteIntegration(core: Core, orgId: string, id: string): void {
-  core.sqlite
-    .transaction(() => {
-      findRow(core, orgId, id);
-      if (core.sqlite.query("SELECT 1 FROM codehost_apps WHERE integration_id = ?").get(id)) {
-        throw new ApiError(409, "conflict", "this integration receives the GitHub app's webhooks: it stays while the app exists (disable it instead)");
-      }
-      // Callbacks not yet sent have nowhere to go any more; sent ones stay in the log.
-      core.sqlite
-        .query("UPDATE deliveries SET status = 'failed', last_error = 'the integration was deleted', updated_at = ? WHERE target_id = ? AND status = 'pending'")
-        .run(iso(), id);
-      core.db.delete(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))).run();
-    })
-    .immediate();
+/** Run it in a write: the checks and the deletion are one transaction. */
+export function* deleteIntegration(core: Core, orgId: string, id: string): Q<void> {
+  yield* findRow(core, orgId, id);
+  if (yield* get("SELECT 1 AS app FROM codehost_apps WHERE integration_id = ?", id)) {
+    throw new ApiError(409, "conflict", "this integration receives the GitHub app's webhooks: it stays while the app exists (disable it instead)");
+  }
+  // Callbacks not yet sent have nowhere to go any more; sent ones stay in the log.
+  yield* run("UPDATE deliveries SET status = 'failed', last_error = 'the integration was deleted', updated_at = ? WHERE target_id = ? AND status = 'pending'", iso(), id);
+  yield* exec(core.db.delete(integrations).where(and(eq(integrations.id, id), eq(integrations.orgId, orgId))));
 }
