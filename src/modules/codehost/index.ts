@@ -45,7 +45,7 @@ function wire(core: Core) {
   onTaskCompletedWithBranch((result, from) => {
     if (from && from !== core) return;
     // Several servers in one process (tests) all hear it: only the one holding the task acts.
-    if (!findTask(core, result.orgId, result.taskId)) return;
+    if (!core.store.sync(findTask(core, result.orgId, result.taskId))) return;
     const queued = enqueueJob(core, result.orgId, result.taskId, "open_pull_request", {
       repositoryId: result.repositoryId,
       branch: result.branch,

@@ -160,7 +160,7 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
   try {
     const change = core.sqlite
       .transaction(() => {
-        const change = txCreateTask(core, target.orgId, {
+        const change = core.store.sync(txCreateTask(core, target.orgId, {
           projectId: target.projectId,
           title: task.title,
           prompt: task.prompt,
@@ -169,7 +169,7 @@ export function receiveDelivery(core: Core, integrationId: string, headers: Head
           review: task.review,
           createdBy: { type: "integration", id: row.id },
           source,
-        });
+        }));
         const now = iso();
         for (const key of keys) s.insertKey.run(row.id, key, change.after.id, now);
         return change;

@@ -111,7 +111,7 @@ export async function handle(core: Core, ws: Socket, state: LiveState, msg: Reco
   if (!principal) return refuse(ws, state, "the session or token is no longer valid");
   state.principal = principal;
   if (!roleIn(core, principal, orgId)) return sendError(ws, "forbidden", "you are not a member of this organization", target);
-  if (taskId && !findTask(core, orgId, taskId)) return sendError(ws, "not_found", "task not found", target);
+  if (taskId && !core.store.sync(findTask(core, orgId, taskId))) return sendError(ws, "not_found", "task not found", target);
   if (subscriptionCount(state) >= MAX_SUBSCRIPTIONS) {
     return sendError(ws, "validation_failed", `at most ${MAX_SUBSCRIPTIONS} subscriptions per socket`, target);
   }

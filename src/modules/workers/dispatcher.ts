@@ -264,7 +264,7 @@ export class Dispatcher {
   offerTask(task: QueuedRow, avoidWorkerId?: string): boolean {
     if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
-    if (!candidates || candidates.size === 0 || this.budgets.over(task.project_id)) {
+    if (!candidates || candidates.size === 0 || this.core.store.sync(this.budgets.over(task.project_id))) {
       this.allOffered.delete(task.org_id);
       return false;
     }
@@ -308,7 +308,7 @@ export class Dispatcher {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
-        if (this.budgets.over(row.project_id) || !eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
+        if (this.core.store.sync(this.budgets.over(row.project_id)) || !eligible(conn, row, requiredLabels(this.core, row.project_id, cache))) {
           unoffered++;
           continue;
         }

@@ -42,7 +42,7 @@ export function loseAttempts(core: Core, workerId: string, reason: string, taskI
   const ids = taskIds ?? heldTaskIds(core, workerId);
   if (ids.length === 0) return [];
   const changes = core.sqlite
-    .transaction(() => ids.map((id) => txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason))))
+    .transaction(() => ids.map((id) => core.store.sync(txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason)))))
     .immediate()
     .filter((c) => c.events.length > 0);
   core.metrics.attemptsLost.inc(changes.length);
