@@ -127,7 +127,9 @@ const isProgram = (d: Decision | Q<Decision>): d is Q<Decision> => typeof (d as 
  * patch and events, or throws (e.g. invalid_transition) to change nothing.
  */
 export function* txChangeTask(core: Core, orgId: string | null, taskId: string, decide: Decide): Q<TaskChange> {
-  const before = yield* taskById(core, taskId);
+  // Queries are yielded here directly, not through taskById: each level of yield* costs on every
+  // query of this hot path.
+  const before = yield* get<TaskRow>(SELECT_TASK, taskId);
   if (!before || (orgId !== null && before.org_id !== orgId)) throw notFound("task");
   const decided = decide(before);
   const { patch = {}, events, touch = false } = isProgram(decided) ? yield* decided : decided;
@@ -154,7 +156,7 @@ export function* txChangeTask(core: Core, orgId: string | null, taskId: string, 
   let update = UPDATES.get(key);
   if (!update) UPDATES.set(key, (update = `UPDATE tasks SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`));
   yield* run(update, ...values, taskId);
-  const written = yield* writeEvents(taskId, before.last_seq + 1, events, now);
+  const written = events.length > 0 ? yield* writeEvents(taskId, before.last_seq + 1, events, now) : [];
   const change = { before, after, events: written };
   if (changed) for (const hook of core.taskHooks) yield* hook(change);
   return change;
