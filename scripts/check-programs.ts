@@ -2,7 +2,8 @@
 // function runs nothing, and TypeScript does not warn, so a forgotten `yield*`, `await
 // core.store.read(...)` or `store.write(...)` would silently skip a query. Flags:
 // - a call whose result is a program, used as a statement on its own;
-// - `yield program` without the star (the runner would get the program instead of a query).
+// - `yield program` without the star (the runner would get the program instead of a query);
+// - a program tested as a value (`if (findTask(...))`, `!p`, `p && ...`): an object, always truthy.
 // Run: bun scripts/check-programs.ts (test/lib/programs.test.ts runs it).
 import * as ts from "typescript";
 import { dirname, join, relative } from "node:path";
@@ -39,6 +40,20 @@ export function findUnrunPrograms(root = join(import.meta.dir, "..")): string[] 
       }
       if (ts.isYieldExpression(node) && !node.asteriskToken && node.expression && isProgram(node.expression)) {
         problems.push(`${where(node)}: yield of a program without *: ${node.getText(file).slice(0, 80)}`);
+      }
+      // A program is an object, always truthy: tested as a value, it was meant to be run.
+      const tested = ts.isPrefixUnaryExpression(node) && node.operator === ts.SyntaxKind.ExclamationToken
+        ? node.operand
+        : ts.isIfStatement(node) || ts.isWhileStatement(node)
+          ? node.expression
+          : ts.isConditionalExpression(node)
+            ? node.condition
+            : ts.isBinaryExpression(node) && [ts.SyntaxKind.AmpersandAmpersandToken, ts.SyntaxKind.BarBarToken, ts.SyntaxKind.QuestionQuestionToken].includes(node.operatorToken.kind)
+              ? node.left
+              : undefined;
+      const operands = ts.isBinaryExpression(node) && [ts.SyntaxKind.AmpersandAmpersandToken, ts.SyntaxKind.BarBarToken].includes(node.operatorToken.kind) ? [tested, node.right] : [tested];
+      for (const e of operands) {
+        if (e && ts.isCallExpression(e) && isProgram(e)) problems.push(`${where(node)}: a program is tested as a value, not run: ${e.getText(file).slice(0, 80)}`);
       }
       if (ts.isVoidExpression(node) && ts.isCallExpression(node.expression) && isProgram(node.expression)) {
         problems.push(`${where(node)}: a program is voided, not run: ${node.getText(file).slice(0, 80)}`);

@@ -114,7 +114,7 @@ describe("the callback", () => {
     const count = () => s.core.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM deliveries WHERE task_id = ?").get(taskId)!.n;
     expect(() =>
       s.core.sqlite.transaction(() => {
-        txChangeTask(s.core, null, taskId, () => ({ patch: { status: "completed" }, events: [] }));
+        s.core.store.sync(txChangeTask(s.core, null, taskId, () => ({ patch: { status: "completed" }, events: [] })));
         throw new Error("the change fails after the hook ran");
       })(),
     ).toThrow("the change fails");

@@ -4,12 +4,13 @@
 import { Database } from "bun:sqlite";
 import type { Core } from "../../src/server/core";
 import { changeTask } from "../../src/modules/tasks/store";
+import { SqliteStore } from "../../src/db/store";
 
 const [path, taskId] = process.argv.slice(2);
 const sqlite = new Database(path!);
 sqlite.exec("PRAGMA busy_timeout = 10000");
 // Only what an events-only change touches: the database, no hooks, nobody listening.
-const core = { sqlite, taskHooks: [], hub: { publish() {}, hasSubscribers: () => false }, events: { emit() {} } } as unknown as Core;
+const core = { sqlite, store: new SqliteStore(sqlite), taskHooks: [], hub: { publish() {}, hasSubscribers: () => false }, events: { emit() {} } } as unknown as Core;
 let stop = false;
 void (async () => {
   for await (const _ of console) break;
@@ -18,7 +19,7 @@ void (async () => {
 let count = 0;
 // Bounded, in case the test never says stop.
 while (!stop && count < 5000) {
-  changeTask(core, null, taskId!, () => ({ events: [{ type: "log", data: { line: `from the other process ${count}` } }] }));
+  await changeTask(core, null, taskId!, () => ({ events: [{ type: "log", data: { line: `from the other process ${count}` } }] }));
   count++;
   // Spread over time, so the other writers' transactions fall between ours.
   await Bun.sleep(1);

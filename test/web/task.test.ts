@@ -187,7 +187,7 @@ describeBrowser("web: task page", () => {
       await page.locator("#timeline li", { hasText: /^#\d+ \S+ action cancel by Admin: not needed any more$/ }).waitFor();
 
       // Decided elsewhere, and the page did not hear of it (changed without a live update).
-      s.core.sqlite.transaction(() => txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] }))).immediate();
+      s.core.store.syncWrite(txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] })));
       await click(page, "Retry");
       await expect(shownText(page, "#action-error")).resolves.toBe(
         "Cannot retry a task that is queued. The task changed meanwhile; the buttons now show what it allows.",

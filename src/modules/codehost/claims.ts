@@ -25,7 +25,7 @@ export async function withRepositoryTokens(core: Core, orgId: string, claim: Cla
         const trouble = troubleOf(err);
         core.log.warn("could not mint a GitHub token for a claim", { taskId: claim.task.id, repository: found.fullName, status: trouble.status, reason: trouble.message });
         try {
-          changeTask(core, orgId, claim.task.id, () => ({
+          await changeTask(core, orgId, claim.task.id, () => ({
             events: [{ type: "error", data: { message: `could not get a GitHub token for ${found.fullName} (${trouble.message}); the worker fetches it without one`, attempt: claim.attempt } }],
           }));
         } catch {}

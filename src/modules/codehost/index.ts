@@ -45,10 +45,14 @@ function wire(core: Core) {
   onTaskCompletedWithBranch((result, from) => {
     if (from && from !== core) return;
     // Several servers in one process (tests) all hear it: only the one holding the task acts.
-    if (!findTask(core, result.orgId, result.taskId)) return;
     const job = { repositoryId: result.repositoryId, branch: result.branch, base: result.base, commit: result.commit };
     core.store
-      .write(enqueueJob(core, result.orgId, result.taskId, "open_pull_request", job))
+      .write(
+        (function* () {
+          if (!(yield* findTask(core, result.orgId, result.taskId))) return false;
+          return yield* enqueueJob(core, result.orgId, result.taskId, "open_pull_request", job);
+        })(),
+      )
       .then((queued) => queued && runner.wake())
       .catch((error) => core.log.error("could not queue a pull request", { taskId: result.taskId, error: String((error as Error)?.stack ?? error) }));
   });

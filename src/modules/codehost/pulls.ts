@@ -113,9 +113,9 @@ class Runner {
 }
 
 /** A timeline event about a job; the task may be gone (deleted org), which is no reason to fail. */
-function note(core: Core, job: JobRow, data: Record<string, unknown>, patch?: { pull_request: string }) {
+async function note(core: Core, job: JobRow, data: Record<string, unknown>, patch?: { pull_request: string }) {
   try {
-    changeTask(core, job.org_id, job.task_id, () => ({ patch, events: [{ type: job.kind === "post_review" ? "review" : "pull_request", data }] }));
+    await changeTask(core, job.org_id, job.task_id, () => ({ patch, events: [{ type: job.kind === "post_review" ? "review" : "pull_request", data }] }));
   } catch (error) {
     core.log.warn("could not record a pull request event", { taskId: job.task_id, error: String(error) });
   }
@@ -157,7 +157,7 @@ interface GithubPull {
 
 /** Opens the pull request of a task's pushed branch; returns a note for the job row. */
 async function openPullRequest(core: Core, job: JobRow, payload: Record<string, unknown>): Promise<string> {
-  const task = findTask(core, job.org_id, job.task_id);
+  const task = await core.store.read(findTask(core, job.org_id, job.task_id));
   const app = await core.store.read(appRow(core));
   if (!task || !app) return "nothing to do: the task or the app is gone";
   const policy = await core.store.read(get<{ policy: string }>(POLICY, task.project_id));
@@ -208,7 +208,7 @@ async function pullOfReview(octokit: import("@octokit/rest").Octokit, task: Task
 
 /** Posts a completed review task's summary as a pull request review (event COMMENT). */
 async function postReview(core: Core, job: JobRow): Promise<string> {
-  const task = findTask(core, job.org_id, job.task_id);
+  const task = await core.store.read(findTask(core, job.org_id, job.task_id));
   const app = await core.store.read(appRow(core));
   if (!task || !app) return "nothing to do: the task or the app is gone";
   const repository = await core.store.read(primaryOf(task.project_id));

@@ -54,7 +54,8 @@ function* standing(core: Core, state: LiveState, orgId: string, taskId: string |
   const principal = yield* recheck(core, state);
   if (!principal) return { principal, member: false, taskFound: false };
   const member = (yield* roleIn(core, principal, orgId)) !== null;
-  return { principal, member, taskFound: member && (!taskId || !!findTask(core, orgId, taskId)) };
+  const taskFound = member && (!taskId || !!(yield* findTask(core, orgId, taskId)));
+  return { principal, member, taskFound };
 }
 
 export const isFailure = (v: Principal | Failure): v is Failure => "code" in v;

@@ -9,6 +9,7 @@ import { ApiError, unauthorized } from "../../server/errors";
 import { sha256Hex } from "../../lib/tokens";
 import { TASK_STATUSES } from "../tasks/machine";
 import { dispatcherOf } from "../workers/dispatcher";
+import { all } from "../../db/query";
 
 /** 404 while AO_METRICS_TOKEN is unset (the route is not there), 401 for any other credential. */
 export function checkScrape(core: Core, authorization: string | undefined) {
@@ -28,16 +29,19 @@ function fileSize(path: string): number {
   }
 }
 
+const BY_STATUS = "SELECT status, COUNT(*) AS n FROM tasks GROUP BY status";
+// updated_at of a queued task is when it entered the queue: nothing else changes a queued row's record.
+const QUEUE = "SELECT org_id, project_id, COUNT(*) AS n, MIN(updated_at) AS oldest FROM tasks WHERE status = 'queued' GROUP BY org_id, project_id";
+interface QueueRow {
+  org_id: string;
+  project_id: string;
+  n: number;
+  oldest: string;
+}
+
 /** Registers the scrape-time gauges on the server's registry (once per server). */
 export function registerStateGauges(core: Core) {
   const registers = [core.metrics.registry];
-  const q = {
-    byStatus: core.sqlite.query<{ status: string; n: number }, []>("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status"),
-    // updated_at of a queued task is when it entered the queue: nothing else changes a queued row's record.
-    queue: core.sqlite.query<{ org_id: string; project_id: string; n: number; oldest: string }, []>(
-      "SELECT org_id, project_id, COUNT(*) AS n, MIN(updated_at) AS oldest FROM tasks WHERE status = 'queued' GROUP BY org_id, project_id",
-    ),
-  };
   const dbPath = join(core.config.dataDir, "ao.db");
 
   new Gauge({
@@ -45,23 +49,25 @@ export function registerStateGauges(core: Core) {
     help: "Tasks by status, all organizations",
     labelNames: ["status"] as const,
     registers,
-    collect() {
-      const counts = new Map(q.byStatus.all().map((r) => [r.status, r.n]));
+    async collect() {
+      const counts = new Map((await core.store.read(all<{ status: string; n: number }>(BY_STATUS))).map((r) => [r.status, r.n]));
       for (const status of TASK_STATUSES) this.set({ status }, counts.get(status) ?? 0);
     },
   });
-  // One query a scrape for both queue gauges: the depth's collect (which runs first) keeps the rows.
-  let queued: ReturnType<typeof q.queue.all> = [];
+  // One query a scrape for both queue gauges: the depth's collect (which starts first) keeps the
+  // rows' promise, which the age's collect awaits.
+  let queued: Promise<QueueRow[]> = Promise.resolve([]);
   new Gauge({
     name: "ao_queue_depth",
     help: "Queued tasks per project",
     labelNames: ["org", "project"] as const,
     registers,
-    collect() {
-      queued = q.queue.all();
+    async collect() {
+      queued = core.store.read(all<QueueRow>(QUEUE));
+      const rows = await queued;
       // Projects whose queue emptied disappear instead of reporting their last value forever.
       this.reset();
-      for (const r of queued) this.set({ org: r.org_id, project: r.project_id }, r.n);
+      for (const r of rows) this.set({ org: r.org_id, project: r.project_id }, r.n);
     },
   });
   new Gauge({
@@ -69,10 +75,11 @@ export function registerStateGauges(core: Core) {
     help: "How long the oldest queued task of each project has waited",
     labelNames: ["org", "project"] as const,
     registers,
-    collect() {
+    async collect() {
+      const rows = await queued;
       this.reset();
       const now = Date.now();
-      for (const r of queued) this.set({ org: r.org_id, project: r.project_id }, Math.max(0, (now - Date.parse(r.oldest)) / 1000));
+      for (const r of rows) this.set({ org: r.org_id, project: r.project_id }, Math.max(0, (now - Date.parse(r.oldest)) / 1000));
     },
   });
   new Gauge({

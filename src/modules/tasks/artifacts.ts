@@ -10,7 +10,8 @@ import { ApiError, insufficientStorage, invalid, isStorageFull, notFound, payloa
 import { iso } from "../../lib/time";
 import { randomSecret } from "../../lib/tokens";
 import type { ArtifactInfo } from "./record";
-import { findTask, publishChanges, taskStatements, txChangeTask, type EventActor } from "./store";
+import { commitChange, findTask, taskById, txChangeTask, type EventActor } from "./store";
+import { get, run } from "../../db/query";
 
 export const MAX_ARTIFACT_NAME = 128;
 // Letters, digits and . _ + - only, not starting with a dot or dash: no traversal, no dotfiles,
@@ -113,24 +114,10 @@ export interface StoredArtifact extends ArtifactInfo {
   etag: string;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return {
-    upsert: core.sqlite.query(
-      `INSERT INTO artifacts (task_id, name, content_type, size, etag, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (task_id, name) DO UPDATE SET content_type = excluded.content_type, size = excluded.size,
-         etag = excluded.etag, attempt = excluded.attempt, created_at = excluded.created_at`,
-    ),
-    one: core.sqlite.query<{ content_type: string; size: number; etag: string; created_at: string }, [string, string]>(
-      "SELECT content_type, size, etag, created_at FROM artifacts WHERE task_id = ? AND name = ?",
-    ),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const UPSERT = `INSERT INTO artifacts (task_id, name, content_type, size, etag, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (task_id, name) DO UPDATE SET content_type = excluded.content_type, size = excluded.size,
+    etag = excluded.etag, attempt = excluded.attempt, created_at = excluded.created_at`;
+const SELECT_ONE = "SELECT content_type, size, etag, created_at FROM artifacts WHERE task_id = ? AND name = ?";
 
 /**
  * Stores an artifact of a task (orgId null: the caller already checked access, e.g. by lease).
@@ -147,7 +134,7 @@ export async function storeArtifact(
   actor: EventActor | null = null,
 ): Promise<StoredArtifact> {
   assertSafeName(name);
-  const task = taskStatements(core).byId.get(taskId);
+  const task = await core.store.read(taskById(core, taskId));
   if (!task || (orgId !== null && task.org_id !== orgId)) throw notFound("task");
   const dir = artifactDir(core, taskId);
   const tmp = join(dir, `.upload-${randomSecret(16)}`);
@@ -172,20 +159,18 @@ export async function storeArtifact(
   const previous = join(dir, `.previous-${randomSecret(16)}`);
   let replaced = false;
   try {
-    const change = core.sqlite
-      .transaction(() =>
-        txChangeTask(core, orgId, taskId, () => {
-          stmts(core).upsert.run(taskId, name, contentType, written.size, written.sha256, attempt, createdAt);
-          if (existsSync(final)) {
-            renameSync(final, previous);
-            replaced = true;
-          }
-          renameSync(tmp, final);
-          return { events: [{ type: "artifact", actor, data: { name, contentType, size: written.size }, attempt }], touch: true };
-        }),
-      )
-      .immediate();
-    publishChanges(core, [change]);
+    await commitChange(
+      core,
+      txChangeTask(core, orgId, taskId, function* () {
+        yield* run(UPSERT, taskId, name, contentType, written.size, written.sha256, attempt, createdAt);
+        if (existsSync(final)) {
+          renameSync(final, previous);
+          replaced = true;
+        }
+        renameSync(tmp, final);
+        return { events: [{ type: "artifact", actor, data: { name, contentType, size: written.size }, attempt }], touch: true };
+      }),
+    );
   } catch (err) {
     if (existsSync(final) && !existsSync(tmp)) rmSync(final, { force: true });
     if (replaced) renameSync(previous, final);
@@ -198,10 +183,10 @@ export async function storeArtifact(
 }
 
 /** What a download needs: the row and the file (null when there is no such artifact). */
-export function findArtifact(core: Core, orgId: string, taskId: string, name: string) {
+export function* findArtifact(core: Core, orgId: string, taskId: string, name: string) {
   assertSafeName(name);
-  if (!findTask(core, orgId, taskId)) throw notFound("task");
-  const row = stmts(core).one.get(taskId, name);
+  if (!(yield* findTask(core, orgId, taskId))) throw notFound("task");
+  const row = yield* get<{ content_type: string; size: number; etag: string; created_at: string }>(SELECT_ONE, taskId, name);
   if (!row) throw notFound("artifact");
   return { name, contentType: row.content_type, size: row.size, etag: row.etag, createdAt: row.created_at, path: artifactPath(core, taskId, name) };
 }

@@ -4,16 +4,19 @@
 // savepoint: one refused write (unknown project, stale lease) rolls back alone. Every caller still
 // gets its answer only after the commit, so nothing is acknowledged that is not durable. Under no
 // load a batch is a single write that waits only for the end of the current turn.
+// SQLite only: each write is a program run synchronously inside the bun:sqlite transaction. On
+// PostgreSQL every write is its own transaction (no batching yet).
 import type { Database } from "bun:sqlite";
 import type { Core } from "../../server/core";
-import { publishChanges, txChangeTask, type TaskChange } from "./store";
+import type { Q } from "../../db/query";
+import { commitChange, publishChanges, txChangeTask, type Decide, type TaskChange } from "./store";
 import { txCreateTask, type NewTask } from "./service";
 
 const MAX_BATCH = 256;
 
 interface Pending {
-  /** The write, run inside the batch's transaction; returns the changes to publish after commit. */
-  run: () => TaskChange;
+  /** The write, run inside the batch's transaction; its change is published after commit. */
+  write: Q<TaskChange>;
   resolve: (c: TaskChange) => void;
   reject: (e: unknown) => void;
 }
@@ -31,14 +34,14 @@ const batchers = new WeakMap<Core, Batcher>();
 function batcherOf(core: Core): Batcher {
   let b = batchers.get(core);
   if (!b) {
-    const savepoint = core.sqlite.transaction((run: () => TaskChange) => run());
+    const savepoint = core.sqlite.transaction((write: Q<TaskChange>) => core.store.sync(write));
     b = {
       queue: null,
       savepoint,
       outer: core.sqlite.transaction((batch: Pending[], results: (TaskChange | { error: unknown })[]) => {
         for (const p of batch) {
           try {
-            results.push(savepoint(p.run));
+            results.push(savepoint(p.write));
           } catch (error) {
             results.push({ error });
           }
@@ -50,6 +53,8 @@ function batcherOf(core: Core): Batcher {
   return b;
 }
 
+// publishChanges has published when it returns on SQLite (and never throws): every change is
+// out before its caller is answered, as before.
 function flush(core: Core, b: Batcher) {
   const batch = b.queue;
   b.queue = null;
@@ -59,12 +64,12 @@ function flush(core: Core, b: Batcher) {
     const p = batch[0];
     let change: TaskChange;
     try {
-      change = b.savepoint.immediate(p.run) as TaskChange;
+      change = b.savepoint.immediate(p.write) as TaskChange;
     } catch (error) {
       p.reject(error);
       return;
     }
-    publishChanges(core, [change]);
+    void publishChanges(core, [change]);
     p.resolve(change);
     return;
   }
@@ -76,7 +81,7 @@ function flush(core: Core, b: Batcher) {
     for (const p of batch) p.reject(error);
     return;
   }
-  publishChanges(
+  void publishChanges(
     core,
     results.filter((r): r is TaskChange => !("error" in r)),
   );
@@ -87,30 +92,26 @@ function flush(core: Core, b: Batcher) {
   });
 }
 
-/** Runs `run` in the group commit of this event-loop turn; resolves after the commit. */
-function groupCommit(core: Core, run: () => TaskChange): Promise<TaskChange> {
+/** Runs `write` in the group commit of this event-loop turn; resolves after the commit. */
+function groupCommit(core: Core, write: Q<TaskChange>): Promise<TaskChange> {
+  if (core.store.dialect === "postgres") return commitChange(core, write);
   return new Promise((resolve, reject) => {
     const b = batcherOf(core);
     if (!b.queue) {
       b.queue = [];
       setImmediate(() => flush(core, b));
     }
-    b.queue.push({ run, resolve, reject });
+    b.queue.push({ write, resolve, reject });
     if (b.queue.length >= MAX_BATCH) flush(core, b);
   });
 }
 
 /** createTask, committed together with the other task writes of this event-loop turn. */
 export function createTaskBatched(core: Core, orgId: string, input: NewTask): Promise<TaskChange> {
-  return groupCommit(core, () => txCreateTask(core, orgId, input));
+  return groupCommit(core, txCreateTask(core, orgId, input));
 }
 
 /** changeTask, committed together with the other task writes of this event-loop turn. */
-export function changeTaskBatched(
-  core: Core,
-  orgId: string | null,
-  taskId: string,
-  decide: Parameters<typeof txChangeTask>[3],
-): Promise<TaskChange> {
-  return groupCommit(core, () => txChangeTask(core, orgId, taskId, decide));
+export function changeTaskBatched(core: Core, orgId: string | null, taskId: string, decide: Decide): Promise<TaskChange> {
+  return groupCommit(core, txChangeTask(core, orgId, taskId, decide));
 }

@@ -3,37 +3,36 @@
 // readers (list.ts) and by the live updates (store.ts), so both show the same record.
 import type { Core } from "../../server/core";
 import type { TaskRow } from "./record";
-import { usageOfTasks } from "../usage/service";
+import { get, type Q } from "../../db/query";
+import { usageOfTasks, type UsageTotals } from "../usage/service";
 import { budgetOf } from "../projects/policy";
 import { waitingReason } from "../workers/eligibility";
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return { policy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?") };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
+const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
+
+export interface Decorations {
+  usage: UsageTotals | null;
+  allowanceUsd: number | null;
+  waitingReason: string | null;
 }
 
 /** The extra fields of these rows' records: one usage query for all, one policy read per project, the rest in memory. */
-export function decorations(core: Core, rows: TaskRow[]) {
-  const usage = usageOfTasks(core, rows.map((r) => r.id));
+export function* decorations(core: Core, rows: TaskRow[]): Q<(r: TaskRow) => Decorations> {
+  const usage = yield* usageOfTasks(core, rows.map((r) => r.id));
   const policies = new Map<string, unknown>();
-  const policyOf = (projectId: string) => {
-    if (!policies.has(projectId)) {
-      const row = stmts(core).policy.get(projectId);
-      policies.set(projectId, row ? JSON.parse(row.policy) : {});
-    }
-    return policies.get(projectId);
-  };
+  for (const r of rows) {
+    if (policies.has(r.project_id)) continue;
+    const row = yield* get<{ policy: string }>(SELECT_POLICY, r.project_id);
+    policies.set(r.project_id, row ? JSON.parse(row.policy) : {});
+  }
+  const waiting = new Map<string, string | null>();
+  for (const r of rows) waiting.set(r.id, yield* waitingReason(core, r));
   return (r: TaskRow) => {
-    const perTaskUsd = budgetOf(policyOf(r.project_id)).perTaskUsd;
+    const perTaskUsd = budgetOf(policies.get(r.project_id)).perTaskUsd;
     return {
       usage: usage.get(r.id) ?? null,
       allowanceUsd: perTaskUsd === undefined ? null : Math.max(r.budget_usd ?? 0, perTaskUsd),
-      waitingReason: waitingReason(core, r),
+      waitingReason: waiting.get(r.id) ?? null,
     };
   };
 }

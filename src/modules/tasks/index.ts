@@ -63,7 +63,7 @@ export default (core: Core) =>
         },
       },
     )
-    .get("/orgs/:orgId/tasks", ({ query, orgId }) => listTasks(core, orgId, query), {
+    .get("/orgs/:orgId/tasks", ({ query, orgId }) => core.store.read(listTasks(core, orgId, query)), {
       permission: "member",
       query: ListTasksQuery,
       detail: {
@@ -73,13 +73,13 @@ export default (core: Core) =>
         responses: { ...documented({ 200: [TaskPage, "A page of tasks"] }), ...errorResponses },
       },
     })
-    .get("/orgs/:orgId/tasks/:taskId", ({ params, orgId }) => getTask(core, orgId, params.taskId), {
+    .get("/orgs/:orgId/tasks/:taskId", ({ params, orgId }) => core.store.read(getTask(core, orgId, params.taskId)), {
       permission: "member",
       params: TaskParams,
       response: { 200: TaskRecord, ...errors },
       detail: { summary: "Get a task", tags },
     })
-    .get("/orgs/:orgId/tasks/:taskId/events", ({ params, query, orgId }) => listEvents(core, orgId, params.taskId, query), {
+    .get("/orgs/:orgId/tasks/:taskId/events", ({ params, query, orgId }) => core.store.read(listEvents(core, orgId, params.taskId, query)), {
       permission: "member",
       params: TaskParams,
       query: EventsQuery,
@@ -92,9 +92,9 @@ export default (core: Core) =>
     })
     .post(
       "/orgs/:orgId/tasks/:taskId/actions",
-      ({ params, body, orgId, actor }) => {
-        const change = applyAction(core, orgId, params.taskId, body, actor);
-        return getTask(core, orgId, change.after.id);
+      async ({ params, body, orgId, actor }) => {
+        const change = await applyAction(core, orgId, params.taskId, body, actor);
+        return core.store.read(getTask(core, orgId, change.after.id));
       },
       {
         permission: "task.control",
@@ -112,7 +112,7 @@ export default (core: Core) =>
     .get(
       "/orgs/:orgId/tasks/:taskId/artifacts/:name",
       async ({ params, orgId, headers }) => {
-        const a = findArtifact(core, orgId, params.taskId, params.name);
+        const a = await core.store.read(findArtifact(core, orgId, params.taskId, params.name));
         const etag = `"${a.etag}"`;
         const common = { etag, "cache-control": "private, no-cache", "x-content-type-options": "nosniff" };
         if (matches(headers["if-none-match"], etag)) return new Response(null, { status: 304, headers: common });
@@ -147,8 +147,8 @@ export default (core: Core) =>
     )
     .post(
       "/orgs/:orgId/tasks/:taskId/apply-plan",
-      ({ params, orgId, actor, status }) => {
-        const applied = applyPlan(core, orgId, params.taskId, actor);
+      async ({ params, orgId, actor, status }) => {
+        const applied = await applyPlan(core, orgId, params.taskId, actor);
         return applied.created ? status(201, { tasks: applied.tasks }) : status(200, { tasks: applied.tasks });
       },
       {

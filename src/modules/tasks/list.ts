@@ -1,5 +1,5 @@
 // Reading tasks: the list (keyset pages, newest first), one task, and its timeline.
-// These are hot paths: raw prepared statements, created once per core and filter combination.
+// These are hot paths: raw SQL, one text per filter combination (the store prepares each once).
 import type { Core } from "../../server/core";
 import { invalid, notFound } from "../../server/errors";
 import type { TaskKind, TaskStatus } from "../../db/schema";
@@ -8,6 +8,7 @@ import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskR
 import { resolveNames, taskRefs } from "./names";
 import { artifactsOf, findTask } from "./store";
 import { decorations } from "./decorate";
+import { all, type Q } from "../../db/query";
 
 export interface TaskFilters {
   status?: TaskStatus;
@@ -39,49 +40,26 @@ interface EventRow {
   data: string | null;
 }
 
-const caches = new WeakMap<Core, ReturnType<typeof prepare>>();
+// One statement for any page size: the ids arrive as a JSON array.
+const ARTIFACTS_OF_MANY =
+  "SELECT task_id, name, content_type, size, created_at FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name";
+const SELECT_EVENTS = "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?";
 
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    lists: new Map<number, ReturnType<typeof q.query<TaskRow, (string | number)[]>>>(),
-    // One statement for any page size: the ids arrive as a JSON array.
-    artifactsOfMany: q.query<ArtifactRow, [string]>(
-      "SELECT task_id, name, content_type, size, created_at FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name",
-    ),
-    events: q.query<EventRow, [string, number, number]>(
-      "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-    ),
-  };
-}
-
-function stmts(core: Core) {
-  let s = caches.get(core);
-  if (!s) caches.set(core, (s = prepare(core)));
-  return s;
-}
-
-/** The statement for one combination of filters (bit i = FILTERS[i] present, bit 4 = cursor). */
-function listStatement(core: Core, mask: number) {
-  const s = stmts(core);
-  let stmt = s.lists.get(mask);
-  if (!stmt) {
-    const where = ["org_id = ?"];
-    FILTERS.forEach(([, column], i) => {
-      if (mask & (1 << i)) where.push(`${column} = ?`);
-    });
-    if (mask & 16) where.push("id < ?");
-    stmt = core.sqlite.query<TaskRow, (string | number)[]>(`SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`);
-    s.lists.set(mask, stmt);
-  }
-  return stmt;
-}
+/** The list query of each combination of filters (bit i = FILTERS[i] present, bit 4 = cursor). */
+const LISTS = Array.from({ length: 32 }, (_, mask) => {
+  const where = ["org_id = ?"];
+  FILTERS.forEach(([, column], i) => {
+    if (mask & (1 << i)) where.push(`${column} = ?`);
+  });
+  if (mask & 16) where.push("id < ?");
+  return `SELECT * FROM tasks WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`;
+});
 
 /** Artifacts of several tasks with one query, grouped by task. */
-export function artifactsByTask(core: Core, ids: string[]): Map<string, ArtifactInfo[]> {
+export function* artifactsByTask(_core: Core, ids: string[]): Q<Map<string, ArtifactInfo[]>> {
   const out = new Map<string, ArtifactInfo[]>();
   if (ids.length === 0) return out;
-  for (const a of stmts(core).artifactsOfMany.all(JSON.stringify(ids))) {
+  for (const a of yield* all<ArtifactRow>(ARTIFACTS_OF_MANY, JSON.stringify(ids))) {
     let list = out.get(a.task_id);
     if (!list) out.set(a.task_id, (list = []));
     list.push({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at });
@@ -89,7 +67,7 @@ export function artifactsByTask(core: Core, ids: string[]): Map<string, Artifact
   return out;
 }
 
-export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: number; cursor?: string }) {
+export function* listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: number; cursor?: string }) {
   const limit = q.limit ?? DEFAULT_LIMIT;
   const after = decodeCursor(q.cursor, "tsk");
   let mask = 0;
@@ -106,23 +84,25 @@ export function listTasks(core: Core, orgId: string, q: TaskFilters & { limit?: 
     args.push(after);
   }
   args.push(limit + 1);
-  const probe = listStatement(core, mask).all(...args);
+  const probe = yield* all<TaskRow>(LISTS[mask], ...args);
   const page = probe.slice(0, limit);
-  const artifacts = artifactsByTask(core, page.map((r) => r.id));
-  const names = resolveNames(core, page.flatMap(taskRefs));
-  const extras = decorations(core, page);
+  const artifacts = yield* artifactsByTask(core, page.map((r) => r.id));
+  const names = yield* resolveNames(core, page.flatMap(taskRefs));
+  const extras = yield* decorations(core, page);
   return pageFrom(probe, limit, (r) => r.id, (r) => ({ ...toTaskRecord(r, artifacts.get(r.id) ?? [], names), ...extras(r) }));
 }
 
 
-export function getTask(core: Core, orgId: string, taskId: string): TaskRecord {
-  const row = findTask(core, orgId, taskId);
+export function* getTask(core: Core, orgId: string, taskId: string): Q<TaskRecord> {
+  const row = yield* findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
-  return { ...toTaskRecord(row, artifactsOf(core, taskId), resolveNames(core, taskRefs(row))), ...decorations(core, [row])(row) };
+  const artifacts = yield* artifactsOf(core, taskId);
+  const names = yield* resolveNames(core, taskRefs(row));
+  return { ...toTaskRecord(row, artifacts, names), ...(yield* decorations(core, [row]))(row) };
 }
 
-export function listEvents(core: Core, orgId: string, taskId: string, q: { after?: number; cursor?: string; limit?: number }) {
-  const row = findTask(core, orgId, taskId);
+export function* listEvents(core: Core, orgId: string, taskId: string, q: { after?: number; cursor?: string; limit?: number }) {
+  const row = yield* findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
   const limit = q.limit ?? DEFAULT_LIMIT;
   // after and cursor are two names for one position: both at once would leave one ignored.
@@ -130,7 +110,7 @@ export function listEvents(core: Core, orgId: string, taskId: string, q: { after
     throw invalid("give after or cursor, not both", [{ field: "cursor", message: "not with after (they name the same position)" }]);
   }
   const after = q.after ?? cursorSeq(q.cursor);
-  const probe = stmts(core).events.all(taskId, after, limit + 1);
+  const probe = yield* all<EventRow>(SELECT_EVENTS, taskId, after, limit + 1);
   const rows = probe.length > limit ? probe.slice(0, limit) : probe;
   const events: TaskEvent[] = rows.map((e) => ({
     seq: e.seq,
@@ -139,7 +119,7 @@ export function listEvents(core: Core, orgId: string, taskId: string, q: { after
     ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
     data: e.data === null ? null : JSON.parse(e.data),
   }));
-  const names = resolveNames(core, events.map((e) => e.actor));
+  const names = yield* resolveNames(core, events.map((e) => e.actor));
   const items = events.map((e) => namedEvent(e, names));
   return { items, nextCursor: probe.length > limit ? String(rows[rows.length - 1].seq) : null };
 }

@@ -4,6 +4,7 @@
 // (rows keep only ids, so a renamed worker or user reads with its current name).
 import type { Core } from "../../server/core";
 import type { TaskRow } from "./record";
+import { all, type Q } from "../../db/query";
 
 export interface Ref {
   type: string;
@@ -32,22 +33,13 @@ const QUERIES: Record<string, string> = {
   plan: `SELECT id, title AS name FROM tasks WHERE id ${IN}`,
 };
 
-const statements = new WeakMap<Core, Map<string, ReturnType<Core["sqlite"]["query"]>>>();
-
-function statement(core: Core, type: string, single: boolean) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = new Map()));
-  const k = single ? `${type}=` : type;
-  let q = s.get(k);
-  if (!q && QUERIES[type]) s.set(k, (q = core.sqlite.query(single ? QUERIES[type].replace(IN, "= ?") : QUERIES[type])));
-  return q;
-}
+const SINGLE: Record<string, string> = Object.fromEntries(Object.entries(QUERIES).map(([type, sql]) => [type, sql.replace(IN, "= ?")]));
 
 /** Names already known (the caller's own, read with its credential): no query. */
 export const knownNames = (entries: [Ref, string][]): Names => new Map(entries.map(([r, name]) => [key(r.type, r.id), name]));
 
 /** Looks up every ref's name; refs of an unknown type stay unnamed. No refs, no query. */
-export function resolveNames(core: Core, refs: Iterable<Ref | null | undefined>): Names {
+export function* resolveNames(_core: Core, refs: Iterable<Ref | null | undefined>): Q<Names> {
   const byType = new Map<string, Set<string>>();
   for (const r of refs) {
     if (!r) continue;
@@ -57,10 +49,11 @@ export function resolveNames(core: Core, refs: Iterable<Ref | null | undefined>)
   }
   const names = new Map<string, string>();
   for (const [type, ids] of byType) {
-    const single = ids.size === 1;
-    const q = statement(core, type, single);
-    if (!q) continue;
-    const rows = (single ? q.all(ids.values().next().value!) : q.all(JSON.stringify([...ids]))) as { id: string; name: string }[];
+    if (!QUERIES[type]) continue;
+    const rows =
+      ids.size === 1
+        ? yield* all<{ id: string; name: string }>(SINGLE[type], ids.values().next().value!)
+        : yield* all<{ id: string; name: string }>(QUERIES[type], JSON.stringify([...ids]));
     for (const row of rows) names.set(key(type, row.id), row.name);
   }
   return names;

@@ -11,6 +11,7 @@ import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store
 import { txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
 import { oneLine } from "../../lib/text";
+import { all, isUniqueViolation, type Q } from "../../db/query";
 
 export interface PlanItem {
   title: string;
@@ -59,17 +60,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
   return { tasks: out };
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return {
-    children: core.sqlite.query<TaskRow, [string]>("SELECT * FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL ORDER BY plan_index"),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const SELECT_CHILDREN = "SELECT * FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL ORDER BY plan_index";
 
 export interface AppliedPlan {
   /** True when this call created the tasks (201), false when they already existed (200). */
@@ -77,56 +68,58 @@ export interface AppliedPlan {
   tasks: TaskRecord[];
 }
 
-function applyOnce(core: Core, orgId: string, planId: string, actor: Actor): { created: boolean; changes: TaskChange[] } {
-  return core.sqlite
-    .transaction(() => {
-      const plan = findTask(core, orgId, planId);
-      if (!plan) throw notFound("task");
-      if (plan.kind !== "plan") throw invalid("only a plan task can be applied", [{ field: "id", message: `this task is of kind ${plan.kind}` }]);
-      if (plan.status !== "completed") throw conflict(`the plan is ${plan.status}; only a completed plan can be applied`, { status: plan.status });
-      let items: PlanItem[];
-      try {
-        items = parsePlan(plan.plan === null ? null : JSON.parse(plan.plan)).tasks;
-      } catch (err) {
-        throw conflict("the completed plan carries no valid task list", err instanceof ApiError ? err.details : undefined);
-      }
-      const have = new Set(stmts(core).children.all(planId).map((c) => c.plan_index));
-      const changes: TaskChange[] = [];
-      items.forEach((item, index) => {
-        if (have.has(index)) return;
-        changes.push(
-          txCreateTask(core, orgId, {
-            ...item,
-            projectId: plan.project_id,
-            createdBy: { type: "plan", id: planId },
-            parentId: planId,
-            planIndex: index,
-            actor,
-          }),
-        );
-      });
-      if (changes.length > 0) {
-        changes.push(txChangeTask(core, orgId, planId, () => ({ events: [{ type: "plan", actor, data: { applied: changes.map((c) => c.after.id) } }] })));
-      }
-      return { created: changes.length > 0, changes };
-    })
-    .immediate();
+/** Run it in a write: the plan's children are created in one transaction. */
+function* applyOnce(core: Core, orgId: string, planId: string, actor: Actor): Q<{ created: boolean; changes: TaskChange[] }> {
+  const plan = yield* findTask(core, orgId, planId);
+  if (!plan) throw notFound("task");
+  if (plan.kind !== "plan") throw invalid("only a plan task can be applied", [{ field: "id", message: `this task is of kind ${plan.kind}` }]);
+  if (plan.status !== "completed") throw conflict(`the plan is ${plan.status}; only a completed plan can be applied`, { status: plan.status });
+  let items: PlanItem[];
+  try {
+    items = parsePlan(plan.plan === null ? null : JSON.parse(plan.plan)).tasks;
+  } catch (err) {
+    throw conflict("the completed plan carries no valid task list", err instanceof ApiError ? err.details : undefined);
+  }
+  const have = new Set((yield* all<TaskRow>(SELECT_CHILDREN, planId)).map((c) => c.plan_index));
+  const changes: TaskChange[] = [];
+  for (const [index, item] of items.entries()) {
+    if (have.has(index)) continue;
+    changes.push(
+      yield* txCreateTask(core, orgId, {
+        ...item,
+        projectId: plan.project_id,
+        createdBy: { type: "plan", id: planId },
+        parentId: planId,
+        planIndex: index,
+        actor,
+      }),
+    );
+  }
+  if (changes.length > 0) {
+    changes.push(yield* txChangeTask(core, orgId, planId, () => ({ events: [{ type: "plan", actor, data: { applied: changes.map((c) => c.after.id) } }] })));
+  }
+  return { created: changes.length > 0, changes };
 }
 
 /** Creates the tasks a completed plan proposes, once; later calls return the same tasks. */
-export function applyPlan(core: Core, orgId: string, planId: string, actor: Actor): AppliedPlan {
+export async function applyPlan(core: Core, orgId: string, planId: string, actor: Actor): Promise<AppliedPlan> {
   let result: { created: boolean; changes: TaskChange[] };
   try {
-    result = applyOnce(core, orgId, planId, actor);
+    result = await core.store.write(applyOnce(core, orgId, planId, actor));
   } catch (err) {
     // Another process applied it between our read and write: the unique index refused ours.
-    if ((err as { code?: string }).code !== "SQLITE_CONSTRAINT_UNIQUE") throw err;
-    result = applyOnce(core, orgId, planId, actor);
+    if (!isUniqueViolation(err)) throw err;
+    result = await core.store.write(applyOnce(core, orgId, planId, actor));
   }
-  publishChanges(core, result.changes);
-  const rows = stmts(core).children.all(planId);
-  const artifacts = artifactsByTask(core, rows.map((r) => r.id));
-  const names = resolveNames(core, rows.flatMap(taskRefs));
-  const tasks = rows.map((row) => toTaskRecord(row, artifacts.get(row.id) ?? [], names));
+  await publishChanges(core, result.changes);
+  const tasks = await core.store.read(planTasks(core, planId));
   return { created: result.created, tasks };
+}
+
+/** The records of a plan's children, in plan order. */
+function* planTasks(core: Core, planId: string): Q<TaskRecord[]> {
+  const rows = yield* all<TaskRow>(SELECT_CHILDREN, planId);
+  const artifacts = yield* artifactsByTask(core, rows.map((r) => r.id));
+  const names = yield* resolveNames(core, rows.flatMap(taskRefs));
+  return rows.map((row) => toTaskRecord(row, artifacts.get(row.id) ?? [], names));
 }

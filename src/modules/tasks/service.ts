@@ -8,7 +8,8 @@ import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
 import { ACTION_TABLE, BUDGET_ANSWERS, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
 import { taskBudget } from "../usage/service";
 import { PRIORITY_RANK, type TaskRow } from "./record";
-import { changeTask, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
+import { get, type Q } from "../../db/query";
+import { changeTask, commitChange, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
 
 export interface NewTask {
   projectId: string;
@@ -28,18 +29,9 @@ export interface NewTask {
   actor?: Actor | null;
 }
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-function prepare(core: Core) {
-  return {
-    project: core.sqlite.query<{ archived: number }, [string, string]>("SELECT archived FROM projects WHERE id = ? AND org_id = ?"),
-    policy: core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?"),
-  };
-}
-function stmts(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
+const SELECT_PROJECT = "SELECT archived FROM projects WHERE id = ? AND org_id = ?";
+const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
+const SELECT_TASK_OF_ORG = "SELECT * FROM tasks WHERE id = ? AND org_id = ?";
 
 /** The creator as the actor of the first event; a plan is no actor (apply-plan passes the person who applied it). */
 function creatorActor(c: NewTask["createdBy"]): EventActor | null {
@@ -61,17 +53,17 @@ export function checkKindAndReview(kind: string | undefined, review: unknown, fi
   }
 }
 
-/** Creates a task inside the caller's transaction; publish the change after commit. */
-export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskChange {
+/** Creates a task inside the write that runs it; publish the change after commit. */
+export function* txCreateTask(core: Core, orgId: string, input: NewTask): Q<TaskChange> {
   checkKindAndReview(input.kind, input.review);
-  const project = stmts(core).project.get(input.projectId, orgId);
+  const project = yield* get<{ archived: number }>(SELECT_PROJECT, input.projectId, orgId);
   if (!project) throw invalid("projectId does not name a project of this organization", [{ field: "projectId", message: "unknown project" }]);
   if (project.archived) throw new ApiError(409, "conflict", "the project is archived and takes no new tasks");
   if (input.title.trim() === "") throw invalid("title must not be blank", [{ field: "title", message: "1..200 characters, not only spaces" }]);
   const kind = input.kind ?? "task";
   const priority = input.priority ?? "MEDIUM";
   const id = newId("tsk");
-  return txInsertTask(
+  return yield* txInsertTask(
     core,
     {
       id,
@@ -108,10 +100,9 @@ export function txCreateTask(core: Core, orgId: string, input: NewTask): TaskCha
   );
 }
 
-export function createTask(core: Core, orgId: string, input: NewTask): TaskChange {
-  const change = core.sqlite.transaction(() => txCreateTask(core, orgId, input)).immediate();
-  publishChanges(core, [change]);
-  return change;
+/** A task in its own write transaction, published after commit (routes use the group commit, batch.ts). */
+export function createTask(core: Core, orgId: string, input: NewTask): Promise<TaskChange> {
+  return commitChange(core, txCreateTask(core, orgId, input));
 }
 
 export interface ActionInput {
@@ -129,12 +120,12 @@ function needsOf(row: TaskRow): { kind: string; message: string; allowanceUsd?: 
  * The answer to a budget question: deny cancels; approve raises the task's allowance by the
  * project's perTaskUsd (the allowance it passed, again, when the policy no longer sets one).
  */
-function budgetAnswer(core: Core, action: Action, row: TaskRow, now: string): TaskPatch | null {
+function* budgetAnswer(core: Core, action: Action, row: TaskRow, now: string): Q<TaskPatch | null> {
   const needs = needsOf(row);
   if (row.status !== "needs_approval" || needs?.kind !== "budget" || !BUDGET_ANSWERS[action]) return null;
   if (action === "deny") return actionPatch("cancel", row, now);
-  const policy = stmts(core).policy.get(row.project_id)?.policy;
-  const budget = taskBudget(core, row, policy ? JSON.parse(policy) : {}, row.attempt);
+  const policy = (yield* get<{ policy: string }>(SELECT_POLICY, row.project_id))?.policy;
+  const budget = yield* taskBudget(core, row, policy ? JSON.parse(policy) : {}, row.attempt);
   const passed = budget?.allowanceUsd ?? needs.allowanceUsd ?? 0;
   return { status: "running", needs: null, budget_usd: passed + (budget?.perTaskUsd ?? passed) };
 }
@@ -178,7 +169,7 @@ function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
 
 export const MAX_REASON_CHARS = 2000;
 
-export function applyAction(core: Core, orgId: string, taskId: string, req: ActionInput, actor: Actor): TaskChange {
+export async function applyAction(core: Core, orgId: string, taskId: string, req: ActionInput, actor: Actor): Promise<TaskChange> {
   // Characters, not UTF-16 units: 2,000 emoji are 2,000 characters.
   if (req.reason !== undefined && req.reason.length > MAX_REASON_CHARS && [...req.reason].length > MAX_REASON_CHARS) {
     throw invalid(`reason is longer than ${MAX_REASON_CHARS} characters`, [{ field: "reason", message: `at most ${MAX_REASON_CHARS} characters` }]);
@@ -187,7 +178,7 @@ export function applyAction(core: Core, orgId: string, taskId: string, req: Acti
   if (req.action !== "input" && req.input !== undefined) {
     throw invalid(`input goes with the action input, not ${req.action}`, [{ field: "input", message: `only with action input; action is ${req.action}` }]);
   }
-  const change = changeTask(core, orgId, taskId, (row) => {
+  const change = await changeTask(core, orgId, taskId, function* (row) {
     if (!isAllowed(req.action, row.status)) {
       throw new ApiError(409, "invalid_transition", `cannot ${req.action} a task that is ${row.status}`, {
         status: row.status,
@@ -197,7 +188,7 @@ export function applyAction(core: Core, orgId: string, taskId: string, req: Acti
     if (req.action === "input" && (req.input === undefined || req.input === "")) {
       throw invalid("action input needs a non-empty input", [{ field: "input", message: "required with action input" }]);
     }
-    const budget = budgetAnswer(core, req.action, row, iso());
+    const budget = yield* budgetAnswer(core, req.action, row, iso());
     const patch = budget ?? actionPatch(req.action, row, iso());
     const events: EventInput[] = [
       {
@@ -219,8 +210,8 @@ export function applyAction(core: Core, orgId: string, taskId: string, req: Acti
   return change;
 }
 
-export function getTaskRow(core: Core, orgId: string, taskId: string): TaskRow {
-  const row = core.sqlite.query<TaskRow, [string, string]>("SELECT * FROM tasks WHERE id = ? AND org_id = ?").get(taskId, orgId);
+export function* getTaskRow(_core: Core, orgId: string, taskId: string): Q<TaskRow> {
+  const row = yield* get<TaskRow>(SELECT_TASK_OF_ORG, taskId, orgId);
   if (!row) throw notFound("task");
   return row;
 }

@@ -1,10 +1,11 @@
-// The one way a task is written. Every change runs in an IMMEDIATE transaction that reads the
-// row, applies the change, allocates the next timeline seqs (no gaps, even with concurrent
-// writers), runs core.taskHooks, and commits; live updates go out after the commit.
+// The one way a task is written. Every change is a program run in one write transaction that
+// reads the row, applies the change, allocates the next timeline seqs (no gaps: writers are
+// serialized), runs core.taskHooks, and commits; live updates go out after the commit.
 import type { Core } from "../../server/core";
 import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
+import { all, get, run, type Q } from "../../db/query";
 import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
 import { decorations } from "./decorate";
@@ -54,57 +55,37 @@ const COLUMNS = [
   "summary", "changes", "needs", "plan", "source", "pull_request", "agent", "budget_usd", "last_seq", "created_at", "updated_at", "started_at", "finished_at",
 ] as const;
 
-const statements = new WeakMap<Core, ReturnType<typeof prepare>>();
-
-function prepare(core: Core) {
-  const q = core.sqlite;
-  return {
-    byId: q.query<TaskRow, [string]>("SELECT * FROM tasks WHERE id = ?"),
-    insert: q.query(`INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`),
-    /** Multi-row event inserts by row count (1..EVENT_ROWS), made when first needed. */
-    insertEvents: [] as ReturnType<typeof q.query>[],
-    /** A transaction around any function, made once (run with .immediate(fn)). */
-    tx: q.transaction((fn: () => TaskChange) => fn()),
-    /** UPDATE statements by the list of columns they set (a change writes only what it changed). */
-    updates: new Map<string, ReturnType<typeof q.query>>(),
-    artifacts: q.query<{ name: string; content_type: string; size: number; created_at: string }, [string]>(
-      "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name",
-    ),
-  };
-}
-
-export function taskStatements(core: Core) {
-  let s = statements.get(core);
-  if (!s) statements.set(core, (s = prepare(core)));
-  return s;
-}
-
-export function artifactsOf(core: Core, taskId: string): ArtifactInfo[] {
-  return taskStatements(core)
-    .artifacts.all(taskId)
-    .map((a) => ({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at }));
-}
-
-/** A task of this org, or null (another org's task is as good as missing). */
-export function findTask(core: Core, orgId: string, taskId: string): TaskRow | null {
-  const row = taskStatements(core).byId.get(taskId);
-  return row && row.org_id === orgId ? row : null;
-}
+const SELECT_TASK = "SELECT * FROM tasks WHERE id = ?";
+const INSERT_TASK = `INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`;
+const SELECT_ARTIFACTS = "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name";
 
 /** Rows per multi-row event INSERT: a worker's batch of events is one statement, not one per event. */
 const EVENT_ROWS = 16;
+/** The event INSERT of 1..EVENT_ROWS rows (index rows - 1): a bounded set of statements. */
+const INSERT_EVENTS = Array.from(
+  { length: EVENT_ROWS },
+  (_, i) => `INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES ${Array.from({ length: i + 1 }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+);
+/** UPDATE texts by the list of columns they set, built once per list (a change writes only what it changed). */
+const UPDATES = new Map<string, string>();
 
-function insertEvents(core: Core, rows: number) {
-  const s = taskStatements(core);
-  let q = s.insertEvents[rows];
-  if (!q) {
-    const values = Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ");
-    q = s.insertEvents[rows] = core.sqlite.query(`INSERT INTO task_events (task_id, seq, type, at, actor, data, attempt, worker_seq) VALUES ${values}`);
-  }
-  return q;
+/** A task by id, whatever its org (the caller checked access another way, e.g. by lease). */
+export function* taskById(_core: Core, taskId: string): Q<TaskRow | undefined> {
+  return yield* get<TaskRow>(SELECT_TASK, taskId);
 }
 
-function writeEvents(core: Core, taskId: string, firstSeq: number, inputs: EventInput[], at: string): TaskEvent[] {
+export function* artifactsOf(_core: Core, taskId: string): Q<ArtifactInfo[]> {
+  const rows = yield* all<{ name: string; content_type: string; size: number; created_at: string }>(SELECT_ARTIFACTS, taskId);
+  return rows.map((a) => ({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at }));
+}
+
+/** A task of this org, or null (another org's task is as good as missing). */
+export function* findTask(core: Core, orgId: string, taskId: string): Q<TaskRow | null> {
+  const row = yield* taskById(core, taskId);
+  return row && row.org_id === orgId ? row : null;
+}
+
+function* writeEvents(taskId: string, firstSeq: number, inputs: EventInput[], at: string): Q<TaskEvent[]> {
   const params: (string | number | null)[] = [];
   const written = inputs.map((e, i) => {
     const seq = firstSeq + i;
@@ -113,36 +94,45 @@ function writeEvents(core: Core, taskId: string, firstSeq: number, inputs: Event
   });
   for (let i = 0; i < inputs.length; i += EVENT_ROWS) {
     const rows = Math.min(EVENT_ROWS, inputs.length - i);
-    insertEvents(core, rows).run(...params.slice(i * 8, (i + rows) * 8));
+    yield* run(INSERT_EVENTS[rows - 1], ...params.slice(i * 8, (i + rows) * 8));
   }
   return written;
 }
 
-/** Inserts a new task with its first events. Call inside a transaction; publish the result after commit. */
-export function txInsertTask(core: Core, row: Omit<TaskRow, "last_seq" | "created_at" | "updated_at">, events: EventInput[]): TaskChange {
+/** Inserts a new task with its first events. Run it in a write; publish the result after commit. */
+export function* txInsertTask(core: Core, row: Omit<TaskRow, "last_seq" | "created_at" | "updated_at">, events: EventInput[]): Q<TaskChange> {
   const now = iso();
   const full: TaskRow = { ...row, last_seq: events.length, created_at: now, updated_at: now };
-  taskStatements(core).insert.run(...COLUMNS.map((c) => full[c] as string | number | null));
-  const written = writeEvents(core, full.id, 1, events, now);
+  yield* run(INSERT_TASK, ...COLUMNS.map((c) => full[c] as string | number | null));
+  const written = yield* writeEvents(full.id, 1, events, now);
   const change = { before: null, after: full, events: written };
-  for (const hook of core.taskHooks) core.store.sync(hook(change));
+  for (const hook of core.taskHooks) yield* hook(change);
   return change;
 }
 
+/** What a change does to the row it saw: the columns to set and the events to append. */
+export interface Decision {
+  patch?: TaskPatch;
+  events: EventInput[];
+  touch?: boolean;
+}
+
+/** Decides a change from the current row: plainly, or as a program when deciding reads the database. */
+export type Decide = (row: TaskRow) => Decision | Q<Decision>;
+
+const isProgram = (d: Decision | Q<Decision>): d is Q<Decision> => typeof (d as Q<Decision>).next === "function";
+
 /**
- * Changes a task inside the caller's transaction. `decide` sees the current row and returns the
+ * Changes a task inside the write that runs it. `decide` sees the current row and returns the
  * patch and events, or throws (e.g. invalid_transition) to change nothing.
  */
-export function txChangeTask(
-  core: Core,
-  orgId: string | null,
-  taskId: string,
-  decide: (row: TaskRow) => { patch?: TaskPatch; events: EventInput[]; touch?: boolean },
-): TaskChange {
-  const s = taskStatements(core);
-  const before = s.byId.get(taskId);
+export function* txChangeTask(core: Core, orgId: string | null, taskId: string, decide: Decide): Q<TaskChange> {
+  // Queries are yielded here directly, not through taskById: each level of yield* costs on every
+  // query of this hot path.
+  const before = yield* get<TaskRow>(SELECT_TASK, taskId);
   if (!before || (orgId !== null && before.org_id !== orgId)) throw notFound("task");
-  const { patch = {}, events, touch = false } = decide(before);
+  const decided = decide(before);
+  const { patch = {}, events, touch = false } = isProgram(decided) ? yield* decided : decided;
   // `touch`: the record changed outside the row (e.g. its artifacts list), so updatedAt moves too.
   const changed = touch || Object.keys(patch).length > 0;
   const now = iso();
@@ -163,24 +153,40 @@ export function txChangeTask(
     }
   }
   const key = columns.join(",");
-  let update = s.updates.get(key);
-  if (!update) s.updates.set(key, (update = core.sqlite.query(`UPDATE tasks SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`)));
-  update.run(...values, taskId);
-  const written = writeEvents(core, taskId, before.last_seq + 1, events, now);
+  let update = UPDATES.get(key);
+  if (!update) UPDATES.set(key, (update = `UPDATE tasks SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`));
+  yield* run(update, ...values, taskId);
+  const written = events.length > 0 ? yield* writeEvents(taskId, before.last_seq + 1, events, now) : [];
   const change = { before, after, events: written };
-  if (changed) for (const hook of core.taskHooks) core.store.sync(hook(change));
+  if (changed) for (const hook of core.taskHooks) yield* hook(change);
   return change;
 }
 
-/** txChangeTask in its own IMMEDIATE transaction, published after commit. */
-export function changeTask(core: Core, orgId: string | null, taskId: string, decide: Parameters<typeof txChangeTask>[3]): TaskChange {
-  const change = taskStatements(core).tx.immediate(() => txChangeTask(core, orgId, taskId, decide));
-  publishChanges(core, [change]);
+/** Runs a task write in its own transaction and publishes it after commit. */
+export async function commitChange(core: Core, write: Q<TaskChange>): Promise<TaskChange> {
+  const change = await core.store.write(write);
+  await publishChanges(core, [change]);
   return change;
+}
+
+/** txChangeTask in its own write transaction, published after commit. */
+export function changeTask(core: Core, orgId: string | null, taskId: string, decide: Decide): Promise<TaskChange> {
+  return commitChange(core, txChangeTask(core, orgId, taskId, decide));
+}
+
+/**
+ * Publishes committed changes. It never fails: the changes are committed whatever happens to
+ * their messages, so a failure is logged. On SQLite it has published when it returns (the store
+ * reads synchronously), as the group commit relies on.
+ */
+export function publishChanges(core: Core, changes: TaskChange[]): Promise<void> {
+  return core.store.read(publication(core, changes)).catch((error) => {
+    core.log.error("publishing task changes failed", { error: String((error as Error)?.stack ?? error) });
+  });
 }
 
 /** Live updates and after-commit listeners for committed changes. */
-export function publishChanges(core: Core, changes: TaskChange[]) {
+function* publication(core: Core, changes: TaskChange[]): Q<void> {
   const recordChanged = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
   // Messages are built only for changes someone is subscribed to: a CI pipeline creating tasks with
   // no page open pays for no names and no JSON (bench/tasks-create.ts).
@@ -188,24 +194,24 @@ export function publishChanges(core: Core, changes: TaskChange[]) {
   const heard = new Set(changes.filter((c) => topicsOf(c).some((t) => core.hub.hasSubscribers(t))));
   // The names of every record and actor, one query per kind for the whole batch (a group commit
   // of creates); none for worker log lines (no actor, no record change).
-  const names = resolveNames(
+  const names = yield* resolveNames(
     core,
     [...heard].flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
   );
   for (const change of changes) {
-    if (heard.has(change)) publishOne(core, change, recordChanged(change), topicsOf(change), names);
+    if (heard.has(change)) yield* publishOne(core, change, recordChanged(change), topicsOf(change), names);
     if (recordChanged(change)) core.events.emit("task.changed", change);
   }
 }
 
 /** The live messages of one change, to the task's org and its own topic. */
-function publishOne(core: Core, change: TaskChange, recordChanged: boolean, topics: string[], names: Names) {
+function* publishOne(core: Core, change: TaskChange, recordChanged: boolean, topics: string[], names: Names): Q<void> {
   const { after, before, events } = change;
   if (recordChanged) {
     // A new task has no artifacts yet: skip the query on the create hot path.
-    const artifacts = before === null ? [] : artifactsOf(core, after.id);
+    const artifacts = before === null ? [] : yield* artifactsOf(core, after.id);
     // A new task has no usage yet either; a changed one shows what the readers show.
-    const extras = before === null ? {} : decorations(core, [after])(after);
+    const extras = before === null ? {} : (yield* decorations(core, [after]))(after);
     const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: { ...toTaskRecord(after, artifacts, names), ...extras } });
     for (const t of topics) core.hub.publish(t, message);
   }

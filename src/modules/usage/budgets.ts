@@ -5,6 +5,9 @@
 import type { Core } from "../../server/core";
 import { budgetOf } from "../projects/policy";
 import { dayOf, projectCostOn, usd } from "./service";
+import { get, type Q } from "../../db/query";
+
+const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
 
 interface Entry {
   day: string;
@@ -14,35 +17,33 @@ interface Entry {
 
 export class DailyBudgets {
   private readonly entries = new Map<string, Entry>();
-  private readonly policy;
 
-  constructor(private readonly core: Core) {
-    this.policy = core.sqlite.query<{ policy: string }, [string]>("SELECT policy FROM projects WHERE id = ?");
-  }
+  constructor(private readonly core: Core) {}
 
-  private entry(projectId: string): Entry {
+  /** A cached entry answers without a query. */
+  private *entry(projectId: string): Q<Entry> {
     const day = dayOf();
     const cached = this.entries.get(projectId);
     if (cached && cached.day === day) return cached;
-    const row = this.policy.get(projectId);
+    const row = yield* get<{ policy: string }>(SELECT_POLICY, projectId);
     let perDayUsd: number | null = null;
     try {
       perDayUsd = row ? (budgetOf(JSON.parse(row.policy)).perDayUsd ?? null) : null;
     } catch {}
-    const entry: Entry = { day, perDayUsd, costUsd: perDayUsd === null ? 0 : projectCostOn(this.core, projectId, day) };
+    const entry: Entry = { day, perDayUsd, costUsd: perDayUsd === null ? 0 : yield* projectCostOn(this.core, projectId, day) };
     this.entries.set(projectId, entry);
     return entry;
   }
 
   /** True while the project's cost today is at or over its daily budget. */
-  over(projectId: string): boolean {
-    const e = this.entry(projectId);
+  *over(projectId: string): Q<boolean> {
+    const e = yield* this.entry(projectId);
     return e.perDayUsd !== null && e.costUsd >= e.perDayUsd;
   }
 
   /** Why the project's queued tasks wait, or null when its daily budget does not hold them. */
-  reason(projectId: string): string | null {
-    const e = this.entry(projectId);
+  *reason(projectId: string): Q<string | null> {
+    const e = yield* this.entry(projectId);
     return e.perDayUsd !== null && e.costUsd >= e.perDayUsd ? `project over its daily budget (${usd(e.costUsd)} of ${usd(e.perDayUsd)})` : null;
   }
 

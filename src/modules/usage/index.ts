@@ -11,7 +11,7 @@ const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody 
 export default (core: Core) =>
   new Elysia({ name: "usage", seed: core.instanceId, prefix: "/api/v1" })
     .use(authPlugin(core))
-    .get("/orgs/:orgId/projects/:projectId/usage", ({ orgId, params, query }) => projectUsage(core, orgId, params.projectId, query), {
+    .get("/orgs/:orgId/projects/:projectId/usage", ({ orgId, params, query }) => core.store.read(projectUsage(core, orgId, params.projectId, query)), {
       permission: "member",
       params: UsageParams,
       query: UsageQuery,

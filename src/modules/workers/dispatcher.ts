@@ -275,7 +275,7 @@ export class Dispatcher {
   *offerTask(task: QueuedRow, avoidWorkerId?: string): Q<boolean> {
     if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
     const candidates = this.byOrg.get(task.org_id);
-    if (!candidates || candidates.size === 0 || this.budgets.over(task.project_id)) {
+    if (!candidates || candidates.size === 0 || (yield* this.budgets.over(task.project_id))) {
       this.unoffered(task.org_id);
       return false;
     }
@@ -322,7 +322,7 @@ export class Dispatcher {
       for (const row of rows) {
         scanned++;
         if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
-        const required = this.budgets.over(row.project_id) ? null : yield* requiredLabels(this.core, row.project_id, cache);
+        const required = (yield* this.budgets.over(row.project_id)) ? null : yield* requiredLabels(this.core, row.project_id, cache);
         // The connection may have gone, or the task been offered, while the labels were read.
         if (this.conns.get(conn.workerId) !== conn || this.free(conn) <= 0) return;
         if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;

@@ -41,9 +41,9 @@ export function eligible(conn: Conn, task: Pick<TaskRow, "org_id" | "project_id"
 }
 
 /** Why a queued task is not offered, when ao knows: its project is over its daily budget, or no connected worker has its agent. */
-export function waitingReason(core: Core, task: Pick<TaskRow, "status" | "org_id" | "project_id" | "agent">): string | null {
+export function* waitingReason(core: Core, task: Pick<TaskRow, "status" | "org_id" | "project_id" | "agent">): Q<string | null> {
   if (task.status !== "queued") return null;
-  const budget = dailyBudgetsOf(core).reason(task.project_id);
+  const budget = yield* dailyBudgetsOf(core).reason(task.project_id);
   if (budget) return budget;
   if (task.agent && !dispatcherOf(core).hasWorkerWithAgent(task.org_id, task.agent)) return `no connected worker has the agent '${task.agent}'`;
   return null;

@@ -81,7 +81,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
   // task is read only to tell 404 from 403 and 409 when there is none.
   const offer = worker.approved_at ? dispatcher.takeOffer(offerId, worker.id, taskId) : null;
   if (!offer) {
-    if (!findTask(core, worker.org_id, taskId)) throw notFound("task");
+    if (!core.store.sync(findTask(core, worker.org_id, taskId))) throw notFound("task");
     if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
     throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
   }
@@ -133,7 +133,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
       createdBy,
     },
     project,
-    budget: taskBudget(core, t, project.policy, t.attempt),
+    budget: core.store.sync(taskBudget(core, t, project.policy, t.attempt)),
   };
 }
 
@@ -223,18 +223,18 @@ export async function transitionTask(core: Core, worker: WorkerRow, taskId: stri
 function budgetNeeds(core: Core, row: TaskRow, message: string) {
   // Inside the group commit's transaction (tasks/batch.ts), which is synchronous.
   const project = core.store.sync(get<{ policy: string }>(PROJECT, row.project_id))!;
-  const budget = taskBudget(core, row, JSON.parse(project.policy), row.attempt);
-  const costUsd = taskUsage(core, row.id)?.costUsd ?? 0;
+  const budget = core.store.sync(taskBudget(core, row, JSON.parse(project.policy), row.attempt));
+  const costUsd = core.store.sync(taskUsage(core, row.id))?.costUsd ?? 0;
   return { kind: "budget", message, costUsd, allowanceUsd: budget?.allowanceUsd ?? null };
 }
 
 /** Records the attempt's cumulative usage (lease-fenced; not once the attempt has ended). */
 export function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: UsageReport) {
-  const recorded = recordUsage(core, taskId, req.usage, (row) => {
+  const recorded = core.store.syncWrite(recordUsage(core, taskId, req.usage, (row) => {
     if (row.org_id !== worker.org_id) throw notFound("task");
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
-  });
+  }));
   if (recorded.added > 0) dailyBudgetsOf(core).added(recorded.projectId, recorded.day, recorded.added);
   return { costUsd: recorded.costUsd };
 }
@@ -275,7 +275,7 @@ export async function appendEvents(core: Core, worker: WorkerRow, taskId: string
 
 /** Checks the lease of an upload before its body is read (the upload itself is storeArtifact's). */
 export function leaseForUpload(core: Core, worker: WorkerRow, taskId: string, leaseToken: string | null): TaskRow {
-  const row = findTask(core, worker.org_id, taskId);
+  const row = core.store.sync(findTask(core, worker.org_id, taskId));
   if (!row) throw notFound("task");
   if (!leaseToken) throw staleLease();
   checkLease(row, worker, leaseToken);

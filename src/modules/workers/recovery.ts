@@ -44,7 +44,12 @@ function decideLoss(row: TaskRow, workerId: string, reason: string): { patch?: T
  */
 export function* giveUpAttempts(core: Core, workerId: string, reason: string, taskIds?: string[]): Q<TaskChange[]> {
   const ids = taskIds ?? (yield* heldTaskIds(core, workerId));
-  return ids.map((id) => txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason))).filter((c) => c.events.length > 0);
+  const changes: TaskChange[] = [];
+  for (const id of ids) {
+    const change = yield* txChangeTask(core, null, id, (row) => decideLoss(row, workerId, reason));
+    if (change.events.length > 0) changes.push(change);
+  }
+  return changes;
 }
 
 /** After the commit of giveUpAttempts: counted, and published to pages and listeners (the dispatcher re-offers). */
