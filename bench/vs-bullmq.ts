@@ -19,6 +19,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ROOT, conditions, freePort, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
+import { now, startFleet } from "./workers-fleet";
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +47,6 @@ if (!Bun.which("redis-server")) {
   console.error("redis-server is missing: apt-get install -y redis-server");
   process.exit(2);
 }
-const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => Bun.sleep(ms);
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -155,64 +155,18 @@ ao = await startAo(values.binary);
 const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
 
-let completed = 0;
-let waiting: ((m: any) => void) | null = null;
-let wakers: (() => void)[] = [];
-sim = Bun.spawn([process.execPath, join(import.meta.dir, "workers-sim.ts")], {
-  stdout: "inherit",
-  stderr: "inherit",
-  ipc(message: any) {
-    if (typeof message.completed === "number") {
-      completed = message.completed;
-      const w = wakers;
-      wakers = [];
-      for (const wake of w) wake();
-    } else if (waiting) {
-      const w = waiting;
-      waiting = null;
-      w(message);
-    }
-  },
-});
-const ask = (msg: unknown) => new Promise<any>((resolve) => ((waiting = resolve), sim!.send(msg)));
-await ask({ cmd: "start", url: ao.url, paired, capacity: 8, events: 0 });
-
-const createUrl = `${ao.url}/api/v1/orgs/${who.orgId}/tasks`;
-const createHeaders = { authorization: `Bearer ${who.apiToken}`, "content-type": "application/json" };
-const body = JSON.stringify({ projectId: who.projectId, title: "bench", prompt: "work" });
-let errors = 0;
-async function create(): Promise<string> {
-  const res = await fetch(createUrl, { method: "POST", headers: createHeaders, body });
-  const json = (await res.json()) as { id: string };
-  if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
-  return json.id;
-}
+const fleet = await startFleet(ao.url, who, paired);
+sim = fleet.sim;
+const { ask, create } = fleet;
 
 async function aoLifecycle(secs: number) {
   sim!.send({ cmd: "events", n: 10 });
-  const inflight = Number(values.inflight);
-  const base = completed;
-  let created = 0;
   const cpu0 = cpuMs(ao!.pid);
   const m0 = machineTicks();
-  const start = now();
-  const end = start + secs * 1000;
-  await Promise.all(
-    Array.from({ length: inflight }, async () => {
-      while (now() < end) {
-        // At most `inflight` tasks between creation and completion.
-        while (created - (completed - base) >= inflight && now() < end) await new Promise<void>((r) => wakers.push(r));
-        if (now() >= end) break;
-        created++;
-        await create().catch(() => void errors++);
-      }
-    }),
-  );
-  const done = completed - base;
-  const elapsed = (now() - start) / 1000;
+  const { base, created, done, elapsed } = await fleet.closedLoop(secs, Number(values.inflight));
   const result = { perSec: done / elapsed, cpuMsPerTask: (cpuMs(ao!.pid) - cpu0) / done, busy: busyPct(m0, machineTicks()) };
   // Let the tasks in flight finish before the next run.
-  for (let i = 0; i < 100 && completed - base < created; i++) await sleep(20);
+  for (let i = 0; i < 100 && fleet.completed - base < created; i++) await sleep(20);
   return result;
 }
 
@@ -228,14 +182,14 @@ async function aoLatency(r: number, secs: number) {
     const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
     for (; i < due; i++) {
       const sent = now();
-      pending.push(create().then((id) => void sentAt.set(id, sent), () => void errors++));
+      pending.push(create().then((id) => void sentAt.set(id, sent), () => void fleet.errors++));
     }
     await sleep(1);
   }
   await Promise.all(pending);
   await sleep(500);
   const dump = await ask({ cmd: "dump" });
-  errors += dump.errors;
+  fleet.errors += dump.errors;
   const offer = percentiles((dump.offered as [string, number][]).filter(([id]) => sentAt.has(id)).map(([id, t]) => t - sentAt.get(id)!));
   return { p50: offer.p50, p99: offer.p99, n: offer.n };
 }
@@ -282,7 +236,7 @@ try {
 }
 
 const f = (v: number) => v.toFixed(2);
-const lines: string[] = [`\nuptime after: ${readFileSync("/proc/loadavg", "utf8").trim()}; errors ${errors}`, ...loads.map((l) => `load average before ${l}`), ""];
+const lines: string[] = [`\nuptime after: ${readFileSync("/proc/loadavg", "utf8").trim()}; errors ${fleet.errors}`, ...loads.map((l) => `load average before ${l}`), ""];
 if (life.ao.length) {
   const a = median(life.ao.map((x) => x.perSec));
   const b = median(life.bull.map((x) => x.perSec));

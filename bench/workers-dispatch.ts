@@ -7,10 +7,10 @@
 //   (b) full lifecycle throughput: create, offer, claim, 10 events, complete, with 64 tasks in
 //       flight; target >= 1,000 tasks/s.
 //   bun bench/workers-dispatch.ts [--rate 500] [--seconds 10] [--workers 50] [--binary dist/ao]
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { call, conditions, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
+import { now, startFleet } from "./workers-fleet";
 
 const { values } = parseArgs({
   options: {
@@ -25,47 +25,14 @@ const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const nWorkers = Number(values.workers);
 const inflight = Number(values.inflight);
-const now = () => performance.timeOrigin + performance.now();
 
 console.log(`# workers-dispatch · ${conditions()}`);
 const ao = await startAo(values.binary);
 const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, nWorkers);
 
-// ---------------------------------------------------------------- the workers' process
-let completed = 0;
-let waiting: ((m: any) => void) | null = null;
-/** Creator loops waiting for room (woken by the workers' completion reports, not by polling). */
-let wakers: (() => void)[] = [];
-const sim = Bun.spawn([process.execPath, join(import.meta.dir, "workers-sim.ts")], {
-  stdout: "inherit",
-  stderr: "inherit",
-  ipc(message: any) {
-    if (typeof message.completed === "number") {
-      completed = message.completed;
-      const w = wakers;
-      wakers = [];
-      for (const wake of w) wake();
-    } else if (waiting) {
-      const w = waiting;
-      waiting = null;
-      w(message);
-    }
-  },
-});
-const ask = (msg: unknown) => new Promise<any>((resolve) => ((waiting = resolve), sim.send(msg)));
-await ask({ cmd: "start", url: ao.url, paired, capacity: 8, events: 0 });
-
-const createUrl = `${ao.url}/api/v1/orgs/${who.orgId}/tasks`;
-const createHeaders = { authorization: `Bearer ${who.apiToken}`, "content-type": "application/json" };
-const body = JSON.stringify({ projectId: who.projectId, title: "bench", prompt: "work" });
-let errors = 0;
-const create = async (): Promise<string> => {
-  const res = await fetch(createUrl, { method: "POST", headers: createHeaders, body });
-  const json = (await res.json()) as { id: string };
-  if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
-  return json.id;
-};
+const fleet = await startFleet(ao.url, who, paired);
+const { sim, ask, create } = fleet;
 
 // ---------------------------------------------------------------- (a) fixed rate
 async function fixedRate(r: number, secs: number) {
@@ -80,14 +47,14 @@ async function fixedRate(r: number, secs: number) {
     for (; i < due; i++) {
       // Latency counts from when the create was due, so a slow server cannot hide its queue.
       const scheduled = start + (i * 1000) / r;
-      pending.push(create().then((id) => void dueAt.set(id, scheduled), () => void errors++));
+      pending.push(create().then((id) => void dueAt.set(id, scheduled), () => void fleet.errors++));
     }
     await Bun.sleep(1);
   }
   await Promise.all(pending);
   await Bun.sleep(500);
   const dump = await ask({ cmd: "dump" });
-  errors += dump.errors;
+  fleet.errors += dump.errors;
   const since = (pairs: [string, number][]) => pairs.filter(([id]) => dueAt.has(id)).map(([id, t]) => t - dueAt.get(id)!);
   return { offer: percentiles(since(dump.offered)), claim: percentiles(since(dump.claimed)), created: dueAt.size };
 }
@@ -100,23 +67,8 @@ const cpuA = (cpuMs(ao.pid) - cpu0) / a.created;
 // ---------------------------------------------------------------- (b) lifecycle throughput
 sim.send({ cmd: "events", n: 10 });
 async function lifecycle(secs: number) {
-  const base = completed;
-  let created = 0;
-  const start = now();
-  const end = start + secs * 1000;
-  await Promise.all(
-    Array.from({ length: inflight }, async () => {
-      while (now() < end) {
-        // Keep at most `inflight` tasks between creation and completion.
-        while (created - (completed - base) >= inflight && now() < end) await new Promise<void>((r) => wakers.push(r));
-        if (now() >= end) break;
-        created++;
-        await create().catch(() => void errors++);
-      }
-    }),
-  );
-  const done = completed - base;
-  return { completed: done, perSec: done / ((now() - start) / 1000) };
+  const { done, elapsed } = await fleet.closedLoop(secs, inflight);
+  return { completed: done, perSec: done / elapsed };
 }
 await lifecycle(2); // warm up
 await Bun.sleep(500);
@@ -132,7 +84,7 @@ await ao.stop();
 
 const f = (v: number) => `${v.toFixed(2)} ms`;
 console.log(`
-${nWorkers} workers (capacity 8 each), ${seconds} s per run, errors ${errors}, queued at the end ${check.items.length}
+${nWorkers} workers (capacity 8 each), ${seconds} s per run, errors ${fleet.errors}, queued at the end ${check.items.length}
 
 | what | n | p50 | p90 | p99 | max | target |
 |---|---|---|---|---|---|---|

@@ -2,30 +2,22 @@
 // (node_modules/.bin on its PATH) against the Messages API stand-in, answered through ao's API.
 // One stand-in serves every task: each task's prompt names its scenario, and the turn is the
 // number of assistant messages in the conversation so far.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
-import { newOrg } from "../helpers/identity";
-import { createTaskApi, orgWithProject, until } from "../workers/helpers";
-import { alive, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
-import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
+import { until } from "../workers/helpers";
+import { alive } from "../e2e/worker-helpers";
+import type { ScriptTurn } from "../helpers/anthropic-standin";
+import { BIN, claudeRun } from "./claude-run";
 
 setDefaultTimeout(120_000);
 
-const BIN = join(import.meta.dir, "..", "..", "node_modules", ".bin");
-let s: TestServer;
-let tmp: string;
-let standin: AnthropicStandin;
-let worker: WorkerProcess;
-let dataDir: string;
 const holds = new Map<string, Promise<void>>();
 const releases = new Map<string, () => void>();
+holds.set("follow-up", new Promise((r) => releases.set("follow-up", r)));
 
 const text = (t: string): ScriptTurn => ({ content: [{ type: "text", text: t }] });
 const bash = (command: string, description: string): ScriptTurn => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description } }] });
-const marker = (name: string) => join(tmp, "marks", name);
 
 /** The scenario a conversation belongs to (named in its prompt), and what its next turn says. */
 function script(body: any): ScriptTurn {
@@ -49,53 +41,12 @@ function script(body: any): ScriptTurn {
   return text("no scenario");
 }
 
-beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "ao-claude-e2e-"));
-  mkdirSync(join(tmp, "marks"));
-  mkdirSync(join(tmp, "home"));
-  holds.set("follow-up", new Promise((r) => releases.set("follow-up", r)));
-  standin = startAnthropicStandin((body) => script(body));
-  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
-  const org = await newOrg(s);
-  dataDir = join(tmp, "worker");
-  preparedWorker(s, org.orgId, dataDir);
-  worker = startWorker(s, dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) });
-  // Generous: the worker starts from source on a machine other tests load too.
-  await worker.waitFor(/agent claude/, 60_000);
-  await worker.waitFor(/connected as/, 60_000);
-  orgId = org.orgId;
-  token = org.accessToken;
-}, 150_000);
-
-afterAll(async () => {
-  releases.get("follow-up")?.();
-  await worker?.stop();
-  await s?.stop();
-  await standin?.stop();
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-let orgId: string;
-let token: string;
-
-async function newTask(scenario: string, policy: Record<string, unknown> = {}) {
-  const r = await s.api("POST", `/orgs/${orgId}/projects`, { token, body: { name: `p-${scenario}`, policy } });
-  expect(r.status).toBe(201);
-  const p = { orgId, projectId: r.body.id as string, token };
-  return createTaskApi(s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` });
-}
-const task = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}`, { token })).body;
-const events = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}/events?limit=200`, { token })).body.items as any[];
-const action = (id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${orgId}/tasks/${id}/actions`, { token, body });
-const waitStatus = (id: string, status: string, ms = 60_000) =>
-  until(async () => {
-    const t = await task(id);
-    return t.status === status && t;
-  }, ms, 100);
+const run = claudeRun("ao-claude-e2e-", script, { beforeStop: () => releases.get("follow-up")?.() });
+const { marker, newTask, task, events, action, waitStatus, findAgentPid } = run;
 const decisions = async (id: string) => (await events(id)).filter((e) => e.type === "decision").map((e) => e.data);
 /** The tool_result blocks the stand-in received in a scenario's conversations. */
 const toolResultsSeen = (scenario: string) =>
-  standin
+  run.standin
     .mainRequests()
     .filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`))
     .flatMap((r) => r.body.messages.flatMap((m: any) => (Array.isArray(m.content) ? m.content.filter((b: any) => b.type === "tool_result") : [])));
@@ -103,7 +54,7 @@ const resultText = (b: any) => (typeof b.content === "string" ? b.content : b.co
 
 describe("ao worker --agent claude", () => {
   test("the worker advertises claude with the CLI's version", async () => {
-    const w = (await s.api("GET", `/orgs/${orgId}/workers`, { token })).body.items[0];
+    const w = (await run.s.api("GET", `/orgs/${run.orgId}/workers`, { token: run.token })).body.items[0];
     const version = Bun.spawnSync([join(BIN, "claude"), "--version"]).stdout.toString().split(" ")[0];
     expect(w.agents).toContainEqual({ name: "claude", version });
   });
@@ -160,14 +111,14 @@ describe("ao worker --agent claude", () => {
 
   test("input on a running task is a follow-up message to the agent", async () => {
     const t = await newTask("follow-up");
-    await until(() => standin.mainRequests().some((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up")), 60_000, 100);
+    await until(() => run.standin.mainRequests().some((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up")), 60_000, 100);
     expect((await task(t.id)).status).toBe("running");
     expect((await action(t.id, { action: "input", input: "Please also update the changelog." })).status).toBe(200);
     await Bun.sleep(500);
     releases.get("follow-up")!();
     const done = await waitStatus(t.id, "completed");
     expect(done.summary).toBe("follow-up: finished");
-    const later = standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up"));
+    const later = run.standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up"));
     expect(later.some((r) => JSON.stringify(r.body.messages).includes("Please also update the changelog."))).toBe(true);
   });
 
@@ -204,11 +155,11 @@ describe("ao worker --agent claude", () => {
     await waitStatus(t.id, "cancelled");
 
     // A retry continues: the next attempt resumes the cancelled attempt's Claude session.
-    const before = standin.mainRequests().length;
+    const before = run.standin.mainRequests().length;
     expect((await action(t.id, { action: "retry" })).status).toBe(200);
     const done = await waitStatus(t.id, "completed");
     expect(done).toMatchObject({ attempt: 2, summary: "process: finished" });
-    const resumed = standin.mainRequests().slice(before).find((r) => JSON.stringify(r.body.messages).includes("SCENARIO:process"))!;
+    const resumed = run.standin.mainRequests().slice(before).find((r) => JSON.stringify(r.body.messages).includes("SCENARIO:process"))!;
     // The earlier attempt's prompt is in the conversation, then this attempt's: one session. (The
     // killed command's call itself was never answered, so Claude Code leaves it out on resume.)
     const prompts = resumed.body.messages.filter((m: any) => m.role === "user" && JSON.stringify(m.content).includes("SCENARIO:process"));
@@ -216,21 +167,3 @@ describe("ao worker --agent claude", () => {
     expect((await events(t.id)).some((e) => e.type === "log" && /^continuing claude session /.test(e.data.line))).toBe(true);
   });
 });
-
-/** The agent's pid the worker recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
-function findAgentPid(taskId: string): number {
-  const walk = (dir: string): string | null => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, e.name);
-      if (e.isDirectory() && e.name.startsWith(`${taskId}-a`) && existsSync(join(path, "agent.pid"))) return join(path, "agent.pid");
-      if (e.isDirectory() && e.name !== "work") {
-        const found = walk(path);
-        if (found) return found;
-      }
-    }
-    return null;
-  };
-  const file = walk(dataDir);
-  if (!file) throw new Error("no agent.pid recorded");
-  return JSON.parse(readFileSync(file, "utf8")).pid;
-}

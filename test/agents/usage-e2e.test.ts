@@ -3,34 +3,21 @@
 // API stand-in. The usage a task shows is what the stand-in's answers carried and the cost Claude
 // Code computed from them; a per-task budget crossed mid-run stops the real process and asks.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
-import { newOrg } from "../helpers/identity";
-import { createTaskApi, until } from "../workers/helpers";
+import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
-import { addRepositoryRow, orgWithProject } from "../workers/helpers";
 import { createAdmin } from "../helpers/identity";
-import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
+import type { ScriptTurn } from "../helpers/anthropic-standin";
+import { BIN, claudeRun } from "./claude-run";
 
 setDefaultTimeout(120_000);
-
-const BIN = join(import.meta.dir, "..", "..", "node_modules", ".bin");
-let s: TestServer;
-let tmp: string;
-let standin: AnthropicStandin;
-let worker: WorkerProcess;
-let dataDir: string;
-let orgId: string;
-let token: string;
 
 // Figures no default carries, so the task's usage can only have come from these answers.
 const USAGE = { input_tokens: 1234, output_tokens: 56, cache_read_input_tokens: 78, cache_creation_input_tokens: 9 };
 const text = (t: string): ScriptTurn => ({ content: [{ type: "text", text: t }], usage: USAGE });
 const bash = (command: string, description: string): ScriptTurn => ({ content: [{ type: "tool_use", name: "Bash", input: { command, description } }], usage: USAGE });
-const marker = (name: string) => join(tmp, "marks", name);
 
 function script(body: any): ScriptTurn {
   const all = JSON.stringify(body.messages);
@@ -46,43 +33,8 @@ function script(body: any): ScriptTurn {
   return text("no scenario");
 }
 
-beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "ao-usage-e2e-"));
-  mkdirSync(join(tmp, "marks"));
-  mkdirSync(join(tmp, "home"));
-  standin = startAnthropicStandin((body) => script(body));
-  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
-  const org = await newOrg(s);
-  dataDir = join(tmp, "worker");
-  preparedWorker(s, org.orgId, dataDir);
-  worker = startWorker(s, dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) });
-  await worker.waitFor(/agent claude/, 60_000);
-  await worker.waitFor(/connected as/, 60_000);
-  orgId = org.orgId;
-  token = org.accessToken;
-}, 150_000);
-
-afterAll(async () => {
-  await worker?.stop();
-  await s?.stop();
-  await standin?.stop();
-  rmSync(tmp, { recursive: true, force: true });
-});
-
-async function newTask(scenario: string, policy: Record<string, unknown> = {}) {
-  const r = await s.api("POST", `/orgs/${orgId}/projects`, { token, body: { name: `p-${scenario}`, policy } });
-  expect(r.status).toBe(201);
-  const p = { orgId, projectId: r.body.id as string, token };
-  return { projectId: p.projectId, ...(await createTaskApi(s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` })) };
-}
-const task = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}`, { token })).body;
-const events = async (id: string) => (await s.api("GET", `/orgs/${orgId}/tasks/${id}/events?limit=200`, { token })).body.items as any[];
-const action = (id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${orgId}/tasks/${id}/actions`, { token, body });
-const waitStatus = (id: string, status: string, ms = 60_000) =>
-  until(async () => {
-    const t = await task(id);
-    return t.status === status && t;
-  }, ms, 100);
+const run = claudeRun("ao-usage-e2e-", script);
+const { marker, newTask, task, events, action, waitStatus, findAgentPid } = run;
 const state = (pid: number) => {
   try {
     return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
@@ -91,7 +43,7 @@ const state = (pid: number) => {
   }
 };
 /** The main-loop answers the stand-in gave a scenario's conversation. */
-const mainAnswers = (scenario: string) => standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`));
+const mainAnswers = (scenario: string) => run.standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`));
 
 describe("usage and budgets with ao worker --agent claude", () => {
   test("the task's usage is what the API answers carried, with Claude's model and its computed cost; the project's usage includes it", async () => {
@@ -112,7 +64,7 @@ describe("usage and budgets with ao worker --agent claude", () => {
     const finished = (await events(t.id)).find((e) => e.type === "log" && /^claude finished: success/.test(e.data.line));
     expect(Math.abs(done.usage.costUsd - Number(/\$([\d.e-]+)$/.exec(finished.data.line)![1]))).toBeLessThanOrEqual(0.000001);
 
-    const r = await s.api("GET", `/orgs/${orgId}/projects/${t.projectId}/usage`, { token });
+    const r = await run.s.api("GET", `/orgs/${run.orgId}/projects/${t.projectId}/usage`, { token: run.token });
     expect(r.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
     const { costUsd, model: _m, ...tokens } = done.usage;
@@ -203,13 +155,13 @@ describe("usage and budgets with ao worker --agent codex", () => {
 
   beforeAll(async () => {
     standIn = startOpenAIStandIn();
-    bare = bareFrom(gitRepo(join(tmp, "codex-src"), { "README.md": "# demo\n" }), join(tmp, "codex-demo.git"));
-    owner = await createAdmin(s);
-    codexData = join(tmp, "codex-worker");
-    preparedWorker(s, owner.orgId, codexData);
+    bare = bareFrom(gitRepo(join(run.tmp, "codex-src"), { "README.md": "# demo\n" }), join(run.tmp, "codex-demo.git"));
+    owner = await createAdmin(run.s);
+    codexData = join(run.tmp, "codex-worker");
+    preparedWorker(run.s, owner.orgId, codexData);
     // A model on ao's price list, so the tokens have a cost.
-    const { env } = codexHome(join(tmp, "codex-home"), standIn, MODEL);
-    codexWorker = startWorker(s, codexData, ["--agent", "codex"], { ...env, PATH: `${BIN}:${process.env.PATH}` });
+    const { env } = codexHome(join(run.tmp, "codex-home"), standIn, MODEL);
+    codexWorker = startWorker(run.s, codexData, ["--agent", "codex"], { ...env, PATH: `${BIN}:${process.env.PATH}` });
     await codexWorker.waitFor(/connected as/, 60_000);
   }, 90_000);
 
@@ -219,12 +171,12 @@ describe("usage and budgets with ao worker --agent codex", () => {
   });
 
   const project = async (policy: Record<string, unknown>) => {
-    const p = await orgWithProject(s, owner, policy);
-    addRepositoryRow(s, p.orgId, p.projectId, bare);
+    const p = await orgWithProject(run.s, owner, policy);
+    addRepositoryRow(run.s, p.orgId, p.projectId, bare);
     return p;
   };
-  const get = async (p: { orgId: string; token: string }, id: string) => (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
-  const act = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) => s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
+  const get = async (p: { orgId: string; token: string }, id: string) => (await run.s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
+  const act = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) => run.s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
   const waitFor = (p: { orgId: string; token: string }, id: string, statuses: string[], ms = 60_000) =>
     until(async () => {
       const t = await get(p, id);
@@ -238,7 +190,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
       { items: [{ message: "I'll add the file." }, { exec: "touch codex-budget.txt" }], usage: { input: 3000, cached: 1000, output: 70 } },
       { items: [{ message: "codex-budget.txt is there." }], usage: { input: 3500, cached: 3000, output: 30 } },
     );
-    const t = await createTaskApi(s, p, { title: "Codex budget", prompt: "Create codex-budget.txt" });
+    const t = await createTaskApi(run.s, p, { title: "Codex budget", prompt: "Create codex-budget.txt" });
     const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
     expect(asking.status).toBe("needs_approval");
     expect(asking.needs.kind).toBe("budget");
@@ -264,7 +216,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(now.usage).toMatchObject({ inputTokens: 2000 + 500, cacheReadTokens: 4000, outputTokens: 100, model: MODEL });
     expect(now.allowanceUsd).toBeCloseTo(0.006, 12);
     expect(now.usage.costUsd).toBeCloseTo(0.004625, 9);
-    const r = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage`, { token: p.token });
+    const r = await run.s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage`, { token: p.token });
     expect(r.body.totals).toMatchObject({ inputTokens: 2500, cacheReadTokens: 4000, outputTokens: 100, costUsd: now.usage.costUsd, tasks: 1 });
   });
 
@@ -272,7 +224,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
     const p = await project({ budget: { perTaskUsd: 0.001 }, agent: { allow: ["shell:touch*"] } });
     const before = standIn.requests.length;
     standIn.push({ items: [{ message: "Starting." }, { exec: "touch codex-deny.txt" }] }, { items: [{ message: "Should never be asked for." }] });
-    const t = await createTaskApi(s, p, { title: "Codex deny", prompt: "Create codex-deny.txt" });
+    const t = await createTaskApi(run.s, p, { title: "Codex deny", prompt: "Create codex-deny.txt" });
     const asking = await waitFor(p, t.id, ["needs_approval", "completed", "failed"]);
     expect(asking.status).toBe("needs_approval");
     expect(asking.needs.kind).toBe("budget");
@@ -286,21 +238,3 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect((await get(p, t.id)).status).toBe("cancelled");
   });
 });
-
-/** The agent's pid the worker recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
-function findAgentPid(taskId: string, root = dataDir): number {
-  const walk = (dir: string): string | null => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, e.name);
-      if (e.isDirectory() && e.name.startsWith(`${taskId}-a`) && existsSync(join(path, "agent.pid"))) return join(path, "agent.pid");
-      if (e.isDirectory() && e.name !== "work") {
-        const found = walk(path);
-        if (found) return found;
-      }
-    }
-    return null;
-  };
-  const file = walk(root);
-  if (!file) throw new Error("no agent.pid recorded");
-  return JSON.parse(readFileSync(file, "utf8")).pid;
-}

@@ -2,27 +2,22 @@
 // the test (the QR's modules are compared with the otpauth link's own encoding, and the code is
 // computed from the link's secret with otplib), then a sign-in with a code; personal API tokens
 // shown once and revoked; signing out of every session. Checked through the API each time.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { encode } from "uqr";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, signInWithForm, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs, secretOf, totp } from "./manage-fixtures";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, signInWithForm, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, manageSteps, openAs, secretOf, totp } from "./manage-fixtures";
 
 describeBrowser("web: account page", () => {
   let s: TestServer;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   let owner: Session;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     owner = await createAdmin(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   /** Signed in through the form (the first test), or already (the others). */

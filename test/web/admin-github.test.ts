@@ -1,28 +1,23 @@
 // The administration page "/admin" (instance administrators: the users, creating one) and the
 // GitHub page "/github" where the server has no code-hosting app yet; every management page at
 // a phone's width without a console error, a CSP violation or anything sticking out sideways.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { CONTENT_SECURITY_POLICY, contentSecurityPolicy } from "../../src/web";
 import { pagePolicy } from "../../src/modules/web";
 import type { Browser } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
-import { PHONE, describeBrowser, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
+import { PHONE, describeBrowser, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, manageSteps, openAs } from "./manage-fixtures";
 
 describeBrowser("web: admin and GitHub pages, every management page on a phone", () => {
   let s: TestServer;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   let admin: Session;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     admin = await createAdmin(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   test("an administrator sees the users and creates one, who can then sign in; a bad email is explained beside the field", async () => {

@@ -1,13 +1,13 @@
 // The app around the pages (SPEC §11, issue 11): the sidebar and its waiting count, client-side
 // moves between pages, the board moving cards live, the task page's transcript and diff, every
 // page free of console errors and CSP violations, the phone layout, and the README's screenshots.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { changeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const XSS = "<img src=x onerror=alert(1)>";
@@ -36,13 +36,9 @@ describeBrowser("web: the app", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     w = await makeWorld(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   const task = (title: string, extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, { title, ...extra }) as Promise<{ id: string; title: string }>;

@@ -6,11 +6,12 @@
 // restores it (see deliverInOrder). The tests of a file also run one after another (no
 // test.concurrent), and the helpers listen to no network events: a failure report reads the
 // page's own Resource Timing entries instead.
-import { describe, test } from "bun:test";
+import { afterAll, beforeAll, describe, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { startTestServer, type TestServer } from "../helpers/server";
 
 export const CHROMIUM = "/usr/bin/chromium";
 const missing = !existsSync(CHROMIUM);
@@ -30,6 +31,31 @@ export function describeBrowser(name: string, body: () => void) {
   }
   console.warn(`[web] ${CHROMIUM} is missing: skipping "${name}" (apt-get install -y chromium to run it; CI fails instead)`);
   return describe.skip(name, body);
+}
+
+/** A browser suite's server and browser, started before its tests. */
+export interface WebSuite {
+  s: TestServer;
+  browser: Browser;
+}
+
+/**
+ * Starts a test server (with `options.server`, or what that function gives when the hook runs)
+ * and a browser side by side before the suite's tests, hands both to `ready` (the suite keeps
+ * them and prepares the rest: an admin, a world) and closes both after the tests.
+ */
+export function webSuite(ready: (suite: WebSuite) => unknown, options: { server?: Parameters<typeof startTestServer>[0] | (() => Parameters<typeof startTestServer>[0]); timeoutMs?: number } = {}) {
+  let suite: WebSuite | undefined;
+  beforeAll(async () => {
+    const server = typeof options.server === "function" ? options.server() : options.server;
+    const [s, browser] = await Promise.all([startTestServer(server), launchBrowser()]);
+    suite = { s, browser };
+    await ready(suite);
+  }, options.timeoutMs);
+  afterAll(async () => {
+    await suite?.browser.close();
+    await suite?.s.stop();
+  });
 }
 
 export async function launchBrowser(): Promise<Browser> {

@@ -1,12 +1,12 @@
 // The device page (SPEC §4): a real `ao login` prints its link; the person opens it, signs in,
 // sees the request and approves it, and the command line is signed in. Denial, unknown codes
 // and typing the code by hand too.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { newConfigDir, readSessionFile, spawnCli } from "../cli/helpers";
-import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
+import { describeBrowser, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -14,13 +14,9 @@ describeBrowser("web: device sign-in page", () => {
   let s: TestServer;
   let browser: Browser;
   let admin: Session;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     admin = await createAdmin(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   test("ao login's link: sign in, see the request, Approve; the command line is then signed in", async () => {

@@ -4,11 +4,11 @@
 // for a project, create a repository with its project; a member sees no app buttons.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
 import { join } from "node:path";
-import { DESKTOP, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
+import { DESKTOP, describeBrowser, docsScreenshot, openSignedIn, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, manageSteps, openAs } from "./manage-fixtures";
 
 const STANDIN = join(import.meta.dir, "..", "helpers", "github-standin.ts");
 
@@ -28,21 +28,23 @@ describeBrowser("web: GitHub page", () => {
   let s: TestServer;
   let gh: GitHubStandIn;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   let owner: Session;
   beforeAll(async () => {
     gh = await ((await import(STANDIN)) as { startGitHubStandIn(): Promise<GitHubStandIn> }).startGitHubStandIn();
     gh.signIn("octo-admin");
-    // (StartOptions has `github` once the code-hosting app is in the tree.)
-    [s, browser] = await Promise.all([startTestServer({ github: { url: gh.url, apiUrl: gh.apiUrl, retryBaseMs: 300, maxTries: 6 } } as Parameters<typeof startTestServer>[0]), launchBrowser()]);
-    owner = await createAdmin(s);
   });
   afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
     await gh?.close();
   });
+  webSuite(
+    async (up) => {
+      ({ s, browser } = up);
+      owner = await createAdmin(s);
+    },
+    // The server's GitHub is the stand-in, started just before.
+    { server: () => ({ github: { url: gh.url, apiUrl: gh.apiUrl, retryBaseMs: 300, maxTries: 6 } }) },
+  );
   const status = async () => (await s.api("GET", `/orgs/${owner.orgId}/codehost`, { token: owner.accessToken })).body;
 
   test("create the app in the browser: the manifest form goes to GitHub (the page's policy allows it) and GitHub sends the browser back", async () => {

@@ -2,29 +2,22 @@
 // once (the secret shown signs a real delivery; after a reload only its last 4 characters show),
 // enable and disable, rotate the secret, the delivery log with its tries and Redeliver against a
 // real receiver on loopback, the completion webhook; only owners and admins manage them.
-import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
+import { afterEach, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import { Receiver, deliver, putInState, svcSignature } from "../integrations/fixtures";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, openAs } from "./manage-fixtures";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, manageSteps, openAs } from "./manage-fixtures";
 
 describeBrowser("web: integrations page", () => {
   let s: TestServer;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   const receivers: Receiver[] = [];
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [100, 200, 300], timeoutMs: 2000 } }), launchBrowser()]);
-  });
+  webSuite((up) => ({ s, browser } = up), { server: { allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [100, 200, 300], timeoutMs: 2000 } } });
   afterEach(async () => {
     await Promise.all(receivers.splice(0).map((r) => r.stop()));
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   async function orgWithProject(projects = ["shop"]) {

@@ -5,7 +5,8 @@ import { expect } from "bun:test";
 import { generate } from "otplib";
 import type { TestServer } from "../helpers/server";
 import type { Session } from "../helpers/identity";
-import type { Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { usePage } from "./browser";
 import { ProtocolClient } from "../workers/helpers";
 
 export const PASSWORD = "correct horse battery staple";
@@ -68,6 +69,12 @@ export const secretOf = (otpauthUrl: string) => {
  */
 export const MANAGE_STEPS_MS = 55_000;
 export const MANAGE_TEST_MS = 120_000;
+
+/** usePage with the management pages' time limit, in the suite's browser (`browser()` when a test runs). */
+export const manageSteps =
+  (browser: () => Browser) =>
+  <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) =>
+    usePage(browser(), work, viewport, MANAGE_STEPS_MS);
 
 /**
  * Opens `path` already signed in as `who`: signs in over HTTP as the web app does (x-client: web)

@@ -1,11 +1,11 @@
 // The pairing page (SPEC §7): a worker starts pairing through the API, the person opens the
 // link, signs in, sees the worker, picks an organization and approves; the worker's poll then
 // yields its credential. Denial, and people who may not pair anywhere, too.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { createAdmin, newOrg, signUp, type Session } from "../helpers/identity";
-import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
+import { describeBrowser, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -13,13 +13,9 @@ describeBrowser("web: worker pairing page", () => {
   let s: TestServer;
   let browser: Browser;
   let admin: Session;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     admin = await createAdmin(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   const startPairing = async (name: string, labels = ["linux", "gpu"]) => {

@@ -2,29 +2,24 @@
 // its repository, add another by URL (a bad URL is explained beside the field), rename, branch,
 // primary, move, split, remove, clone to a worker (the worker's socket gets the request); the
 // knowledge and policy form; readiness and usage empty states; a viewer only reads.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import type { ProtocolClient } from "../workers/helpers";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, connectWorker, openAs, pairWorker } from "./manage-fixtures";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker } from "./manage-fixtures";
 
 type Project = { id: string; name: string; knowledge: string; policy: Record<string, unknown>; repositories: { id: string; url: string; name: string; branch: string; primary: boolean }[] };
 
 describeBrowser("web: projects pages", () => {
   let s: TestServer;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   const sockets: ProtocolClient[] = [];
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  });
+  webSuite((up) => ({ s, browser } = up));
   afterAll(async () => {
     for (const c of sockets) c.close();
-    await browser?.close();
-    await s?.stop();
   });
 
   const projects = async (o: Session) => (await s.api("GET", `/orgs/${o.orgId}/projects`, { token: o.accessToken })).body.items as Project[];

@@ -1,21 +1,15 @@
 // First run in a browser (SPEC §2): the setup link the server prints creates the first
 // administrator and organization, signs them in, and works once.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
-import { describeBrowser, launchBrowser, usePage, screenshot, shownText } from "./browser";
+import { describeBrowser, usePage, screenshot, shownText, webSuite } from "./browser";
 
 describeBrowser("web: first-run setup", () => {
   let s: TestServer;
   let browser: Browser;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
-  });
+  webSuite((up) => ({ s, browser } = up));
 
   const fill = async (page: import("playwright-core").Page, v: { email: string; password: string; again?: string; org?: string }) => {
     await page.getByLabel("Your name").fill("Ada Admin");

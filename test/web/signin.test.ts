@@ -1,12 +1,12 @@
 // Signing in on "/" (SPEC §4, web mode): errors shown readably, two-factor asked for when the
 // account has it, the session restored from the HttpOnly cookie (never from page storage),
 // single-flight refreshes across tabs, sign-out; and the pages' security headers.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { generate } from "otplib";
 import type { Browser, Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, signUp, type Session } from "../helpers/identity";
-import { describeBrowser, launchBrowser, usePage, screenshot, shownText, signInWithForm } from "./browser";
+import { describeBrowser, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
 import { CONTENT_SECURITY_POLICY } from "../../src/web";
 import { pagePolicy } from "../../src/modules/web";
 
@@ -16,13 +16,9 @@ describeBrowser("web: sign-in", () => {
   let s: TestServer;
   let browser: Browser;
   let admin: Session;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     admin = await createAdmin(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   const home = (page: Page) => page.getByRole("heading", { name: /^Welcome/ });

@@ -2,16 +2,16 @@
 // `::ao::needs-approval` and waits on stdin; the person answers from the task page (the button,
 // or the keyboard with a reason) and the agent gets the answer, as the API and its output show.
 // Its log line's ANSI colour is shown as colour, not as escape codes.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { orgWithProject, until } from "../workers/helpers";
 import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
-import { describeBrowser, launchBrowser, openSignedIn, shownText, usePage } from "./browser";
+import { describeBrowser, openSignedIn, shownText, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const AGENT = `
@@ -30,21 +30,22 @@ describeBrowser("web: answering a real worker's question from the task page", ()
   let tmp: string;
   let worker: WorkerProcess;
   let p: Awaited<ReturnType<typeof orgWithProject>>;
-  beforeAll(async () => {
-    tmp = mkdtempSync(join(tmpdir(), "ao-web-worker-"));
-    writeFileSync(join(tmp, "agent.sh"), AGENT);
-    [s, browser] = await Promise.all([startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 } }), launchBrowser()]);
-    owner = await createAdmin(s);
-    p = await orgWithProject(s, owner);
-    const dataDir = join(tmp, "worker");
-    preparedWorker(s, p.orgId, dataDir);
-    worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
-    await worker.waitFor(/connected as/, 20_000);
-  }, 90_000);
+  webSuite(
+    async (up) => {
+      ({ s, browser } = up);
+      tmp = mkdtempSync(join(tmpdir(), "ao-web-worker-"));
+      writeFileSync(join(tmp, "agent.sh"), AGENT);
+      owner = await createAdmin(s);
+      p = await orgWithProject(s, owner);
+      const dataDir = join(tmp, "worker");
+      preparedWorker(s, p.orgId, dataDir);
+      worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
+      await worker.waitFor(/connected as/, 20_000);
+    },
+    { server: { workerTimeouts: { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 } }, timeoutMs: 90_000 },
+  );
   afterAll(async () => {
     await worker?.stop();
-    await browser?.close();
-    await s?.stop();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 

@@ -2,18 +2,17 @@
 // the task in the person's organizations, shows it, follows it live over the socket (also after
 // the socket drops), offers the actions its state allows, artifacts and plans; another org's task
 // is not found; everything from the server is text, never markup.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { readFileSync } from "node:fs";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { createAdmin, login, makeToken } from "../helpers/identity";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
-import { describeBrowser, launchBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm } from "./browser";
-import { CONTENT_SECURITY_POLICY } from "../../src/web";
+import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
 import { pagePolicy } from "../../src/modules/web";
 import { makeWorker } from "../workers/helpers";
 
@@ -40,13 +39,9 @@ describeBrowser("web: task page", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     w = await makeWorld(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   const task = (extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, extra) as Promise<{ id: string; title: string }>;
@@ -316,8 +311,8 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer({ accessTokenTtlSec: 2, liveTimeouts: { authMs: 10_000, recheckMs: 200 } }), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     // Only what these tests use, each call with an access token just signed in: one lasts 2 s
     // here, which a loaded machine spends on a few calls (a whole makeWorld did not fit).
     const owner = await createAdmin(s);
@@ -325,11 +320,7 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
     const ownerToken = await makeToken(s, await fresh());
     const project = await makeProject(s, await fresh(), `main-${Math.random().toString(36).slice(2, 8)}`);
     w = { owner, ownerToken, project } as World;
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
-  });
+  }, { server: { accessTokenTtlSec: 2, liveTimeouts: { authMs: 10_000, recheckMs: 200 } } });
 
   /** A task made with the owner's aot_ token (the owner's access token lasts only 2 s here). */
   async function newTask(title: string): Promise<string> {

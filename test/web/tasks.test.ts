@@ -1,12 +1,12 @@
 // The tasks list "/tasks" (SPEC §5, §6, §11): an organization's tasks newest first with filters
 // kept in the address and Load more, kept current over the socket, and a New task form that
 // shows the API's refusals; another organization's tasks never show; server text is text.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { newOrg, type Session } from "../helpers/identity";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { describeBrowser, launchBrowser, trackSockets, screenshot, shownText, signInWithForm, usePage } from "./browser";
+import { describeBrowser, trackSockets, screenshot, shownText, signInWithForm, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const XSS = "<img src=x onerror=alert(1)>";
@@ -17,13 +17,9 @@ describeBrowser("web: tasks list", () => {
   let browser: Browser;
   let w: World;
   let n = 0;
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
+  webSuite(async (up) => {
+    ({ s, browser } = up);
     w = await makeWorld(s);
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await s?.stop();
   });
 
   /** A new organization of `who` (the owner by default) with projects named `projects`. */

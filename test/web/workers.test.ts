@@ -1,27 +1,22 @@
 // The workers page "/workers" (SPEC §7, §11): workers paired by device code over HTTP as
 // `ao worker` pairs, one of them connected (online, with its agents and tools); approve the one
 // waiting, rename and relabel, revoke; a viewer sees no buttons. Checked through the API.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { startTestServer, type TestServer } from "../helpers/server";
+import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, launchBrowser, openSignedIn, overflowsSideways, shownText, usePage } from "./browser";
-import { MANAGE_STEPS_MS, MANAGE_TEST_MS, PASSWORD, connectWorker, openAs, pairWorker, worker } from "./manage-fixtures";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
+import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker, worker } from "./manage-fixtures";
 import type { ProtocolClient } from "../workers/helpers";
 
 describeBrowser("web: workers page", () => {
   let s: TestServer;
   let browser: Browser;
-  /** usePage with the management pages' time limit. */
-  const steps = <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) => usePage(browser, work, viewport, MANAGE_STEPS_MS);
+  const steps = manageSteps(() => browser);
   const sockets: ProtocolClient[] = [];
-  beforeAll(async () => {
-    [s, browser] = await Promise.all([startTestServer(), launchBrowser()]);
-  });
+  webSuite((up) => ({ s, browser } = up));
   afterAll(async () => {
     for (const c of sockets) c.close();
-    await browser?.close();
-    await s?.stop();
   });
 
   /** An org that approves its workers, with one worker waiting and one online. */

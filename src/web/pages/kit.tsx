@@ -103,6 +103,41 @@ export function Problem({ text, id }: { text: string | null | undefined; id?: st
   );
 }
 
+/**
+ * A form's last row and its error: the submit button (`label`; also off while `disabled`), Cancel
+ * when `onCancel` is given, then the form's refusal as an alert.
+ */
+export function FormEnd({ form, label, primary, disabled, onCancel }: { form: FormState; label: ComponentChildren; primary?: boolean; disabled?: boolean; onCancel?: () => void }) {
+  return (
+    <>
+      <div class="form-actions">
+        <button type="submit" class={primary ? "primary" : undefined} disabled={form.busy.value || disabled}>
+          {label}
+        </button>
+        {onCancel ? (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        ) : null}
+      </div>
+      <Problem text={form.error.value} />
+    </>
+  );
+}
+
+/** A select's options for `projects`, by name (the value is the project's id). */
+export function ProjectOptions({ projects }: { projects: { id: string; name: string }[] }) {
+  return (
+    <>
+      {projects.map((p) => (
+        <option key={p.id} value={p.id}>
+          {p.name}
+        </option>
+      ))}
+    </>
+  );
+}
+
 /** What a failed load shows, with a way to try again. */
 export function LoadFailed({ error, retry }: { error: unknown; retry: () => void }) {
   return (

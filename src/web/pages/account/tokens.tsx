@@ -5,7 +5,7 @@ import { api, errorText, listAll } from "../../app/api";
 import { orgs, orgId } from "../../app/session";
 import type { Role } from "../../app/types";
 import type { ApiToken } from "../../app/records";
-import { Empty, LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
 import { ConfirmButton, Field, SecretOnce } from "../../components/ui";
 
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
@@ -86,12 +86,7 @@ export function Tokens() {
         <Field id="token-expires" label="Expires" error={form.fields.value.expiresAt} hint="Empty: never">
           <input id="token-expires" name="expires" type="date" value={expires.value} onInput={(e) => (expires.value = e.currentTarget.value)} />
         </Field>
-        <div class="form-actions">
-          <button type="submit" disabled={form.busy.value || !chosen}>
-            Create token
-          </button>
-        </div>
-        <Problem text={form.error.value} />
+        <FormEnd form={form} label="Create token" disabled={!chosen} />
       </form>
       <Problem text={revokeError.value} />
       {tokens.error.value && !list ? <LoadFailed error={tokens.error.value} retry={tokens.reload} /> : null}

@@ -4,7 +4,7 @@ import { useSignal } from "@preact/signals";
 import { api, listAll } from "../../app/api";
 import { user } from "../../app/session";
 import type { UserRecord } from "../../app/records";
-import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, LoadFailed, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { Field, Page } from "../../components/ui";
 
@@ -39,12 +39,7 @@ function CreateUser({ onCreated }: { onCreated: (u: UserRecord) => void }) {
         <input type="checkbox" checked={admin.value} onChange={(e) => (admin.value = e.currentTarget.checked)} />
         <span>Instance administrator</span>
       </label>
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={form.busy.value}>
-          Create user
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Create user" primary />
     </form>
   );
 }

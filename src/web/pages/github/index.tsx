@@ -6,7 +6,7 @@ import { api, ApiError, errorText, listAll } from "../../app/api";
 import { address, navigate } from "../../app/router";
 import { canAdmin, canWrite, orgId, role } from "../../app/session";
 import type { CodeHost, HostedRepository, Page as ListPage, ProjectRecord } from "../../app/records";
-import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, LoadFailed, Problem, ProjectOptions, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { Field, Page } from "../../components/ui";
 import "./github.css";
@@ -53,19 +53,10 @@ function CreateApp({ id, projects }: { id: string; projects: ProjectRecord[] }) 
       <Field id="gh-projectId" label="Project for issues and comments" error={form.fields.value.projectId} hint="Of repositories no project holds">
         <select id="gh-projectId" name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
           <option value="">the oldest project (or a new one named GitHub)</option>
-          {projects.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
+          <ProjectOptions projects={projects} />
         </select>
       </Field>
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={form.busy.value}>
-          Create the GitHub app
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Create the GitHub app" primary />
     </form>
   );
 }
@@ -158,12 +149,7 @@ function CreateRepository({ id, owners }: { id: string; owners: string[] }) {
           <input type="checkbox" checked={priv.value} onChange={(e) => (priv.value = e.currentTarget.checked)} />
           <span>Private</span>
         </label>
-        <div class="form-actions">
-          <button type="submit" disabled={form.busy.value}>
-            Create repository and project
-          </button>
-        </div>
-        <Problem text={form.error.value} />
+        <FormEnd form={form} label="Create repository and project" />
       </form>
     </Section>
   );

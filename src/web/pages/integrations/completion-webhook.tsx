@@ -3,7 +3,7 @@
 import { useSignal } from "@preact/signals";
 import { api, ApiError, errorText } from "../../app/api";
 import type { Plugin, ProjectRecord } from "../../app/records";
-import { LoadFailed, Problem, Section, useForm, useResource } from "../kit";
+import { LoadFailed, Problem, ProjectOptions, Section, useForm, useResource } from "../kit";
 import { ConfirmButton, Field, SecretOnce } from "../../components/ui";
 import { Deliveries } from "./deliveries";
 
@@ -106,11 +106,7 @@ function PluginForm({ base, current, projects, onSaved }: { base: string; curren
       <Field id="plugin-projectId" label="Tasks of" error={form.fields.value.projectId}>
         <select id="plugin-projectId" name="projectId" value={projectId.value} onChange={(e) => (projectId.value = e.currentTarget.value)}>
           <option value="">every project</option>
-          {projects.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
+          <ProjectOptions projects={projects} />
         </select>
       </Field>
       <label class="check">

@@ -5,7 +5,7 @@ import { useSignal } from "@preact/signals";
 import { api, errorText, listAll } from "../../app/api";
 import { canAdmin, orgId, role } from "../../app/session";
 import type { Integration, IntegrationKind, ProjectRecord } from "../../app/records";
-import { CopyButton, Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource } from "../kit";
+import { CopyButton, Empty, FormEnd, LoadFailed, Problem, ProjectOptions, RoleNote, Section, useForm, useResource } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { ConfirmButton, Field, Page, SecretOnce } from "../../components/ui";
 import { Deliveries } from "./deliveries";
@@ -94,11 +94,7 @@ function IntegrationForm({ idp, projects, initial, creating, onSaved, onCancel }
       </Field>
       <Field id={`${idp}-projectId`} label="Project" error={form.fields.value.projectId} hint="Tasks it makes go here">
         <select id={`${idp}-projectId`} name="projectId" value={v.projectId} onChange={(e) => set({ projectId: e.currentTarget.value })} required>
-          {projects.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
+          <ProjectOptions projects={projects} />
         </select>
       </Field>
       {v.kind === "signed_json" ? (
@@ -115,17 +111,7 @@ function IntegrationForm({ idp, projects, initial, creating, onSaved, onCancel }
           </Field>
         </>
       )}
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={form.busy.value}>
-          {creating ? "Create integration" : "Save"}
-        </button>
-        {onCancel ? (
-          <button type="button" onClick={onCancel}>
-            Cancel
-          </button>
-        ) : null}
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label={creating ? "Create integration" : "Save"} primary onCancel={onCancel} />
     </form>
   );
 }

@@ -6,7 +6,7 @@ import { useEffect } from "preact/hooks";
 import { api, ApiError, errorText, listAll } from "../../app/api";
 import { navigate } from "../../app/router";
 import type { CloneStatus, HostedRepository, Page, ProjectRecord, Repository, WorkerRecord } from "../../app/records";
-import { Empty, Problem, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, Problem, ProjectOptions, Section, useForm, useResource, When } from "../kit";
 import { ConfirmButton, Field } from "../../components/ui";
 
 type Change = { project: ProjectRecord; repository: Repository };
@@ -34,12 +34,7 @@ function AddByUrl({ project, onChanged }: { project: ProjectRecord; onChanged: (
       <Field id="repo-branch" label="Branch" error={form.fields.value.branch} hint="Empty: main">
         <input id="repo-branch" name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} placeholder="main" />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={form.busy.value}>
-          Add repository
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Add repository" />
     </form>
   );
 }
@@ -120,15 +115,7 @@ function EditRepository({ project, repo, onChanged, onClose }: { project: Projec
       <Field id={`repo-branch-${repo.id}`} label="Branch" error={form.fields.value.branch}>
         <input id={`repo-branch-${repo.id}`} name="branch" value={branch.value} onInput={(e) => (branch.value = e.currentTarget.value)} required />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={form.busy.value}>
-          Save
-        </button>
-        <button type="button" onClick={onClose}>
-          Cancel
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Save" onCancel={onClose} />
     </form>
   );
 }
@@ -283,11 +270,7 @@ function RepositoryRow({ project, repo, others, workers, write, onChanged }: { p
             Move to{" "}
             <select value={target.value} onChange={(e) => (target.value = e.currentTarget.value)} aria-label="Project to move it to">
               <option value="">choose a project</option>
-              {others.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
+              <ProjectOptions projects={others} />
             </select>
           </label>
           <button type="button" onClick={move} disabled={!target.value}>

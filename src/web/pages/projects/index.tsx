@@ -5,7 +5,7 @@ import { api, listAll } from "../../app/api";
 import { navigate } from "../../app/router";
 import { canWrite, orgId, role } from "../../app/session";
 import type { ProjectRecord } from "../../app/records";
-import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, LoadFailed, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { Field, Page } from "../../components/ui";
 import "./projects.css";
@@ -36,12 +36,7 @@ function CreateProject({ onCreated }: { onCreated: (p: ProjectRecord) => void })
       <Field id="project-url" label="Repository URL" error={form.fields.value.url} hint="Optional; more on the project's page (or pick from GitHub there)">
         <input id="project-url" name="url" value={url.value} onInput={(e) => (url.value = e.currentTarget.value)} placeholder="https://github.com/acme/shop.git" maxLength={2048} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" class="primary" disabled={form.busy.value}>
-          Create project
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Create project" primary />
     </form>
   );
 }

@@ -5,7 +5,7 @@ import { api, ApiError, errorText, listAll } from "../../app/api";
 import { canAdmin, loadOrgs, org, orgId, role, user } from "../../app/session";
 import type { Role } from "../../app/types";
 import type { Member, OrgRecord } from "../../app/records";
-import { Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { ConfirmButton, Field, Page } from "../../components/ui";
 import "./settings.css";
@@ -152,12 +152,7 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
               ))}
             </select>
           </Field>
-          <div class="form-actions">
-            <button type="submit" disabled={invite.busy.value}>
-              Add member
-            </button>
-          </div>
-          <Problem text={invite.error.value} />
+          <FormEnd form={invite} label="Add member" />
         </form>
       ) : null}
       {members.error.value && !list ? <LoadFailed error={members.error.value} retry={members.reload} /> : null}

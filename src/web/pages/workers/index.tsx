@@ -6,7 +6,7 @@ import { api, errorText, listAll } from "../../app/api";
 import { canAdmin, orgId, role } from "../../app/session";
 import type { Task } from "../../app/types";
 import type { WorkerRecord, WorkerStatus } from "../../app/records";
-import { CopyButton, Empty, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { CopyButton, Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { ConfirmButton, Field, Page } from "../../components/ui";
 import "./workers.css";
@@ -59,15 +59,7 @@ function Editor({ worker, onSaved, onClose }: { worker: WorkerRecord; onSaved: (
       <Field id={`worker-labels-${worker.id}`} label="Labels" error={form.fields.value.labels} hint="Separated by commas: lower-case letters, digits and . _ : -">
         <input id={`worker-labels-${worker.id}`} name="labels" value={labels.value} onInput={(e) => (labels.value = e.currentTarget.value)} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={form.busy.value}>
-          Save
-        </button>
-        <button type="button" onClick={onClose}>
-          Cancel
-        </button>
-      </div>
-      <Problem text={form.error.value} />
+      <FormEnd form={form} label="Save" onCancel={onClose} />
     </form>
   );
 }

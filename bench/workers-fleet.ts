@@ -1,0 +1,70 @@
+// The simulated workers' process (bench/workers-sim.ts) against a running ao, and the task
+// creation the dispatch benchmarks drive it with (workers-dispatch.ts, vs-bullmq.ts): one create
+// over HTTP with an aot_ token, and a closed loop that keeps a number of tasks in flight.
+import { join } from "node:path";
+import type { Identity } from "./tasks-support";
+import type { Paired } from "./workers-support";
+
+export const now = () => performance.timeOrigin + performance.now();
+
+/** Starts the simulated workers (capacity 8 each, no events yet) for `paired`, connected to `url`. */
+export async function startFleet(url: string, who: Identity, paired: Paired[]) {
+  let waiting: ((m: any) => void) | null = null;
+  /** Creator loops waiting for room (woken by the workers' completion reports, not by polling). */
+  let wakers: (() => void)[] = [];
+  const sim = Bun.spawn([process.execPath, join(import.meta.dir, "workers-sim.ts")], {
+    stdout: "inherit",
+    stderr: "inherit",
+    ipc(message: any) {
+      if (typeof message.completed === "number") {
+        fleet.completed = message.completed;
+        const w = wakers;
+        wakers = [];
+        for (const wake of w) wake();
+      } else if (waiting) {
+        const w = waiting;
+        waiting = null;
+        w(message);
+      }
+    },
+  });
+  const createUrl = `${url}/api/v1/orgs/${who.orgId}/tasks`;
+  const createHeaders = { authorization: `Bearer ${who.apiToken}`, "content-type": "application/json" };
+  const body = JSON.stringify({ projectId: who.projectId, title: "bench", prompt: "work" });
+  const fleet = {
+    sim,
+    /** Tasks the workers reported completed so far. */
+    completed: 0,
+    /** Creations that failed, and the workers' own errors once dumped. */
+    errors: 0,
+    /** Sends a command to the workers' process and waits for its answer. */
+    ask: (msg: unknown) => new Promise<any>((resolve) => ((waiting = resolve), sim.send(msg))),
+    /** Creates one task; its id. */
+    async create(): Promise<string> {
+      const res = await fetch(createUrl, { method: "POST", headers: createHeaders, body });
+      const json = (await res.json()) as { id: string };
+      if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
+      return json.id;
+    },
+    /** Creates tasks for `secs` seconds, at most `inflight` of them between creation and completion. */
+    async closedLoop(secs: number, inflight: number) {
+      const base = fleet.completed;
+      let created = 0;
+      const start = now();
+      const end = start + secs * 1000;
+      await Promise.all(
+        Array.from({ length: inflight }, async () => {
+          while (now() < end) {
+            while (created - (fleet.completed - base) >= inflight && now() < end) await new Promise<void>((r) => wakers.push(r));
+            if (now() >= end) break;
+            created++;
+            await fleet.create().catch(() => void fleet.errors++);
+          }
+        }),
+      );
+      return { base, created, done: fleet.completed - base, elapsed: (now() - start) / 1000 };
+    },
+  };
+  await fleet.ask({ cmd: "start", url, paired, capacity: 8, events: 0 });
+  return fleet;
+}

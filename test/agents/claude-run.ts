@@ -1,0 +1,98 @@
+// The setup of the end-to-end runs with the real Claude Code CLI: a real server, the Messages API
+// stand-in answering as `script` says, and a real `ao worker --agent claude` running the real
+// `claude` (node_modules/.bin on its PATH) in an organization of its own; and the API calls the
+// tests make on that organization's tasks. Each task's prompt names its scenario (SCENARIO:name).
+import { afterAll, beforeAll, expect } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { newOrg } from "../helpers/identity";
+import { createTaskApi, until } from "../workers/helpers";
+import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type ScriptTurn } from "../helpers/anthropic-standin";
+
+export const BIN = join(import.meta.dir, "..", "..", "node_modules", ".bin");
+
+/** What the run started, filled in before the file's tests. */
+export interface ClaudeRun {
+  s: TestServer;
+  /** The run's directory: marks/ for the scenarios' files, home/ for Claude's, worker/ for the worker's. */
+  tmp: string;
+  standin: AnthropicStandin;
+  worker: WorkerProcess;
+  dataDir: string;
+  orgId: string;
+  token: string;
+}
+
+/**
+ * Starts the run before the file's tests (in a new directory named from `prefix`) and stops it
+ * after them; `beforeStop` runs first then (to release a stand-in answer still held, say).
+ */
+export function claudeRun(prefix: string, script: (body: any) => ScriptTurn, options: { beforeStop?: () => void } = {}) {
+  const run = {} as ClaudeRun;
+  beforeAll(async () => {
+    run.tmp = mkdtempSync(join(tmpdir(), prefix));
+    mkdirSync(join(run.tmp, "marks"));
+    mkdirSync(join(run.tmp, "home"));
+    run.standin = startAnthropicStandin((body) => script(body));
+    run.s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
+    const org = await newOrg(run.s);
+    run.dataDir = join(run.tmp, "worker");
+    preparedWorker(run.s, org.orgId, run.dataDir);
+    run.worker = startWorker(run.s, run.dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")) });
+    // Generous: the worker starts from source on a machine other tests load too.
+    await run.worker.waitFor(/agent claude/, 60_000);
+    await run.worker.waitFor(/connected as/, 60_000);
+    run.orgId = org.orgId;
+    run.token = org.accessToken;
+  }, 150_000);
+  afterAll(async () => {
+    options.beforeStop?.();
+    await run.worker?.stop();
+    await run.s?.stop();
+    await run.standin?.stop();
+    if (run.tmp) rmSync(run.tmp, { recursive: true, force: true });
+  });
+
+  const task = async (id: string) => (await run.s.api("GET", `/orgs/${run.orgId}/tasks/${id}`, { token: run.token })).body;
+  return Object.assign(run, {
+    /** A file of the scenarios' marks/ directory. */
+    marker: (name: string) => join(run.tmp, "marks", name),
+    /** A task of a new project (with `policy`) whose prompt names `scenario`. */
+    async newTask(scenario: string, policy: Record<string, unknown> = {}) {
+      const r = await run.s.api("POST", `/orgs/${run.orgId}/projects`, { token: run.token, body: { name: `p-${scenario}`, policy } });
+      expect(r.status).toBe(201);
+      const p = { orgId: run.orgId, projectId: r.body.id as string, token: run.token };
+      return { projectId: p.projectId, ...(await createTaskApi(run.s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` })) };
+    },
+    task,
+    events: async (id: string) => (await run.s.api("GET", `/orgs/${run.orgId}/tasks/${id}/events?limit=200`, { token: run.token })).body.items as any[],
+    action: (id: string, body: Record<string, unknown>) => run.s.api("POST", `/orgs/${run.orgId}/tasks/${id}/actions`, { token: run.token, body }),
+    waitStatus: (id: string, status: string, ms = 60_000) =>
+      until(async () => {
+        const t = await task(id);
+        return t.status === status && t;
+      }, ms, 100),
+    /** The agent's pid the worker (in `root`) recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
+    findAgentPid: (taskId: string, root = run.dataDir) => findAgentPid(taskId, root),
+  });
+}
+
+function findAgentPid(taskId: string, root: string): number {
+  const walk = (dir: string): string | null => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory() && e.name.startsWith(`${taskId}-a`) && existsSync(join(path, "agent.pid"))) return join(path, "agent.pid");
+      if (e.isDirectory() && e.name !== "work") {
+        const found = walk(path);
+        if (found) return found;
+      }
+    }
+    return null;
+  };
+  const file = walk(root);
+  if (!file) throw new Error("no agent.pid recorded");
+  return JSON.parse(readFileSync(file, "utf8")).pid;
+}
