@@ -207,6 +207,7 @@ describe("leases, events and transitions", () => {
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const { claim } = await claimNext(c, w.credential, task.id);
+    c.running.push({ taskId: task.id, attempt: claim.attempt }); // its heartbeats report it, so it is not taken as lost
     const api = workerApi(s, w.credential);
     const lease = claim.leaseToken;
     const batch = [

@@ -113,7 +113,13 @@ export async function acceptDiscovered(core: Core, orgId: string, ids: string[],
     return uniqueConflict(err);
   }
   forgetProjects(core);
-  return { projects: touched.map((id) => core.store.sync(getProject(core, orgId, id))) };
+  return { projects: await core.store.read(projectsOf(core, orgId, touched)) };
+}
+
+function* projectsOf(core: Core, orgId: string, ids: string[]): Q<ProjectRecord[]> {
+  const projects: ProjectRecord[] = [];
+  for (const id of ids) projects.push(yield* getProject(core, orgId, id));
+  return projects;
 }
 
 export function* dismissDiscovered(core: Core, orgId: string, ids: string[]) {

@@ -7,7 +7,7 @@ import { iso } from "../../lib/time";
 import { constantTimeEqual, randomSecret, sha256Hex } from "../../lib/tokens";
 import { TERMINAL, WORKER_TRANSITIONS, workerMayTransition } from "../tasks/machine";
 import type { TaskRow } from "../tasks/record";
-import { findTask, type EventInput, type TaskPatch } from "../tasks/store";
+import { findTask, type Decision, type EventInput, type TaskPatch } from "../tasks/store";
 import { changeTaskBatched } from "../tasks/batch";
 import { parsePlan } from "../tasks/plan";
 import { emitTaskCompletedWithBranch } from "../tasks/results";
@@ -81,7 +81,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
   // task is read only to tell 404 from 403 and 409 when there is none.
   const offer = worker.approved_at ? dispatcher.takeOffer(offerId, worker.id, taskId) : null;
   if (!offer) {
-    if (!core.store.sync(findTask(core, worker.org_id, taskId))) throw notFound("task");
+    if (!(await core.store.read(findTask(core, worker.org_id, taskId)))) throw notFound("task");
     if (!worker.approved_at) throw forbidden("this worker awaits approval and takes no work yet");
     throw conflict("no such offer for this worker and task (expired, taken or never made)", { reason: "no_offer" });
   }
@@ -116,7 +116,7 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
   dispatcher.storageWorks();
   core.metrics.claims.inc();
   const t = change.after;
-  const { project, createdBy } = await core.store.read(claimDetails(core, t));
+  const { project, createdBy, budget } = await core.store.read(claimDetails(core, t));
   return {
     attempt: t.attempt,
     leaseToken,
@@ -133,12 +133,13 @@ export async function claimTask(core: Core, worker: WorkerRow, taskId: string, o
       createdBy,
     },
     project,
-    budget: core.store.sync(taskBudget(core, t, project.policy, t.attempt)),
+    budget,
   };
 }
 
 function* claimDetails(core: Core, t: TaskRow) {
-  return { project: yield* projectForWorker(core, t.project_id), createdBy: yield* creatorOf(core, t.created_by_type, t.created_by_id) };
+  const project = yield* projectForWorker(core, t.project_id);
+  return { project, createdBy: yield* creatorOf(core, t.created_by_type, t.created_by_id), budget: yield* taskBudget(core, t, project.policy, t.attempt) };
 }
 
 function invalidTransition(from: TaskStatus, to: string) {
@@ -152,50 +153,8 @@ function invalidTransition(from: TaskStatus, to: string) {
 export async function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
   const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
-    if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
-    if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
-    const patch: TaskPatch = { status: req.to };
-    const events: EventInput[] = [];
-    const status: Record<string, unknown> = { from: row.status, to: req.to, attempt: row.attempt };
-    if (req.to === "needs_input" || req.to === "needs_approval") {
-      if (!req.needs) throw invalid(`moving to ${req.to} needs needs.message`, [{ field: "needs", message: "required with this target" }]);
-      if (req.needs.kind === "budget" && req.to !== "needs_approval") {
-        throw invalid("a budget question goes with needs_approval", [{ field: "needs.kind", message: `only with to = needs_approval; to is ${req.to}` }]);
-      }
-      const needs = req.needs.kind === "budget" ? budgetNeeds(core, row, req.needs.message) : { kind: req.to === "needs_input" ? "input" : "approval", message: req.needs.message };
-      patch.needs = JSON.stringify(needs);
-      status.needs = needs;
-    } else {
-      if (req.needs) throw invalid(`needs goes with needs_input or needs_approval, not ${req.to}`, [{ field: "needs", message: `only with to = needs_input or needs_approval; to is ${req.to}` }]);
-      patch.needs = null;
-    }
-    if (req.plan) {
-      if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
-      if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
-      // The same rules apply-plan uses, so a completed plan can always be applied (400 here otherwise).
-      const plan = parsePlan(req.plan);
-      patch.plan = JSON.stringify(plan);
-      status.plan = plan;
-    } else if (row.kind === "plan" && req.to === "completed") {
-      throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
-    }
-    if (req.changes) {
-      if (row.kind !== "task") throw invalid("only an ordinary task reports changes", [{ field: "changes", message: `not with a ${row.kind} task` }]);
-      if (req.to !== "completed") throw invalid("changes are reported with to = completed", [{ field: "changes", message: "only with completed" }]);
-      if (req.changes.branch !== null && req.changes.branch !== `ao/${row.id}`)
-        throw invalid("a task's branch is ao/<taskId>", [{ field: "changes.branch", message: `must be ao/${row.id} or null` }]);
-      patch.changes = JSON.stringify(req.changes);
-      status.changes = req.changes;
-    }
-    // Also in the event: a later attempt clears the record's, the timeline keeps each attempt's.
-    if (req.summary !== undefined) patch.summary = status.summary = req.summary;
-    if (req.to === "completed" || req.to === "failed") {
-      patch.finished_at = iso();
-      patch.paused_from = null;
-    }
-    if (req.error !== undefined) events.push({ type: "error", actor: workerActor(worker), attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
-    events.push({ type: "status", actor: workerActor(worker), data: status });
-    return { patch, events };
+    // Only a budget question reads (in the same transaction); any other report decides from the row.
+    return req.needs?.kind === "budget" ? budgetTransition(core, worker, row, req) : decideTransition(worker, row, req, null);
   });
   // After the commit: a pushed branch is a result the code-hosting app turns into a pull request.
   const changes = req.changes;
@@ -219,18 +178,71 @@ export async function transitionTask(core: Core, worker: WorkerRow, taskId: stri
   return { status: change.after.status, attempt: change.after.attempt };
 }
 
-/** The record of a budget question: what the task cost so far and the allowance it passed, as the server counts them. */
-function budgetNeeds(core: Core, row: TaskRow, message: string) {
-  // Inside the group commit's transaction (tasks/batch.ts), which is synchronous.
-  const project = core.store.sync(get<{ policy: string }>(PROJECT, row.project_id))!;
-  const budget = core.store.sync(taskBudget(core, row, JSON.parse(project.policy), row.attempt));
-  const costUsd = core.store.sync(taskUsage(core, row.id))?.costUsd ?? 0;
-  return { kind: "budget", message, costUsd, allowanceUsd: budget?.allowanceUsd ?? null };
+/** What a budget question records: what the task cost so far and the allowance it passed, as the server counts them. */
+interface BudgetSoFar {
+  costUsd: number;
+  allowanceUsd: number | null;
+}
+
+/** A budget question: the costs are read inside the transaction of the change. */
+function* budgetTransition(core: Core, worker: WorkerRow, row: TaskRow, req: TransitionRequest): Q<Decision> {
+  const project = (yield* get<{ policy: string }>(PROJECT, row.project_id))!;
+  const budget = yield* taskBudget(core, row, JSON.parse(project.policy), row.attempt);
+  const costUsd = (yield* taskUsage(core, row.id))?.costUsd ?? 0;
+  return decideTransition(worker, row, req, { costUsd, allowanceUsd: budget?.allowanceUsd ?? null });
+}
+
+/** The change a worker's report makes to the row (its lease checked); `budget` for a budget question. */
+function decideTransition(worker: WorkerRow, row: TaskRow, req: TransitionRequest, budget: BudgetSoFar | null): Decision {
+  if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
+  if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
+  const patch: TaskPatch = { status: req.to };
+  const events: EventInput[] = [];
+  const status: Record<string, unknown> = { from: row.status, to: req.to, attempt: row.attempt };
+  if (req.to === "needs_input" || req.to === "needs_approval") {
+    if (!req.needs) throw invalid(`moving to ${req.to} needs needs.message`, [{ field: "needs", message: "required with this target" }]);
+    if (req.needs.kind === "budget" && req.to !== "needs_approval") {
+      throw invalid("a budget question goes with needs_approval", [{ field: "needs.kind", message: `only with to = needs_approval; to is ${req.to}` }]);
+    }
+    const needs = req.needs.kind === "budget" ? { kind: "budget", message: req.needs.message, ...budget } : { kind: req.to === "needs_input" ? "input" : "approval", message: req.needs.message };
+    patch.needs = JSON.stringify(needs);
+    status.needs = needs;
+  } else {
+    if (req.needs) throw invalid(`needs goes with needs_input or needs_approval, not ${req.to}`, [{ field: "needs", message: `only with to = needs_input or needs_approval; to is ${req.to}` }]);
+    patch.needs = null;
+  }
+  if (req.plan) {
+    if (row.kind !== "plan") throw invalid("only a plan task reports a plan", [{ field: "plan", message: "not a plan task" }]);
+    if (req.to !== "completed") throw invalid("a plan is reported with to = completed", [{ field: "plan", message: "only with completed" }]);
+    // The same rules apply-plan uses, so a completed plan can always be applied (400 here otherwise).
+    const plan = parsePlan(req.plan);
+    patch.plan = JSON.stringify(plan);
+    status.plan = plan;
+  } else if (row.kind === "plan" && req.to === "completed") {
+    throw invalid("a plan task completes with its plan", [{ field: "plan", message: "required to complete a plan task" }]);
+  }
+  if (req.changes) {
+    if (row.kind !== "task") throw invalid("only an ordinary task reports changes", [{ field: "changes", message: `not with a ${row.kind} task` }]);
+    if (req.to !== "completed") throw invalid("changes are reported with to = completed", [{ field: "changes", message: "only with completed" }]);
+    if (req.changes.branch !== null && req.changes.branch !== `ao/${row.id}`)
+      throw invalid("a task's branch is ao/<taskId>", [{ field: "changes.branch", message: `must be ao/${row.id} or null` }]);
+    patch.changes = JSON.stringify(req.changes);
+    status.changes = req.changes;
+  }
+  // Also in the event: a later attempt clears the record's, the timeline keeps each attempt's.
+  if (req.summary !== undefined) patch.summary = status.summary = req.summary;
+  if (req.to === "completed" || req.to === "failed") {
+    patch.finished_at = iso();
+    patch.paused_from = null;
+  }
+  if (req.error !== undefined) events.push({ type: "error", actor: workerActor(worker), attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
+  events.push({ type: "status", actor: workerActor(worker), data: status });
+  return { patch, events };
 }
 
 /** Records the attempt's cumulative usage (lease-fenced; not once the attempt has ended). */
-export function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: UsageReport) {
-  const recorded = core.store.syncWrite(recordUsage(core, taskId, req.usage, (row) => {
+export async function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: UsageReport) {
+  const recorded = await core.store.write(recordUsage(core, taskId, req.usage, (row) => {
     if (row.org_id !== worker.org_id) throw notFound("task");
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
@@ -241,8 +253,6 @@ export function reportUsage(core: Core, worker: WorkerRow, taskId: string, req: 
 
 /** Appends an attempt's events; a seq already written for this attempt is skipped (resends are safe). */
 export async function appendEvents(core: Core, worker: WorkerRow, taskId: string, req: EventsRequest) {
-  let written = 0;
-  let duplicates = 0;
   let low = Infinity;
   let high = -Infinity;
   req.events.forEach((e, i) => {
@@ -251,31 +261,30 @@ export async function appendEvents(core: Core, worker: WorkerRow, taskId: string
     if (e.seq < low) low = e.seq;
     if (e.seq > high) high = e.seq;
   });
-  await changeTaskBatched(core, worker.org_id, taskId, (row) => {
+  const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
-    // The seqs of this attempt already written within the batch's range, in one read.
-    const seen = new Set<number>();
-    // Inside the group commit's transaction (tasks/batch.ts), which is synchronous.
-    if (req.events.length > 0) for (const r of core.store.sync(all<{ worker_seq: number }>(SEEN_SEQS, taskId, row.attempt, low, high))) seen.add(r.worker_seq);
-    const events: EventInput[] = [];
-    for (const e of req.events) {
-      if (seen.has(e.seq)) {
-        duplicates++;
-        continue;
-      }
-      seen.add(e.seq);
-      events.push({ type: e.type, data: e.data ?? null, attempt: row.attempt, workerSeq: e.seq });
-    }
-    written = events.length;
-    return { events };
+    return req.events.length > 0 ? unseenEvents(row, req, low, high) : { events: [] };
   });
-  return { written, duplicates };
+  return { written: change.events.length, duplicates: req.events.length - change.events.length };
+}
+
+/** The events whose seq this attempt has not written yet, read inside the transaction of the change. */
+function* unseenEvents(row: TaskRow, req: EventsRequest, low: number, high: number): Q<Decision> {
+  // The seqs of this attempt already written within the batch's range, in one read.
+  const seen = new Set((yield* all<{ worker_seq: number }>(SEEN_SEQS, row.id, row.attempt, low, high)).map((r) => r.worker_seq));
+  const events: EventInput[] = [];
+  for (const e of req.events) {
+    if (seen.has(e.seq)) continue;
+    seen.add(e.seq);
+    events.push({ type: e.type, data: e.data ?? null, attempt: row.attempt, workerSeq: e.seq });
+  }
+  return { events };
 }
 
 /** Checks the lease of an upload before its body is read (the upload itself is storeArtifact's). */
-export function leaseForUpload(core: Core, worker: WorkerRow, taskId: string, leaseToken: string | null): TaskRow {
-  const row = core.store.sync(findTask(core, worker.org_id, taskId));
+export async function leaseForUpload(core: Core, worker: WorkerRow, taskId: string, leaseToken: string | null): Promise<TaskRow> {
+  const row = await core.store.read(findTask(core, worker.org_id, taskId));
   if (!row) throw notFound("task");
   if (!leaseToken) throw staleLease();
   checkLease(row, worker, leaseToken);

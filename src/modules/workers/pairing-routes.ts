@@ -14,7 +14,7 @@ const tags = ["workers"];
 const responses = { 200: PairingView, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 429: ErrorBody };
 
 export default (core: Core) => {
-  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => Promise<GrantRow | null> | GrantRow | null) =>
+  const decide = (ctx: { principal: { userId: string }; server: any; request: Request }, find: () => Promise<GrantRow | null>) =>
     countingFailures(core, { account: ctx.principal.userId, ip: clientIp(ctx), kind: "code_decision" }, ["not_found"], async () => {
       const grant = await find();
       if (!grant) throw notFound("pairing code");
@@ -23,13 +23,13 @@ export default (core: Core) => {
 
   return new Elysia({ name: "workers-pairing", seed: core.instanceId })
     .use(authPlugin(core))
-    .get("/pairing/:userCode", (ctx) => decide(ctx, () => describePairing(core, ctx.params.userCode)), {
+    .get("/pairing/:userCode", (ctx) => decide(ctx, () => core.store.read(describePairing(core, ctx.params.userCode))), {
       auth: "session",
       params: t.Object({ userCode: t.String({ maxLength: 20 }) }),
       response: responses,
       detail: { summary: "Describe a pending pairing (name, hostname, labels, when, from which address)", tags },
     })
-    .post("/pairing/approve", (ctx) => decide(ctx, () => core.store.read(approvePairing(core, ctx.principal.userId, ctx.body.userCode, ctx.body.orgId))), {
+    .post("/pairing/approve", (ctx) => decide(ctx, () => core.store.write(approvePairing(core, ctx.principal.userId, ctx.body.userCode, ctx.body.orgId))), {
       auth: "session",
       body: ApprovePairingBody,
       response: { ...responses, 400: ErrorBody },
@@ -40,7 +40,7 @@ export default (core: Core) => {
         tags,
       },
     })
-    .post("/pairing/deny", (ctx) => decide(ctx, () => denyPairing(core, ctx.principal.userId, ctx.body.userCode)), {
+    .post("/pairing/deny", (ctx) => decide(ctx, () => core.store.write(denyPairing(core, ctx.principal.userId, ctx.body.userCode))), {
       auth: "session",
       body: UserCodeBody,
       response: { ...responses, 400: ErrorBody },

@@ -25,8 +25,9 @@ export const PAIRING_START_LIMITS: GrantLimits = { perAddress: 20, total: 1000 }
 const ROLE = "SELECT role FROM memberships WHERE org_id = ? AND user_id = ?";
 const REQUIRE_APPROVAL = "SELECT require_worker_approval FROM orgs WHERE id = ?";
 
-export function startPairing(core: Core, req: PairRequest, requestIp: string | null): PairStarted {
-  const g = core.store.syncWrite(createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS));
+/** Starts a pairing; run it in a write (the cap is checked and the grant inserted together). */
+export function* startPairing(core: Core, req: PairRequest, requestIp: string | null): Q<PairStarted> {
+  const g = yield* createGrant(core, "pairing", { workerName: req.name.trim(), hostname: req.hostname.trim(), labels: req.labels ?? [], requestIp }, Date.now(), PAIRING_START_LIMITS);
   const verificationUri = `${core.config.publicUrl}/pair`;
   return {
     deviceCode: g.deviceCode,
@@ -66,18 +67,18 @@ export function pairingView(g: GrantRow) {
   return { userCode: v.userCode, status: v.status, name: v.workerName ?? "", hostname: v.hostname ?? "", labels: v.labels ?? [], requestIp: v.requestIp, createdAt: v.createdAt, expiresAt: v.expiresAt };
 }
 
-export function describePairing(core: Core, userCode: string): GrantRow | null {
-  return core.store.sync(findPendingGrant(core, "pairing", userCode));
+export function* describePairing(core: Core, userCode: string): Q<GrantRow | null> {
+  return yield* findPendingGrant(core, "pairing", userCode);
 }
 
-/** Approves a pending pairing into an org where the caller may create work; null when the code is unknown. */
+/** Approves a pending pairing into an org where the caller may create work (run in a write); null when the code is unknown. */
 export function* approvePairing(core: Core, userId: string, userCode: string, orgId: string): Q<GrantRow | null> {
   const role = (yield* get<{ role: Role }>(ROLE, orgId, userId))?.role;
   if (!role) throw new ApiError(404, "not_found", "organization not found");
   if (!can(role, PAIRING_PERMISSION)) throw forbidden(`your role (${role}) cannot pair workers into this organization`);
-  return core.store.sync(decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId }));
+  return yield* decideGrant(core, "pairing", userCode, { approve: true, decidedBy: userId, orgId });
 }
 
-export function denyPairing(core: Core, userId: string, userCode: string): GrantRow | null {
-  return core.store.sync(decideGrant(core, "pairing", userCode, { approve: false, decidedBy: userId }));
+export function* denyPairing(core: Core, userId: string, userCode: string): Q<GrantRow | null> {
+  return yield* decideGrant(core, "pairing", userCode, { approve: false, decidedBy: userId });
 }

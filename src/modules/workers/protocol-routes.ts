@@ -35,7 +35,7 @@ const TaskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) 
 export default (core: Core) =>
   new Elysia({ name: "workers-protocol", seed: core.instanceId })
     .use(workerAuthPlugin(core))
-    .post("/worker/pair", (ctx) => startPairing(core, ctx.body, clientIp(ctx)), {
+    .post("/worker/pair", (ctx) => core.store.write(startPairing(core, ctx.body, clientIp(ctx))), {
       body: PairRequest,
       response: { 200: PairStarted, 400: ErrorBody, 429: ErrorBody },
       detail: {
@@ -112,7 +112,7 @@ export default (core: Core) =>
     .put(
       "/worker/tasks/:taskId/artifacts/:name",
       async ({ worker, params, request, headers, status }) => {
-        const row = leaseForUpload(core, worker, params.taskId, headers[LEASE_HEADER] ?? null);
+        const row = await leaseForUpload(core, worker, params.taskId, headers[LEASE_HEADER] ?? null);
         const body = request.body ?? new Uint8Array(0);
         const stored = await storeArtifact(core, worker.org_id, params.taskId, params.name, body, row.attempt, workerActor(worker));
         return status(201, { name: stored.name, contentType: stored.contentType, size: stored.size, createdAt: stored.createdAt });
