@@ -155,7 +155,7 @@ describe("a paired worker runs tasks", () => {
   test("a full task: checkout of the primary repository, logs, summary, artifacts", async () => {
     const source = gitRepo(join(tmp, "src-full"), { "README.md": "# demo\n" }, { message: "the first commit" });
     const bare = bareFrom(source, join(tmp, "full.git"));
-    addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
+    await addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
     const t = await createTaskApi(s, p, { title: "full", prompt: "say hello" });
     const done = await waitStatus(p, t.id, "completed");
     expect(done).toMatchObject({ summary: "all done", attempt: 1 });
@@ -318,7 +318,7 @@ describe("faults and gates", () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
     const dataDir = join(tmp, "crashy");
-    preparedWorker(s, p.orgId, dataDir);
+    await preparedWorker(s, p.orgId, dataDir);
     const first = run(dataDir);
     await first.waitFor(/connected as/);
     const t = await createTaskApi(s, p, { title: "crash" });
@@ -341,7 +341,7 @@ describe("faults and gates", () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
     const dataDir = join(tmp, "pending");
-    const w = preparedWorker(s, p.orgId, dataDir, { approved: false });
+    const w = await preparedWorker(s, p.orgId, dataDir, { approved: false });
     const proc = run(dataDir);
     await proc.waitFor(/waiting for approval/);
     const t = await createTaskApi(s, p, { title: "full" });

@@ -38,7 +38,7 @@ async function claimOffered(c: ProtocolClient, credential: string, taskId: strin
 describe("worker credentials", () => {
   test("revoked through the API: the next request with the cached credential is 401, and nothing changes", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).status).toBe(200);
     expect((await api("GET", "/worker/me")).status).toBe(200); // served from the cache
@@ -51,7 +51,7 @@ describe("worker credentials", () => {
 
   test("revoked by another process on the same database: refused on the next request", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).status).toBe(200);
     fromOutside("UPDATE workers SET revoked_at = ? WHERE id = ?", new Date().toISOString(), w.workerId);
@@ -60,7 +60,7 @@ describe("worker credentials", () => {
 
   test("a label change through the API reaches the next claim's eligibility and the record", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId, { name: "before" });
+    const w = await makeWorker(s, p.orgId, { name: "before" });
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).body.name).toBe("before");
     expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token, body: { name: "after" } })).status).toBe(200);
@@ -96,7 +96,7 @@ describe("API tokens", () => {
 describe("projects", () => {
   test("a policy that starts requiring a label stops offers to unlabelled workers at once", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
     const first = await createTaskApi(s, p);
     await claimOffered(c, w.credential, first.id); // the project's (empty) labels are cached
@@ -104,7 +104,7 @@ describe("projects", () => {
     expect(r.status).toBe(200);
     const second = await createTaskApi(s, p);
     expect(await c.quiet("offer", 400)).toBe(true);
-    const g = makeWorker(s, p.orgId, { labels: ["gpu"] });
+    const g = await makeWorker(s, p.orgId, { labels: ["gpu"] });
     const cg = await ProtocolClient.connect(s, g.credential);
     expect((await cg.next("offer")).taskId).toBe(second.id);
     cg.close();
@@ -113,7 +113,7 @@ describe("projects", () => {
 
   test("the project a claim carries follows knowledge and repository changes (API and another process)", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
     const t1 = await createTaskApi(s, p);
     const c1 = await claimOffered(c, w.credential, t1.id);

@@ -16,7 +16,7 @@ const listed = async (org: Session) => (await s.api("GET", `/orgs/${org.orgId}/d
 const rowsOf = (org: Session) => s.core.sqlite.query<{ url: string; status: string }, [string]>("SELECT url, status FROM discovered_repositories WHERE org_id = ?").all(org.orgId);
 
 async function reporter(org: Session, name: string) {
-  const w = makeWorker(s, org.orgId, { name });
+  const w = await makeWorker(s, org.orgId, { name });
   const call = workerApi(s, w.credential);
   return {
     id: w.workerId,

@@ -37,7 +37,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
   test("name, labels and policy are validated; a refused update changes nothing", async () => {
     const p = await orgWithProject(s, await newOrg(s));
     const other = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId, { labels: ["linux"] });
+    const w = await makeWorker(s, p.orgId, { labels: ["linux"] });
     const path = `/orgs/${p.orgId}/workers/${w.workerId}`;
     const before = snapshot();
     const cases: [string, unknown][] = [
@@ -80,7 +80,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
   test("new labels reach a connected worker at once: it is offered the task it now qualifies for", async () => {
     const session = await newOrg(s);
     const gpu = await orgWithProject(s, session, { workerLabels: ["gpu"] });
-    const w = makeWorker(s, gpu.orgId);
+    const w = await makeWorker(s, gpu.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, gpu);
     expect(await c.quiet("offer", 300)).toBe(true);
@@ -93,7 +93,8 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
 describe("GET /orgs/:orgId/workers", () => {
   test("pages newest first with keyset cursors; bad limits and cursors are 400", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const ids = Array.from({ length: 5 }, () => makeWorker(s, p.orgId).workerId);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await makeWorker(s, p.orgId)).workerId);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -115,17 +116,17 @@ describe("another organization", () => {
   let b: Awaited<ReturnType<typeof orgWithProject>>;
   let bSession: Session;
   let ids: { worker: string; pending: string; repo: string; discovered: string; bRepo: string; bDiscovered: string; task: string; runId: string };
-  let aWorker: ReturnType<typeof makeWorker>;
-  let bWorker: ReturnType<typeof makeWorker>;
+  let aWorker: Awaited<ReturnType<typeof makeWorker>>;
+  let bWorker: Awaited<ReturnType<typeof makeWorker>>;
   let aConn: ProtocolClient;
 
   beforeAll(async () => {
     a = await orgWithProject(s, await newOrg(s));
     bSession = await newOrg(s);
     b = await orgWithProject(s, bSession);
-    aWorker = makeWorker(s, a.orgId);
-    const pending = makeWorker(s, a.orgId, { approved: false });
-    bWorker = makeWorker(s, b.orgId);
+    aWorker = await makeWorker(s, a.orgId);
+    const pending = await makeWorker(s, a.orgId, { approved: false });
+    bWorker = await makeWorker(s, b.orgId);
     const repo = await addRepo(a, "https://git.example.test/a/app.git");
     const bRepo = await addRepo(b, "https://git.example.test/b/app.git");
     // A's worker has A's repository and found another; B's worker found one of its own.
@@ -225,7 +226,7 @@ describe("clone", () => {
   test("a worker that is away gets the clone at its next hello, and at every hello until it reports", async () => {
     const p = await orgWithProject(s, await newOrg(s));
     const repo = await addRepo(p, "https://git.example.test/c/app.git");
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const r = await s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clone`, { token: p.token, body: { workerIds: [w.workerId, w.workerId] } });
     expect(r.status).toBe(202);
     expect(r.body.workers).toEqual([{ workerId: w.workerId, status: "cloning", delivered: false }]);
@@ -249,9 +250,9 @@ describe("readiness", () => {
     const p = await orgWithProject(s, await newOrg(s));
     const url = "https://git.example.test/r/app.git";
     await addRepo(p, url);
-    const online = makeWorker(s, p.orgId);
-    const offline = makeWorker(s, p.orgId);
-    const without = makeWorker(s, p.orgId);
+    const online = await makeWorker(s, p.orgId);
+    const offline = await makeWorker(s, p.orgId);
+    const without = await makeWorker(s, p.orgId);
     for (const w of [online, offline]) await workerApi(s, w.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url }] });
     const ask = (body: unknown) => s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body });
     expect((await ask({})).status).toBe(409); // nobody who has it is online
@@ -273,7 +274,7 @@ describe("readiness", () => {
 describe("GET /orgs/:orgId/discovered", () => {
   test("pages through every new repository even when some between were added to projects meanwhile", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const urls = Array.from({ length: 5 }, (_, i) => `https://git.example.test/d/r${i}.git`);
     // Reported one by one so their ids (and the list order) follow the URLs.
     const all: { path: string; url: string }[] = [];

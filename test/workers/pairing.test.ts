@@ -114,7 +114,7 @@ describe("person side", () => {
   test("describe: session only; tokens and worker credentials refused", async () => {
     const p = await start();
     const token = await makeToken(s, owner);
-    const worker = makeWorker(s, owner.orgId);
+    const worker = await makeWorker(s, owner.orgId);
     const cases: [string, string | undefined, number][] = [
       ["session", owner.accessToken, 200],
       ["personal token", token, 403],

@@ -21,7 +21,7 @@ const USAGE = { inputTokens: 100, outputTokens: 10, cacheReadTokens: 0, cacheWri
 
 async function claimed(policy: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const p = await orgWithProject(s, await newOrg(s), policy);
-  const w = makeWorker(s, p.orgId);
+  const w = await makeWorker(s, p.orgId);
   const c = await ProtocolClient.connect(s, w.credential, { agents: [{ name: "exec", version: null, command: "sh" }] });
   const task = await createTaskApi(s, p, extra);
   const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -85,7 +85,7 @@ describe("POST /worker/tasks/:taskId/usage", () => {
     const stale = await post({ leaseToken: "not-the-lease", usage: USAGE });
     expect(stale.status).toBe(409);
     expect(stale.body.error.details.reason).toBe("stale_lease");
-    const stranger = makeWorker(s, (await newOrg(s)).orgId);
+    const stranger = await makeWorker(s, (await newOrg(s)).orgId);
     expect((await workerApi(s, stranger.credential)("POST", `/worker/tasks/${task.id}/usage`, { leaseToken: claim.leaseToken, usage: USAGE })).status).toBe(404);
     expect((await s.api("POST", `/worker/tasks/${task.id}/usage`, { body: { leaseToken: claim.leaseToken, usage: USAGE } })).status).toBe(401);
     expect((await s.api("POST", `/worker/tasks/${task.id}/usage`, { token: p.token, body: { leaseToken: claim.leaseToken, usage: USAGE } })).status).toBe(401);
