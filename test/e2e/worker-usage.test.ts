@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { alive, preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
+import { all, get } from "../../src/db/query";
 
 // The machine's PATH without npm's node_modules/.bin (npm test puts it first): the real claude and
 // codex CLIs installed for other tests must not be found by `--agent auto` here.
@@ -111,7 +112,7 @@ describe("usage", () => {
     expect(done.attempt).toBe(2);
     expect(done.usage).toEqual({ inputTokens: 2000, outputTokens: 40, cacheReadTokens: 600, cacheWriteTokens: 10, costUsd: 0.2, model: "m-a2" });
     // Per attempt in the database: the second attempt's report did not add to the first's.
-    const rows = s.core.sqlite.query<any, [string]>("SELECT attempt, input_tokens, cost_usd, model FROM task_usage WHERE task_id = ? ORDER BY attempt").all(t.id);
+    const rows = await s.core.store.read(all("SELECT attempt, input_tokens, cost_usd, model FROM task_usage WHERE task_id = ? ORDER BY attempt", t.id));
     expect(rows).toEqual([
       { attempt: 1, input_tokens: 1000, cost_usd: 0.1, model: "m-a1" },
       { attempt: 2, input_tokens: 1000, cost_usd: 0.1, model: "m-a2" },
@@ -140,7 +141,7 @@ describe("usage", () => {
     const seen = new Set<string>();
     const poll = (async () => {
       for (;;) {
-        const row = s.core.sqlite.query<{ updated_at: string }, [string]>("SELECT updated_at FROM task_usage WHERE task_id = ?").get(t.id);
+        const row = await s.core.store.read(get<{ updated_at: string }>("SELECT updated_at FROM task_usage WHERE task_id = ?", t.id));
         if (row) seen.add(row.updated_at);
         if ((await task(p, t.id)).status === "completed") return;
         await Bun.sleep(25);

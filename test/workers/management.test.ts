@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg, type Session } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -20,9 +21,9 @@ async function addRepo(p: { orgId: string; projectId: string; token: string }, u
 }
 
 /** Everything a route of these could change, for before/after comparisons. */
-function snapshot() {
-  const q = (sql: string) => s.core.sqlite.query(sql).all();
-  return JSON.stringify([
+async function snapshot() {
+  const q = (sql: string) => s.core.store.read(all(sql));
+  return JSON.stringify(await Promise.all([
     q("SELECT * FROM workers ORDER BY id"),
     q("SELECT * FROM worker_repositories ORDER BY worker_id, repository_id"),
     q("SELECT * FROM discovered_repositories ORDER BY id"),
@@ -30,7 +31,7 @@ function snapshot() {
     q("SELECT * FROM projects ORDER BY id"),
     q("SELECT * FROM repositories ORDER BY id"),
     q("SELECT id, status, attempt, worker_id FROM tasks ORDER BY id"),
-  ]);
+  ]));
 }
 
 describe("PATCH /orgs/:orgId/workers/:workerId", () => {
@@ -39,7 +40,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
     const other = await orgWithProject(s, await newOrg(s));
     const w = await makeWorker(s, p.orgId, { labels: ["linux"] });
     const path = `/orgs/${p.orgId}/workers/${w.workerId}`;
-    const before = snapshot();
+    const before = await snapshot();
     const cases: [string, unknown][] = [
       ["empty name", { name: "" }],
       ["long name", { name: "x".repeat(101) }],
@@ -66,7 +67,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
     }
     const foreign = await s.api("PATCH", path, { token: p.token, body: { policy: { projects: [other.projectId] } } });
     expect(foreign.body.error.details).toEqual([{ field: "policy.projects.0", message: "no such project in this organization" }]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
 
     const ok = await s.api("PATCH", path, { token: p.token, body: { name: "  build-2 ", labels: ["gpu", "linux"], policy: { projects: [p.projectId] } } });
     expect(ok.status).toBe(200);
@@ -165,7 +166,7 @@ describe("another organization", () => {
     ].map(([method, path, b]) => [method, path, body ? b : undefined] as [string, string, unknown]);
 
   test("A's paths with B's session (404), B's token (403) or B's worker credential (403): nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const bToken = await makeToken(s, bSession);
     for (const [who, token, status] of [
       ["B's session", bSession.accessToken, 404],
@@ -177,11 +178,11 @@ describe("another organization", () => {
         expect([who, method, path, r.status]).toEqual([who, method, path, status]);
       }
     }
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("B's own paths naming A's workers, projects, repositories and discovered ids: 404 or 400, nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const cases: [string, string, unknown, number][] = [
       ...routes(b.orgId).map(([m, p, body]) => [m, p, body, 404] as [string, string, unknown, number]).filter(([, p]) => !p.endsWith("/workers")),
       // B's own repository and project, but A's worker: not a worker of this organization.
@@ -195,11 +196,11 @@ describe("another organization", () => {
       expect([method, path, r.status]).toEqual([method, path, status]);
     }
     expect((await s.api("GET", `/orgs/${b.orgId}/workers`, { token: b.token })).body.items.map((w: any) => w.id)).toEqual([bWorker.workerId]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("B's worker on the protocol routes with A's task, repository and readiness run: 404, nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const api = workerApi(s, bWorker.credential);
     const cases: [string, string, unknown][] = [
       ["POST", `/worker/tasks/${ids.task}/claim`, { offerId: "ofr_x" }],
@@ -218,7 +219,7 @@ describe("another organization", () => {
       body: "x",
     });
     expect(upload.status).toBe(404);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 });
 

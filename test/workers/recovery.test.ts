@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { presenceOf } from "../../src/modules/workers/presence";
+import { all, get } from "../../src/db/query";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -106,14 +107,14 @@ describe("mail for workers that are away", () => {
     const p = await fresh();
     const w = await makeWorker(s, p.orgId);
     const mailbox = presenceOf(s.core).dispatcher.mailbox;
-    for (let i = 1; i <= 105; i++) s.core.store.syncWrite(mailbox.control(w.workerId, "tsk_x", i, "pause"));
-    s.core.store.syncWrite(mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause"));
-    const kept = s.core.sqlite.query<{ message: string }, [string]>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id").all(w.workerId);
+    for (let i = 1; i <= 105; i++) await s.core.store.write(mailbox.control(w.workerId, "tsk_x", i, "pause"));
+    await s.core.store.write(mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause"));
+    const kept = await s.core.store.read(all<{ message: string }>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id", w.workerId));
     expect(kept.map((r) => JSON.parse(r.message).attempt)).toEqual(Array.from({ length: 100 }, (_, i) => i + 6));
-    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'").get()).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'"))).toEqual({ n: 0 });
     const c = await ProtocolClient.connect(s, w.credential);
     expect(await c.next("control", (m) => m.attempt === 105)).toMatchObject({ action: "pause", taskId: "tsk_x" });
-    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(w.workerId)).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?", w.workerId))).toEqual({ n: 0 });
     c.close();
   });
 });
@@ -164,7 +165,7 @@ describe("server restart", () => {
       expect((await c2.next("clone")).repositoryId).toBe(added.body.repository.id);
       expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "input", input: "blue", attempt: 1 });
       expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "pause", attempt: 1 });
-      expect(s2.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(back.workerId)).toEqual({ n: 0 });
+      expect(await s2.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?", back.workerId))).toEqual({ n: 0 });
       const status = async (id: string) => (await s2.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
       await until(async () => (await status(t2.id)).status === "queued", FAST.offlineMs * 4);
       expect(await status(t1.id)).toMatchObject({ status: "paused", attempt: 1, workerId: back.workerId });
