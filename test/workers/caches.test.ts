@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 
@@ -17,10 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-// Writes by another process are seen through SQLite's PRAGMA data_version; on PostgreSQL other
-// servers' writes will reach the caches over the bus, so those tests are SQLite's.
-const onPostgres = process.env.AO_TEST_DATABASE === "postgres";
-
+// A write by another process is seen through SQLite's PRAGMA data_version; on PostgreSQL only
+// the servers' own writers make the caches forget (over the bus), so those tests are SQLite's.
 /** A write through another connection to the server's database file. */
 function fromOutside(sql: string, ...args: (string | number | null)[]) {
   const other = new Database(join(s.dataDir, "ao.db"));

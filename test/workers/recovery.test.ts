@@ -158,7 +158,7 @@ describe("server restart", () => {
     await cr.next("readiness");
     cr.close();
     await s1.stop();
-    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir });
+    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir, databaseUrl: s1.core.config.databaseUrl });
     try {
       const c2 = await ProtocolClient.connect(s2, back.credential, { running: [{ taskId: t1.id, attempt: 1 }] });
       c2.running = [{ taskId: t1.id, attempt: 1 }];
