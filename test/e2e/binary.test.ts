@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
+import { onPostgres } from "../helpers/server";
 
 const root = join(import.meta.dir, "..", "..");
 const journal = JSON.parse(readFileSync(join(root, "migrations", "meta", "_journal.json"), "utf8")) as { entries: unknown[] };
@@ -80,7 +81,10 @@ async function run(cwd: string, args: string[], env: Record<string, string> = {}
   return { code, stdout, stderr };
 }
 
-describe("the compiled executable", () => {
+// The executable as a user first runs it: on SQLite in its data directory. These scenarios check
+// that file itself (ao.db, its WAL, its migrations, ao backup of it), so they are SQLite's;
+// observe.test.ts runs the executable on PostgreSQL too.
+describe.skipIf(onPostgres)("the compiled executable", () => {
   test("prints its version from an empty directory", async () => {
     const r = await run(workdir("version"), ["version"]);
     expect(r).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });

@@ -5,6 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildExecutable } from "../../scripts/build";
+import { onPostgres } from "../helpers/server";
+import { freshDatabase } from "../helpers/postgres";
 
 let tmp: string;
 let ao: string;
@@ -16,10 +18,11 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** Runs `ao serve`, waits for `ready` on its stderr, then hands over the text read so far. */
+/** Runs `ao serve` (on a fresh PostgreSQL database in the PostgreSQL mode), waits for `ready` on its stderr, then hands over the text read so far. */
 async function serve(env: Record<string, string>, ready: RegExp) {
+  const database = onPostgres ? { AO_DATABASE_URL: await freshDatabase() } : {};
   const proc = Bun.spawn([ao, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", mkdtempSync(join(tmp, "data-"))], {
-    env: { ...baseEnv, ...env },
+    env: { ...baseEnv, ...database, ...env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",

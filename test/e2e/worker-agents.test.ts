@@ -39,7 +39,7 @@ async function runWith(agent: string) {
   const org = await newOrg(s);
   const p = await orgWithProject(s, org);
   const dataDir = join(tmp, agent);
-  const w = preparedWorker(s, p.orgId, dataDir);
+  const w = await preparedWorker(s, p.orgId, dataDir);
   const proc = startWorker(s, dataDir, ["--agent", agent], { PATH: `${bin}:${process.env.PATH}` });
   workers.push(proc);
   await proc.waitFor(new RegExp(`agent ${agent}`));
@@ -79,14 +79,14 @@ test("a worker lists the agents it runs: exec (its program's name, not its argum
   const org = await newOrg(s);
   // Only exec: claude and codex on PATH are not advertised (a task naming them must not be offered to it).
   const onlyDir = join(tmp, "exec-only");
-  const only = preparedWorker(s, org.orgId, onlyDir);
+  const only = await preparedWorker(s, org.orgId, onlyDir);
   const first = startWorker(s, onlyDir, ["--agent", "exec", "--exec", "./agent.sh"], { PATH: `${bin}:${process.env.PATH}` });
   workers.push(first);
   await first.waitFor(/connected as/);
   expect((await s.api("GET", `/orgs/${org.orgId}/workers/${only.workerId}`, { token: org.accessToken })).body.agents).toEqual([{ name: "exec", version: null, command: "agent.sh" }]);
   await first.stop();
   const dataDir = join(tmp, "exec-inventory");
-  const w = preparedWorker(s, org.orgId, dataDir);
+  const w = await preparedWorker(s, org.orgId, dataDir);
   const proc = startWorker(s, dataDir, ["--agent", "auto", "--exec", "API_TOKEN=s3cr3t ./scripts/agent.sh --key s3cr3t"], { PATH: `${bin}:${process.env.PATH}` });
   workers.push(proc);
   await proc.waitFor(/connected as/);

@@ -46,7 +46,7 @@ beforeAll(async () => {
   local = await orgWithProject(s, owner);
   const source = gitRepo(join(tmp, "src"), { "README.md": "# demo\n", "src/a.txt": "one\ntwo\nthree\n", ".gitignore": "dist/\n" });
   bare = bareFrom(source, join(tmp, "repo.git"));
-  addRepositoryRow(s, local.orgId, local.projectId, `file://${bare}`);
+  await addRepositoryRow(s, local.orgId, local.projectId, `file://${bare}`);
 
   gh = await startGitHubStandIn();
   gh.createApp({ name: "ao", default_permissions: { contents: "write", pull_requests: "write", metadata: "read" } });
@@ -54,7 +54,7 @@ beforeAll(async () => {
   installationId = (await gh.install("ao", "acme", { repositories: ["widget"], webhook: false })).installation.record.id;
   bare2 = gh.repository("acme", "widget")!.dir;
   hosted = await orgWithProject(s, owner);
-  addRepositoryRow(s, hosted.orgId, hosted.projectId, `${gh.url}/acme/widget.git`, { name: "widget" });
+  await addRepositoryRow(s, hosted.orgId, hosted.projectId, `${gh.url}/acme/widget.git`, { name: "widget" });
 
   empty = await orgWithProject(s, owner);
 
@@ -68,7 +68,7 @@ beforeAll(async () => {
     return claim;
   });
   const dataDir = join(tmp, "worker");
-  const w = makeWorker(s, owner.orgId);
+  const w = await makeWorker(s, owner.orgId);
   saveCredential(dataDir, { server: proxy.url, workerId: w.workerId, orgId: owner.orgId, credential: w.credential });
   worker = new WorkerProcess(["--server", proxy.url, "--data-dir", dataDir, "--kill-grace-ms", "500", "--exec", `sh ${join(tmp, "agent.sh")}`]);
   await worker.waitFor(/connected as/);

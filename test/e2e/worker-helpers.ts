@@ -64,8 +64,8 @@ export function startWorker(s: TestServer, dataDir: string, extra: string[] = []
 }
 
 /** A worker made on the server and its credential file written, as if it had paired before. */
-export function preparedWorker(s: TestServer, orgId: string, dataDir: string, opts: { approved?: boolean; labels?: string[] } = {}) {
-  const w = makeWorker(s, orgId, opts);
+export async function preparedWorker(s: TestServer, orgId: string, dataDir: string, opts: { approved?: boolean; labels?: string[] } = {}) {
+  const w = await makeWorker(s, orgId, opts);
   saveCredential(dataDir, { server: s.url, workerId: w.workerId, orgId, credential: w.credential });
   return w;
 }

@@ -40,7 +40,7 @@ beforeAll(async () => {
   gitRepo(join(workspace, "nested", "delta"), { "README.md": "d\n", Makefile: "test:\n\texit 1\n", "package.json": '{"name":"delta"}\n' }, { remote: "ssh://git@git.example.test/team/delta.git" });
   gitRepo(join(workspace, "local-only"), { "x.txt": "no remote\n" });
   const dataDir = join(tmp, "data");
-  const w = preparedWorker(s, org.orgId, dataDir);
+  const w = await preparedWorker(s, org.orgId, dataDir);
   workerId = w.workerId;
   credential = w.credential;
   worker = startWorker(s, dataDir, ["--exec", "true", "--workspace", workspace]);
@@ -130,7 +130,7 @@ describe("readiness", () => {
 
     const empty = await orgWithProject(s, org);
     expect((await api("POST", `/projects/${empty.projectId}/readiness`, {})).status).toBe(409);
-    addRepositoryRow(s, org.orgId, empty.projectId, "https://git.example.test/team/nowhere.git");
+    await addRepositoryRow(s, org.orgId, empty.projectId, "https://git.example.test/team/nowhere.git");
     const none = await api("POST", `/projects/${empty.projectId}/readiness`, {});
     expect(none.status).toBe(409);
     expect((await api("GET", `/projects/${empty.projectId}/readiness`)).status).toBe(404);
@@ -143,7 +143,7 @@ describe("clone", () => {
     const p = await orgWithProject(s, org);
     const source = gitRepo(join(tmp, "src-gamma"), { "README.md": "gamma\n" });
     const bare = bareFrom(source, join(tmp, "gamma.git"));
-    const repoId = addRepositoryRow(s, org.orgId, p.projectId, `file://${bare}`, { name: "gamma" });
+    const repoId = await addRepositoryRow(s, org.orgId, p.projectId, `file://${bare}`, { name: "gamma" });
     const viewer = await addMember(s, org, "viewer");
     expect((await api("POST", `/projects/${p.projectId}/repositories/${repoId}/clone`, { workerIds: [workerId] }, viewer.accessToken)).status).toBe(403);
     expect((await api("POST", `/projects/${p.projectId}/repositories/${repoId}/clone`, { workerIds: ["wkr_nope"] })).status).toBe(400);
@@ -162,7 +162,7 @@ describe("clone", () => {
     await Bun.sleep(300);
     expect((await api("GET", "/discovered")).body.items).toEqual([]);
     // A remote that cannot be cloned: reported as failed, with git's reason.
-    const missing = addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "missing.git")}`, { name: "missing", primary: false });
+    const missing = await addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "missing.git")}`, { name: "missing", primary: false });
     expect((await api("POST", `/projects/${p.projectId}/repositories/${missing}/clone`, { workerIds: [workerId] })).status).toBe(202);
     const failed = await until(async () => {
       const c = await api("GET", `/projects/${p.projectId}/repositories/${missing}/clones`);
@@ -175,7 +175,7 @@ describe("clone", () => {
 
   test("a task whose repository cannot be cloned fails with git's reason, written once", async () => {
     const p = await orgWithProject(s, org);
-    addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "nowhere.git")}`, { name: "nowhere" });
+    await addRepositoryRow(s, org.orgId, p.projectId, `file://${join(tmp, "nowhere.git")}`, { name: "nowhere" });
     const t = await createTaskApi(s, p, { title: "uncloneable" });
     const failed = await until(async () => {
       const r = (await api("GET", `/tasks/${t.id}`)).body;

@@ -38,9 +38,9 @@ beforeAll(async () => {
   sh(source, "git", "add", "-A");
   sh(source, "git", "commit", "-q", "-m", "feature work");
   const bare = bareFrom(source, join(tmp, "repo.git"));
-  addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
+  await addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
   const dataDir = join(tmp, "worker");
-  preparedWorker(s, p.orgId, dataDir);
+  await preparedWorker(s, p.orgId, dataDir);
   worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
   await worker.waitFor(/connected as/);
 });

@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { alive, preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
+import { all, get } from "../../src/db/query";
 
 // The machine's PATH without npm's node_modules/.bin (npm test puts it first): the real claude and
 // codex CLIs installed for other tests must not be found by `--agent auto` here.
@@ -73,9 +74,9 @@ afterAll(async () => {
 
 type P = { orgId: string; projectId: string; token: string };
 
-function run(org: string, name: string, extra: string[] = ["--exec", `sh ${script}`], env: Record<string, string> = {}) {
+async function run(org: string, name: string, extra: string[] = ["--exec", `sh ${script}`], env: Record<string, string> = {}) {
   const dataDir = join(tmp, name);
-  const w = preparedWorker(s, org, dataDir);
+  const w = await preparedWorker(s, org, dataDir);
   const proc = startWorker(s, dataDir, extra, { PIDS: join(tmp, "pids"), ...env });
   workers.push(proc);
   return { proc, workerId: w.workerId };
@@ -98,7 +99,7 @@ describe("usage", () => {
 
   beforeAll(async () => {
     p = await orgWithProject(s, owner);
-    worker = run(p.orgId, "usage").proc;
+    worker = (await run(p.orgId, "usage")).proc;
     await worker.waitFor(/connected as/);
   });
 
@@ -111,7 +112,7 @@ describe("usage", () => {
     expect(done.attempt).toBe(2);
     expect(done.usage).toEqual({ inputTokens: 2000, outputTokens: 40, cacheReadTokens: 600, cacheWriteTokens: 10, costUsd: 0.2, model: "m-a2" });
     // Per attempt in the database: the second attempt's report did not add to the first's.
-    const rows = s.core.sqlite.query<any, [string]>("SELECT attempt, input_tokens, cost_usd, model FROM task_usage WHERE task_id = ? ORDER BY attempt").all(t.id);
+    const rows = await s.core.store.read(all("SELECT attempt, input_tokens, cost_usd, model FROM task_usage WHERE task_id = ? ORDER BY attempt", t.id));
     expect(rows).toEqual([
       { attempt: 1, input_tokens: 1000, cost_usd: 0.1, model: "m-a1" },
       { attempt: 2, input_tokens: 1000, cost_usd: 0.1, model: "m-a2" },
@@ -140,7 +141,7 @@ describe("usage", () => {
     const seen = new Set<string>();
     const poll = (async () => {
       for (;;) {
-        const row = s.core.sqlite.query<{ updated_at: string }, [string]>("SELECT updated_at FROM task_usage WHERE task_id = ?").get(t.id);
+        const row = await s.core.store.read(get<{ updated_at: string }>("SELECT updated_at FROM task_usage WHERE task_id = ?", t.id));
         if (row) seen.add(row.updated_at);
         if ((await task(p, t.id)).status === "completed") return;
         await Bun.sleep(25);
@@ -206,7 +207,7 @@ async function apiToken(p: P & { session?: Session }) {
 describe("budgets", () => {
   test("per task: crossing it mid-run pauses the real process and asks; approve raises the allowance and goes on; the next crossing asks again; deny cancels", async () => {
     const p = await orgWithProject(s, owner, { budget: { perTaskUsd: 0.05 } });
-    const { proc } = run(p.orgId, "budget-task");
+    const { proc } = await run(p.orgId, "budget-task");
     await proc.waitFor(/connected as/);
     const t = await createTaskApi(s, p, { title: "spend" });
     const asked = await waitStatus(p, t.id, "needs_approval");
@@ -245,7 +246,7 @@ describe("budgets", () => {
 
   test("a later attempt knows the raised allowance and what the earlier ones cost (the claim carries them)", async () => {
     const p = await orgWithProject(s, owner, { budget: { perTaskUsd: 0.05 } });
-    const { proc } = run(p.orgId, "budget-retry");
+    const { proc } = await run(p.orgId, "budget-retry");
     await proc.waitFor(/connected as/);
     const t = await createTaskApi(s, p, { title: "spend" });
     await waitStatus(p, t.id, "needs_approval");
@@ -264,7 +265,7 @@ describe("budgets", () => {
 
   test("per day: a project at its daily budget gets no new offers and its queued tasks say why; a raised budget releases them at once", async () => {
     const p = await orgWithProject(s, owner, { budget: { perDayUsd: 0.05 } });
-    const { proc } = run(p.orgId, "budget-day");
+    const { proc } = await run(p.orgId, "budget-day");
     await proc.waitFor(/connected as/);
     const first = await createTaskApi(s, p, { title: "daily" });
     expect((await waitStatus(p, first.id, "completed")).usage.costUsd).toBe(0.06);
@@ -291,8 +292,8 @@ describe("agents", () => {
   test("a task naming an agent goes to a worker that has it, not to one that does not; one no worker has waits and says why", async () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
-    const execOnly = run(p.orgId, "agents-exec", ["--agent", "exec", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
-    const claudeOnly = run(p.orgId, "agents-claude", ["--agent", "claude"], { PATH: `${bin}:${SYSTEM_PATH}` });
+    const execOnly = await run(p.orgId, "agents-exec", ["--agent", "exec", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
+    const claudeOnly = await run(p.orgId, "agents-claude", ["--agent", "claude"], { PATH: `${bin}:${SYSTEM_PATH}` });
     await execOnly.proc.waitFor(/connected as/);
     await claudeOnly.proc.waitFor(/connected as/);
     // Each advertises what it runs, with versions.
@@ -314,7 +315,7 @@ describe("agents", () => {
   test("one worker with several agents (--agent auto) runs each task with the one it names, else the project's preferredAgent", async () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org, { preferredAgent: "claude" });
-    const { proc, workerId } = run(p.orgId, "agents-auto", ["--agent", "auto", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
+    const { proc, workerId } = await run(p.orgId, "agents-auto", ["--agent", "auto", "--exec", `sh ${script}`], { PATH: `${bin}:${SYSTEM_PATH}` });
     await proc.waitFor(/agent exec, claude/);
     await proc.waitFor(/connected as/);
     const agents = (await s.api("GET", `/orgs/${p.orgId}/workers/${workerId}`, { token: p.token })).body.agents.map((a: any) => a.name);

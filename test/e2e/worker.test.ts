@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, newOrg, type Session } from "../helpers/identity";
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { presenceOf } from "../../src/modules/workers/presence";
+import { all } from "../../src/db/query";
 import { alive, bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
 
 const TIMEOUTS = { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 };
@@ -107,12 +108,16 @@ const events = async (p: { orgId: string; token: string }, id: string) => (await
 const action = (p: { orgId: string; token: string }, id: string, body: Record<string, unknown>) =>
   s.api("POST", `/orgs/${p.orgId}/tasks/${id}/actions`, { token: p.token, body });
 /** Every row of every table, as one string (to look for what must never be stored). */
-const dumpDb = () =>
-  s.core.sqlite
-    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'")
-    .all()
-    .map((t) => JSON.stringify(s.core.sqlite.query(`SELECT * FROM "${t.name}"`).all()))
-    .join("\n");
+const dumpDb = async () => {
+  const tables = await s.core.store.read(all<{ name: string }>(
+    s.core.store.dialect === "postgres"
+      ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+      : "SELECT name FROM sqlite_master WHERE type = 'table'",
+  ));
+  const dumps = [];
+  for (const t of tables) dumps.push(JSON.stringify(await s.core.store.read(all(`SELECT * FROM "${t.name}"`))));
+  return dumps.join("\n");
+};
 // Provider keys the worker has in its environment: their names are reported, their values never.
 const SECRETS = { ANTHROPIC_API_KEY: "sk-ant-e2e-SECRET-4f9a1c", OPENAI_API_KEY: "sk-openai-e2e-SECRET-77b2" };
 const waitStatus = (p: { orgId: string; token: string }, id: string, status: string, ms = 15_000) =>
@@ -147,7 +152,7 @@ describe("a paired worker runs tasks", () => {
     expect(rec.tools.map((t: any) => t.name)).toContain("git");
     expect(rec.providers).toEqual(expect.arrayContaining(["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]));
     expect(rec.providers.every((v: string) => /^[A-Z_]+$/.test(v))).toBe(true);
-    const db = dumpDb();
+    const db = await dumpDb();
     expect(db).toContain("ANTHROPIC_API_KEY");
     for (const value of Object.values(SECRETS)) expect(db).not.toContain(value);
   }, 40_000);
@@ -155,7 +160,7 @@ describe("a paired worker runs tasks", () => {
   test("a full task: checkout of the primary repository, logs, summary, artifacts", async () => {
     const source = gitRepo(join(tmp, "src-full"), { "README.md": "# demo\n" }, { message: "the first commit" });
     const bare = bareFrom(source, join(tmp, "full.git"));
-    addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
+    await addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
     const t = await createTaskApi(s, p, { title: "full", prompt: "say hello" });
     const done = await waitStatus(p, t.id, "completed");
     expect(done).toMatchObject({ summary: "all done", attempt: 1 });
@@ -308,7 +313,7 @@ describe("a paired worker runs tasks", () => {
     expect(await again.exited).toBe(3);
     expect(again.output).toContain("refused the credential");
     // After all those tasks, the provider keys' values are still nowhere in the database.
-    const stored = dumpDb();
+    const stored = await dumpDb();
     for (const value of Object.values(SECRETS)) expect(stored).not.toContain(value);
   }, 20_000);
 });
@@ -318,7 +323,7 @@ describe("faults and gates", () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
     const dataDir = join(tmp, "crashy");
-    preparedWorker(s, p.orgId, dataDir);
+    await preparedWorker(s, p.orgId, dataDir);
     const first = run(dataDir);
     await first.waitFor(/connected as/);
     const t = await createTaskApi(s, p, { title: "crash" });
@@ -341,7 +346,7 @@ describe("faults and gates", () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);
     const dataDir = join(tmp, "pending");
-    const w = preparedWorker(s, p.orgId, dataDir, { approved: false });
+    const w = await preparedWorker(s, p.orgId, dataDir, { approved: false });
     const proc = run(dataDir);
     await proc.waitFor(/waiting for approval/);
     const t = await createTaskApi(s, p, { title: "full" });

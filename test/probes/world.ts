@@ -38,8 +38,8 @@ export async function makeWorld(s: TestServer): Promise<World> {
   const task = await created(s, "POST", `${org}/tasks`, owner.accessToken, { projectId: project.id, title: "t", prompt: "p" });
   const integration = await created(s, "POST", `${org}/integrations`, owner.accessToken, { kind: "signed_json", name: "probe", projectId: project.id });
   const spareToken = await created(s, "POST", "/me/tokens", owner.accessToken, { name: "spare", orgId: owner.orgId });
-  const worker = makeWorker(s, owner.orgId, { name: "probe-worker" });
-  const spareWorker = makeWorker(s, owner.orgId, { name: "spare-worker" });
+  const worker = await makeWorker(s, owner.orgId, { name: "probe-worker" });
+  const spareWorker = await makeWorker(s, owner.orgId, { name: "spare-worker" });
   return {
     owner,
     admin,

@@ -136,7 +136,7 @@ describe("stored state, read at scrape time", () => {
 describe("workers", () => {
   test("online workers, offers, claims and a lost attempt", async () => {
     const p = await orgWithProject(s);
-    const { workerId, credential } = makeWorker(s, p.orgId);
+    const { workerId, credential } = await makeWorker(s, p.orgId);
     const before = await scrape();
     const client = await ProtocolClient.connect(s, credential);
     try {

@@ -38,7 +38,7 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       owner = await createAdmin(s);
       p = await orgWithProject(s, owner);
       const dataDir = join(tmp, "worker");
-      preparedWorker(s, p.orgId, dataDir);
+      await preparedWorker(s, p.orgId, dataDir);
       worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
       await worker.waitFor(/connected as/, 20_000);
     },

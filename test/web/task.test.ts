@@ -101,7 +101,7 @@ describeBrowser("web: task page", () => {
 
   test("names, not ids: who created the task, its worker, and who acted in the timeline, also live", async () => {
     const t = (await makeTask(s, w.member, w.project.id, { title: "Named" })) as { id: string };
-    const { workerId } = makeWorker(s, w.owner.orgId, { name: "build-1" });
+    const { workerId } = await makeWorker(s, w.owner.orgId, { name: "build-1" });
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.owner, "Named");
       // The member has no name: the email stands for them.

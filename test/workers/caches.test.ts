@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 
@@ -17,6 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
+// A write by another process is seen through SQLite's PRAGMA data_version; on PostgreSQL only
+// the servers' own writers make the caches forget (over the bus), so those tests are SQLite's.
 /** A write through another connection to the server's database file. */
 function fromOutside(sql: string, ...args: (string | number | null)[]) {
   const other = new Database(join(s.dataDir, "ao.db"));
@@ -38,7 +40,7 @@ async function claimOffered(c: ProtocolClient, credential: string, taskId: strin
 describe("worker credentials", () => {
   test("revoked through the API: the next request with the cached credential is 401, and nothing changes", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).status).toBe(200);
     expect((await api("GET", "/worker/me")).status).toBe(200); // served from the cache
@@ -49,9 +51,9 @@ describe("worker credentials", () => {
     expect((await api("POST", "/worker/repos", { repositories: [] })).status).toBe(401);
   });
 
-  test("revoked by another process on the same database: refused on the next request", async () => {
+  test.skipIf(onPostgres)("revoked by another process on the same database: refused on the next request", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).status).toBe(200);
     fromOutside("UPDATE workers SET revoked_at = ? WHERE id = ?", new Date().toISOString(), w.workerId);
@@ -60,7 +62,7 @@ describe("worker credentials", () => {
 
   test("a label change through the API reaches the next claim's eligibility and the record", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId, { name: "before" });
+    const w = await makeWorker(s, p.orgId, { name: "before" });
     const api = workerApi(s, w.credential);
     expect((await api("GET", "/worker/me")).body.name).toBe("before");
     expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token, body: { name: "after" } })).status).toBe(200);
@@ -69,7 +71,7 @@ describe("worker credentials", () => {
 });
 
 describe("API tokens", () => {
-  test("a role lowered by another process applies to the next request (403), nothing created", async () => {
+  test.skipIf(onPostgres)("a role lowered by another process applies to the next request (403), nothing created", async () => {
     const owner = await newOrg(s);
     const p = await orgWithProject(s, owner);
     const token = await makeToken(s, owner);
@@ -96,7 +98,7 @@ describe("API tokens", () => {
 describe("projects", () => {
   test("a policy that starts requiring a label stops offers to unlabelled workers at once", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
     const first = await createTaskApi(s, p);
     await claimOffered(c, w.credential, first.id); // the project's (empty) labels are cached
@@ -104,16 +106,16 @@ describe("projects", () => {
     expect(r.status).toBe(200);
     const second = await createTaskApi(s, p);
     expect(await c.quiet("offer", 400)).toBe(true);
-    const g = makeWorker(s, p.orgId, { labels: ["gpu"] });
+    const g = await makeWorker(s, p.orgId, { labels: ["gpu"] });
     const cg = await ProtocolClient.connect(s, g.credential);
     expect((await cg.next("offer")).taskId).toBe(second.id);
     cg.close();
     c.close();
   });
 
-  test("the project a claim carries follows knowledge and repository changes (API and another process)", async () => {
+  test("the project a claim carries follows knowledge and repository changes", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
     const t1 = await createTaskApi(s, p);
     const c1 = await claimOffered(c, w.credential, t1.id);
@@ -126,10 +128,18 @@ describe("projects", () => {
     const c2 = await claimOffered(c, w.credential, t2.id);
     expect(c2.project.knowledge).toBe("use bun");
     expect(c2.project.repositories.map((r: { url: string }) => r.url)).toEqual(["https://example.com/acme/app.git"]);
+    c.close();
+  });
+
+  test.skipIf(onPostgres)("the project a claim carries follows a change by another process", async () => {
+    const p = await orgWithProject(s, await newOrg(s));
+    const w = await makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
+    const t1 = await createTaskApi(s, p);
+    expect((await claimOffered(c, w.credential, t1.id)).project.knowledge).toBe(""); // the project is cached
     fromOutside("UPDATE projects SET knowledge = 'use node' WHERE id = ?", p.projectId);
-    const t3 = await createTaskApi(s, p);
-    const c3 = await claimOffered(c, w.credential, t3.id);
-    expect(c3.project.knowledge).toBe("use node");
+    const t2 = await createTaskApi(s, p);
+    expect((await claimOffered(c, w.credential, t2.id)).project.knowledge).toBe("use node");
     c.close();
   });
 });

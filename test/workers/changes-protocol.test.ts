@@ -25,8 +25,8 @@ const BASE = "b".repeat(40);
 
 async function claimed(extra: Record<string, unknown> = {}, opts: { withRepository?: boolean } = {}) {
   const p = await orgWithProject(s, await newOrg(s));
-  const repositoryId = opts.withRepository === false ? null : addRepositoryRow(s, p.orgId, p.projectId, "https://git.example.test/team/app.git");
-  const w = makeWorker(s, p.orgId);
+  const repositoryId = opts.withRepository === false ? null : await addRepositoryRow(s, p.orgId, p.projectId, "https://git.example.test/team/app.git");
+  const w = await makeWorker(s, p.orgId);
   const c = await ProtocolClient.connect(s, w.credential);
   const task = await createTaskApi(s, p, { title: "Change it", ...extra });
   const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -48,7 +48,7 @@ describe("the claim", () => {
     const p = await orgWithProject(s, await newOrg(s));
     const dev = await addMember(s, p.session, "member");
     const tok = await makeToken(s, dev);
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const created = await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: tok, body: { projectId: p.projectId, title: "by token", prompt: "x" } });
     expect(created.status).toBe(201);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg, type Session } from "../helpers/identity";
 import { makeWorker, workerApi } from "./helpers";
+import { all, run } from "../../src/db/query";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -13,10 +14,10 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 const listed = async (org: Session) => (await s.api("GET", `/orgs/${org.orgId}/discovered`, { token: org.accessToken })).body.items as any[];
-const rowsOf = (org: Session) => s.core.sqlite.query<{ url: string; status: string }, [string]>("SELECT url, status FROM discovered_repositories WHERE org_id = ?").all(org.orgId);
+const rowsOf = (org: Session) => s.core.store.read(all<{ url: string; status: string }>("SELECT url, status FROM discovered_repositories WHERE org_id = ? ORDER BY url", org.orgId));
 
 async function reporter(org: Session, name: string) {
-  const w = makeWorker(s, org.orgId, { name });
+  const w = await makeWorker(s, org.orgId, { name });
   const call = workerApi(s, w.credential);
   return {
     id: w.workerId,
@@ -48,12 +49,12 @@ describe("a discovered repository lasts while a worker has it", () => {
     await one.report();
     const second = await listed(org);
     expect(second.map((d) => [d.url, d.workers])).toEqual([[A, [{ workerId: two.id, path: "/w2/alpha", seenAt: expect.any(String) }]]]);
-    expect(rowsOf(org).map((r) => r.url)).toEqual([A]);
+    expect((await rowsOf(org)).map((r) => r.url)).toEqual([A]);
 
     // The last holder of alpha no longer has it: not listed with workers: [], not listed at all.
     await two.report();
     expect(await listed(org)).toEqual([]);
-    expect(rowsOf(org)).toEqual([]);
+    expect((await rowsOf(org))).toEqual([]);
 
     // A worker that has it again brings it back.
     await two.report(["/w2/alpha-again", A]);
@@ -67,7 +68,7 @@ describe("a discovered repository lasts while a worker has it", () => {
     const [alpha] = await listed(org);
     expect((await s.api("POST", `/orgs/${org.orgId}/discovered/dismiss`, { token: org.accessToken, body: { ids: [alpha.id] } })).status).toBe(200);
     await one.report();
-    expect(rowsOf(org)).toEqual([{ url: A, status: "dismissed" }]);
+    expect((await rowsOf(org))).toEqual([{ url: A, status: "dismissed" }]);
     await one.report(["/w1/alpha", A]);
     expect(await listed(org)).toEqual([]);
   });
@@ -81,14 +82,14 @@ describe("a discovered repository lasts while a worker has it", () => {
     expect((await s.api("DELETE", `/orgs/${org.orgId}/workers/${one.id}`, { token: org.accessToken })).status).toBe(200);
     const after = await listed(org);
     expect(after.map((d) => [d.url, d.workers.map((x: any) => x.workerId)])).toEqual([[B, [two.id]]]);
-    expect(rowsOf(org).map((r) => r.url)).toEqual([B]);
+    expect((await rowsOf(org)).map((r) => r.url)).toEqual([B]);
   });
 
   test("a row left without workers by an earlier version is not listed", async () => {
     const org = await newOrg(s);
     const one = await reporter(org, "one");
     await one.report(["/w1/alpha", A], ["/w1/beta", B]);
-    s.core.sqlite.query("UPDATE discovered_repositories SET sightings = '[]' WHERE org_id = ? AND url = ?").run(org.orgId, A);
+    await s.core.store.write(run("UPDATE discovered_repositories SET sightings = '[]' WHERE org_id = ? AND url = ?", org.orgId, A));
     expect((await listed(org)).map((d) => d.url)).toEqual([B]);
   });
 });

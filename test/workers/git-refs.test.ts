@@ -9,6 +9,7 @@ import { gitOk } from "../../src/worker/git";
 import type { ClaimResult } from "../../src/protocol/requests";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
+import { get } from "../../src/db/query";
 
 describe("the server refuses refs git would not take", () => {
   let s: TestServer;
@@ -22,7 +23,7 @@ describe("the server refuses refs git would not take", () => {
   afterAll(() => s.stop());
 
   const review = (base: string, head: string) => ({ projectId, title: "r", prompt: "p", kind: "review", review: { base, head } });
-  const count = () => (s.core.sqlite.query("SELECT count(*) AS n FROM tasks").get() as { n: number }).n;
+  const count = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM tasks")))!.n;
 
   test.each([
     ["-x", "head"],
@@ -44,12 +45,12 @@ describe("the server refuses refs git would not take", () => {
     ["a*", "head"],
     ["-main", "base"],
   ])("%s as review %s: 400 naming the field, no task", async (ref, field) => {
-    const before = count();
+    const before = await count();
     const body = field === "head" ? review("main", ref) : review(ref, "feature/x");
     const r = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body });
     expect(r.status).toBe(400);
     expect(r.body.error.details).toEqual([{ field: `review.${field}`, message: expect.stringContaining('not starting with "-"') }]);
-    expect(count()).toBe(before);
+    expect(await count()).toBe(before);
   });
 
   test.each(["main", "feature/x-1", "v1.2.3", "release/2026.11", "0123456789abcdef0123456789abcdef01234567", "HEAD", "user@host"])("%s is accepted", async (ref) => {
@@ -60,7 +61,7 @@ describe("the server refuses refs git would not take", () => {
   test("a repository branch starting with - is refused", async () => {
     const r = await s.api("POST", `/orgs/${owner.orgId}/projects/${projectId}/repositories`, { token: owner.accessToken, body: { url: "https://example.com/a/b.git", branch: "-b" } });
     expect(r.status).toBe(400);
-    expect(s.core.sqlite.query("SELECT count(*) AS n FROM repositories").get()).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM repositories"))).toEqual({ n: 0 });
   });
 });
 

@@ -8,6 +8,7 @@ import { newId } from "../../src/lib/ids";
 import { iso } from "../../src/lib/time";
 import { PROTOCOL_VERSION } from "../../src/protocol/messages";
 import { forgetProjects } from "../../src/modules/projects/cache";
+import { run } from "../../src/db/query";
 
 export const FAST = { offerMs: 400, offlineMs: 800, heartbeatMs: 200 };
 
@@ -19,19 +20,20 @@ export async function orgWithProject(s: TestServer, owner?: Session, policy: Rec
 }
 
 /** Adds a repository row directly (local file:// remotes are refused by the API's URL rules). */
-export function addRepositoryRow(s: TestServer, orgId: string, projectId: string, url: string, opts: { branch?: string; name?: string; primary?: boolean } = {}) {
+export async function addRepositoryRow(s: TestServer, orgId: string, projectId: string, url: string, opts: { branch?: string; name?: string; primary?: boolean } = {}) {
   const id = newId("rep");
   const now = iso();
-  s.core.sqlite
-    .query("INSERT INTO repositories (id, org_id, project_id, url, name, branch, is_primary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-    .run(id, orgId, projectId, url, opts.name ?? "repo", opts.branch ?? "main", opts.primary === false ? 0 : 1, now, now);
-  // A write behind the server's back in its own connection: tell its project cache, as its own writers do.
+  await s.core.store.write(run(
+    "INSERT INTO repositories (id, org_id, project_id, url, name, branch, is_primary, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    id, orgId, projectId, url, opts.name ?? "repo", opts.branch ?? "main", opts.primary === false ? 0 : 1, now, now,
+  ));
+  // A write behind the services' back: tell the project cache, as their own writers do.
   forgetProjects(s.core);
   return id;
 }
 
-export function makeWorker(s: TestServer, orgId: string, opts: { labels?: string[]; approved?: boolean; name?: string } = {}) {
-  const { worker, credential } = s.core.store.syncWrite(createWorker(s.core, {
+export async function makeWorker(s: TestServer, orgId: string, opts: { labels?: string[]; approved?: boolean; name?: string } = {}) {
+  const { worker, credential } = await s.core.store.write(createWorker(s.core, {
     orgId,
     name: opts.name ?? "w",
     hostname: "host",

@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg, type Session } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 beforeAll(async () => {
@@ -20,9 +21,9 @@ async function addRepo(p: { orgId: string; projectId: string; token: string }, u
 }
 
 /** Everything a route of these could change, for before/after comparisons. */
-function snapshot() {
-  const q = (sql: string) => s.core.sqlite.query(sql).all();
-  return JSON.stringify([
+async function snapshot() {
+  const q = (sql: string) => s.core.store.read(all(sql));
+  return JSON.stringify(await Promise.all([
     q("SELECT * FROM workers ORDER BY id"),
     q("SELECT * FROM worker_repositories ORDER BY worker_id, repository_id"),
     q("SELECT * FROM discovered_repositories ORDER BY id"),
@@ -30,16 +31,16 @@ function snapshot() {
     q("SELECT * FROM projects ORDER BY id"),
     q("SELECT * FROM repositories ORDER BY id"),
     q("SELECT id, status, attempt, worker_id FROM tasks ORDER BY id"),
-  ]);
+  ]));
 }
 
 describe("PATCH /orgs/:orgId/workers/:workerId", () => {
   test("name, labels and policy are validated; a refused update changes nothing", async () => {
     const p = await orgWithProject(s, await newOrg(s));
     const other = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId, { labels: ["linux"] });
+    const w = await makeWorker(s, p.orgId, { labels: ["linux"] });
     const path = `/orgs/${p.orgId}/workers/${w.workerId}`;
-    const before = snapshot();
+    const before = await snapshot();
     const cases: [string, unknown][] = [
       ["empty name", { name: "" }],
       ["long name", { name: "x".repeat(101) }],
@@ -66,7 +67,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
     }
     const foreign = await s.api("PATCH", path, { token: p.token, body: { policy: { projects: [other.projectId] } } });
     expect(foreign.body.error.details).toEqual([{ field: "policy.projects.0", message: "no such project in this organization" }]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
 
     const ok = await s.api("PATCH", path, { token: p.token, body: { name: "  build-2 ", labels: ["gpu", "linux"], policy: { projects: [p.projectId] } } });
     expect(ok.status).toBe(200);
@@ -80,7 +81,7 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
   test("new labels reach a connected worker at once: it is offered the task it now qualifies for", async () => {
     const session = await newOrg(s);
     const gpu = await orgWithProject(s, session, { workerLabels: ["gpu"] });
-    const w = makeWorker(s, gpu.orgId);
+    const w = await makeWorker(s, gpu.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, gpu);
     expect(await c.quiet("offer", 300)).toBe(true);
@@ -93,7 +94,8 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
 describe("GET /orgs/:orgId/workers", () => {
   test("pages newest first with keyset cursors; bad limits and cursors are 400", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const ids = Array.from({ length: 5 }, () => makeWorker(s, p.orgId).workerId);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await makeWorker(s, p.orgId)).workerId);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -115,17 +117,17 @@ describe("another organization", () => {
   let b: Awaited<ReturnType<typeof orgWithProject>>;
   let bSession: Session;
   let ids: { worker: string; pending: string; repo: string; discovered: string; bRepo: string; bDiscovered: string; task: string; runId: string };
-  let aWorker: ReturnType<typeof makeWorker>;
-  let bWorker: ReturnType<typeof makeWorker>;
+  let aWorker: Awaited<ReturnType<typeof makeWorker>>;
+  let bWorker: Awaited<ReturnType<typeof makeWorker>>;
   let aConn: ProtocolClient;
 
   beforeAll(async () => {
     a = await orgWithProject(s, await newOrg(s));
     bSession = await newOrg(s);
     b = await orgWithProject(s, bSession);
-    aWorker = makeWorker(s, a.orgId);
-    const pending = makeWorker(s, a.orgId, { approved: false });
-    bWorker = makeWorker(s, b.orgId);
+    aWorker = await makeWorker(s, a.orgId);
+    const pending = await makeWorker(s, a.orgId, { approved: false });
+    bWorker = await makeWorker(s, b.orgId);
     const repo = await addRepo(a, "https://git.example.test/a/app.git");
     const bRepo = await addRepo(b, "https://git.example.test/b/app.git");
     // A's worker has A's repository and found another; B's worker found one of its own.
@@ -164,7 +166,7 @@ describe("another organization", () => {
     ].map(([method, path, b]) => [method, path, body ? b : undefined] as [string, string, unknown]);
 
   test("A's paths with B's session (404), B's token (403) or B's worker credential (403): nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const bToken = await makeToken(s, bSession);
     for (const [who, token, status] of [
       ["B's session", bSession.accessToken, 404],
@@ -176,11 +178,11 @@ describe("another organization", () => {
         expect([who, method, path, r.status]).toEqual([who, method, path, status]);
       }
     }
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("B's own paths naming A's workers, projects, repositories and discovered ids: 404 or 400, nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const cases: [string, string, unknown, number][] = [
       ...routes(b.orgId).map(([m, p, body]) => [m, p, body, 404] as [string, string, unknown, number]).filter(([, p]) => !p.endsWith("/workers")),
       // B's own repository and project, but A's worker: not a worker of this organization.
@@ -194,11 +196,11 @@ describe("another organization", () => {
       expect([method, path, r.status]).toEqual([method, path, status]);
     }
     expect((await s.api("GET", `/orgs/${b.orgId}/workers`, { token: b.token })).body.items.map((w: any) => w.id)).toEqual([bWorker.workerId]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("B's worker on the protocol routes with A's task, repository and readiness run: 404, nothing changes", async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const api = workerApi(s, bWorker.credential);
     const cases: [string, string, unknown][] = [
       ["POST", `/worker/tasks/${ids.task}/claim`, { offerId: "ofr_x" }],
@@ -217,7 +219,7 @@ describe("another organization", () => {
       body: "x",
     });
     expect(upload.status).toBe(404);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 });
 
@@ -225,7 +227,7 @@ describe("clone", () => {
   test("a worker that is away gets the clone at its next hello, and at every hello until it reports", async () => {
     const p = await orgWithProject(s, await newOrg(s));
     const repo = await addRepo(p, "https://git.example.test/c/app.git");
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const r = await s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clone`, { token: p.token, body: { workerIds: [w.workerId, w.workerId] } });
     expect(r.status).toBe(202);
     expect(r.body.workers).toEqual([{ workerId: w.workerId, status: "cloning", delivered: false }]);
@@ -249,9 +251,9 @@ describe("readiness", () => {
     const p = await orgWithProject(s, await newOrg(s));
     const url = "https://git.example.test/r/app.git";
     await addRepo(p, url);
-    const online = makeWorker(s, p.orgId);
-    const offline = makeWorker(s, p.orgId);
-    const without = makeWorker(s, p.orgId);
+    const online = await makeWorker(s, p.orgId);
+    const offline = await makeWorker(s, p.orgId);
+    const without = await makeWorker(s, p.orgId);
     for (const w of [online, offline]) await workerApi(s, w.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url }] });
     const ask = (body: unknown) => s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body });
     expect((await ask({})).status).toBe(409); // nobody who has it is online
@@ -273,7 +275,7 @@ describe("readiness", () => {
 describe("GET /orgs/:orgId/discovered", () => {
   test("pages through every new repository even when some between were added to projects meanwhile", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const urls = Array.from({ length: 5 }, (_, i) => `https://git.example.test/d/r${i}.git`);
     // Reported one by one so their ids (and the list order) follow the URLs.
     const all: { path: string; url: string }[] = [];

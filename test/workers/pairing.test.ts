@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, makeToken, newOrg, type Session } from "../helpers/identity";
 import { FAST, makeWorker, workerApi } from "./helpers";
+import { all, get, run } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -21,7 +22,7 @@ async function start(body: Record<string, unknown> = { name: "build-1", hostname
 
 /** Polls as if the interval had passed (tests do not wait 5 s). */
 async function poll(deviceCode: string) {
-  s.core.sqlite.query("UPDATE device_grants SET last_polled_at = NULL").run();
+  await s.core.store.write(run("UPDATE device_grants SET last_polled_at = NULL"));
   return s.api("POST", "/worker/pair/poll", { body: { deviceCode } });
 }
 
@@ -59,9 +60,9 @@ describe("worker side", () => {
     expect(got.body.orgId).toBe(owner.orgId);
     expect((await poll(p.deviceCode)).body.error.code).toBe("expired_token");
     // Stored hashed, never in clear.
-    const row = s.core.sqlite.query<{ credential_hash: string }, [string]>("SELECT credential_hash FROM workers WHERE id = ?").get(got.body.workerId)!;
+    const row = (await s.core.store.read(get<{ credential_hash: string }>("SELECT credential_hash FROM workers WHERE id = ?", got.body.workerId)))!;
     expect(row.credential_hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(JSON.stringify(s.core.sqlite.query("SELECT * FROM workers").all())).not.toContain(got.body.credential);
+    expect(JSON.stringify(await s.core.store.read(all("SELECT * FROM workers")))).not.toContain(got.body.credential);
     const me = await workerApi(s, got.body.credential)("GET", "/worker/me");
     expect(me.body).toMatchObject({ id: got.body.workerId, name: "build-1", labels: ["linux", "gpu"], status: "offline" });
     // The code is spent: a person cannot decide it again.
@@ -70,14 +71,14 @@ describe("worker side", () => {
 
   test("a code older than 10 minutes is gone: the person cannot see or approve it, the worker gets expired_token", async () => {
     const p = await start();
-    const workers = () => s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM workers").get()!.n;
-    const before = workers();
+    const workers = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM workers")))!.n;
+    const before = await workers();
     // Ten minutes pass (the grant's expiry moved into the past).
-    s.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, p.userCode.replace("-", ""));
+    await s.core.store.write(run("UPDATE device_grants SET expires_at = ? WHERE user_code = ?", Date.now() - 1, p.userCode.replace("-", "")));
     expect((await s.api("GET", `/pairing/${p.userCode}`, { token: owner.accessToken })).status).toBe(404);
     expect((await s.api("POST", "/pairing/approve", { token: owner.accessToken, body: { userCode: p.userCode, orgId: owner.orgId } })).status).toBe(404);
     expect((await poll(p.deviceCode)).body.error.code).toBe("expired_token");
-    expect(workers()).toBe(before);
+    expect(await workers()).toBe(before);
   });
 
   test("undecided pairings are capped per address: the 21st start is 429 with Retry-After; a decided one frees its place", async () => {
@@ -114,7 +115,7 @@ describe("person side", () => {
   test("describe: session only; tokens and worker credentials refused", async () => {
     const p = await start();
     const token = await makeToken(s, owner);
-    const worker = makeWorker(s, owner.orgId);
+    const worker = await makeWorker(s, owner.orgId);
     const cases: [string, string | undefined, number][] = [
       ["session", owner.accessToken, 200],
       ["personal token", token, 403],

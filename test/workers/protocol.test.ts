@@ -40,7 +40,7 @@ describe("worker socket", () => {
   });
 
   test("hello gets welcome; garbage gets an error and the socket keeps serving", async () => {
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, null);
     c.send("not json");
     c.send({ type: "heartbeat", running: [] });
@@ -61,7 +61,7 @@ describe("worker socket", () => {
 
   test("a worker that keeps sending garbage is closed with 4005; the server keeps serving it and others", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     for (let i = 0; i < 20; i++) c.send(i % 2 ? "\u0000\uffff{" : { type: "claim", taskId: "tsk_x" });
     expect((await c.waitClose()).code).toBe(4005);
@@ -75,7 +75,7 @@ describe("worker socket", () => {
   });
 
   test("an unsupported protocol version is closed with 4002", async () => {
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, null);
     c.send({ type: "hello", protocol: 99, version: "x", tools: [], agents: [], providers: [], capacity: 1 });
     expect((await c.waitClose()).code).toBe(4002);
@@ -85,7 +85,7 @@ describe("worker socket", () => {
 describe("offers and claims", () => {
   test("create -> offer -> claim -> running with attempt 1 and the project", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p, { title: "first" });
     // Claims of one offer racing each other: exactly one wins.
@@ -104,7 +104,7 @@ describe("offers and claims", () => {
     // The same offer again, another worker's claim, an unknown task, another org's task.
     const api = workerApi(s, w.credential);
     expect((await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId })).status).toBe(409);
-    const other = makeWorker(s, p.orgId);
+    const other = await makeWorker(s, p.orgId);
     expect((await workerApi(s, other.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId })).status).toBe(409);
     expect((await api("POST", `/worker/tasks/tsk_unknown/claim`, { offerId: "ofr_x" })).status).toBe(404);
     const o2 = await newOrg(s);
@@ -119,11 +119,11 @@ describe("offers and claims", () => {
 
   test("an unclaimed offer runs out and goes to another worker; a closed socket's offer is re-offered at once", async () => {
     const p = await fresh();
-    const a = makeWorker(s, p.orgId, { labels: ["slowpoke"] });
+    const a = await makeWorker(s, p.orgId, { labels: ["slowpoke"] });
     const ca = await ProtocolClient.connect(s, a.credential);
     const task = await createTaskApi(s, p);
     const first = await ca.next("offer", (m) => m.taskId === task.id);
-    const b = makeWorker(s, p.orgId);
+    const b = await makeWorker(s, p.orgId);
     const cb = await ProtocolClient.connect(s, b.credential, { capacity: 1 });
     // b connected while a's offer was live: b gets it only after a's offer expires (FAST.offerMs).
     const started = Date.now();
@@ -140,7 +140,7 @@ describe("offers and claims", () => {
 
   test("a worker that declines is left out of offers for a moment, then offered again", async () => {
     const p = await fresh();
-    const a = makeWorker(s, p.orgId);
+    const a = await makeWorker(s, p.orgId);
     const ca = await ProtocolClient.connect(s, a.credential);
     const task = await createTaskApi(s, p);
     const offer = await ca.next("offer", (m) => m.taskId === task.id);
@@ -153,8 +153,8 @@ describe("offers and claims", () => {
 
   test("decline hands the task to another worker", async () => {
     const p = await fresh();
-    const a = makeWorker(s, p.orgId);
-    const b = makeWorker(s, p.orgId);
+    const a = await makeWorker(s, p.orgId);
+    const b = await makeWorker(s, p.orgId);
     const ca = await ProtocolClient.connect(s, a.credential);
     const task = await createTaskApi(s, p);
     const offer = await ca.next("offer", (m) => m.taskId === task.id);
@@ -176,7 +176,7 @@ describe("queue order, labels and policies", () => {
     const med1 = await createTaskApi(s, plain, { title: "med1" });
     const med2 = await createTaskApi(s, plain, { title: "med2" });
     const gpuTask = await createTaskApi(s, gpu, { priority: "URGENT" });
-    const w = makeWorker(s, plain.orgId);
+    const w = await makeWorker(s, plain.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 1 });
     const api = workerApi(s, w.credential);
     const order: string[] = [];
@@ -188,7 +188,7 @@ describe("queue order, labels and policies", () => {
     }
     expect(order).toEqual([high.id, med1.id, med2.id, low.id]);
     expect(await c.quiet("offer", 300)).toBe(true); // the gpu task is not for an unlabelled worker
-    const g = makeWorker(s, plain.orgId, { labels: ["gpu"] });
+    const g = await makeWorker(s, plain.orgId, { labels: ["gpu"] });
     const cg = await ProtocolClient.connect(s, g.credential);
     expect((await cg.next("offer")).taskId).toBe(gpuTask.id);
     // Worker policy: limited to the plain project, it is not offered gpu tasks even with the label.
@@ -203,7 +203,7 @@ describe("queue order, labels and policies", () => {
 describe("leases, events and transitions", () => {
   test("events are idempotent per seq and fenced by the lease; transitions follow the machine", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const { claim } = await claimNext(c, w.credential, task.id);
@@ -257,7 +257,7 @@ describe("leases, events and transitions", () => {
 
   test("a plan task completes only with a plan apply-plan accepts: malformed plans are 400 and change nothing", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p, { kind: "plan" });
     const { claim } = await claimNext(c, w.credential, task.id);
@@ -290,7 +290,7 @@ describe("leases, events and transitions", () => {
 
   test("cancel reaches the worker and its old lease is refused afterwards; restart stops the attempt and re-offers", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 2 });
     const api = workerApi(s, w.credential);
     const task = await createTaskApi(s, p);
@@ -316,7 +316,7 @@ describe("leases, events and transitions", () => {
 
   test("artifacts: raw upload with the lease; traversal, bad names, oversize and stale leases refused", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const { claim } = await claimNext(c, w.credential, task.id);
@@ -356,7 +356,7 @@ describe("leases, events and transitions", () => {
 
   test("a member without worker.manage cannot patch or revoke; a viewer can list", async () => {
     const member = await addMember(s, p.session, "member");
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     expect((await s.api("PATCH", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: member.accessToken, body: { name: "x" } })).status).toBe(403);
     expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: member.accessToken })).status).toBe(403);
     expect((await s.api("POST", `/orgs/${p.orgId}/workers/${w.workerId}/approve`, { token: member.accessToken })).status).toBe(403);

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { presenceOf } from "../../src/modules/workers/presence";
+import { all, get } from "../../src/db/query";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -31,7 +32,7 @@ describe("lost attempts", () => {
     const p = await fresh();
     const task = await createTaskApi(s, p);
     for (let attempt = 1; attempt <= 3; attempt++) {
-      const w = makeWorker(s, p.orgId);
+      const w = await makeWorker(s, p.orgId);
       const c = await ProtocolClient.connect(s, w.credential);
       const got = await claim(c, w.credential, task.id);
       expect(got.attempt).toBe(attempt);
@@ -54,7 +55,7 @@ describe("lost attempts", () => {
 
   test("a worker that reconnects listing its attempt keeps the lease; one that comes back without it loses it", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential, { capacity: 2 });
     const keep = await createTaskApi(s, p, { title: "keep" });
     const drop = await createTaskApi(s, p, { title: "drop" });
@@ -76,7 +77,7 @@ describe("lost attempts", () => {
 
   test("a held attempt missing from two heartbeats is lost", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     await claim(c, w.credential, task.id);
@@ -88,7 +89,7 @@ describe("lost attempts", () => {
 
   test("controls for an away worker are delivered when it says hello", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     await claim(c, w.credential, task.id);
@@ -104,16 +105,16 @@ describe("lost attempts", () => {
 describe("mail for workers that are away", () => {
   test("kept in the database in order, at most 100 per worker; none for a worker that does not exist", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const mailbox = presenceOf(s.core).dispatcher.mailbox;
-    for (let i = 1; i <= 105; i++) s.core.store.syncWrite(mailbox.control(w.workerId, "tsk_x", i, "pause"));
-    s.core.store.syncWrite(mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause"));
-    const kept = s.core.sqlite.query<{ message: string }, [string]>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id").all(w.workerId);
+    for (let i = 1; i <= 105; i++) await s.core.store.write(mailbox.control(w.workerId, "tsk_x", i, "pause"));
+    await s.core.store.write(mailbox.control("wkr_01m819v1yqhsryfjy69tbbabjs", "tsk_x", 1, "pause"));
+    const kept = await s.core.store.read(all<{ message: string }>("SELECT message FROM worker_mail WHERE worker_id = ? ORDER BY id", w.workerId));
     expect(kept.map((r) => JSON.parse(r.message).attempt)).toEqual(Array.from({ length: 100 }, (_, i) => i + 6));
-    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'").get()).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = 'wkr_01m819v1yqhsryfjy69tbbabjs'"))).toEqual({ n: 0 });
     const c = await ProtocolClient.connect(s, w.credential);
     expect(await c.next("control", (m) => m.attempt === 105)).toMatchObject({ action: "pause", taskId: "tsk_x" });
-    expect(s.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(w.workerId)).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?", w.workerId))).toEqual({ n: 0 });
     c.close();
   });
 });
@@ -123,8 +124,8 @@ describe("server restart", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "ao-restart-"));
     let s1 = await startTestServer({ workerTimeouts: FAST, dataDir });
     const p = await orgWithProject(s1, await newOrg(s1));
-    const back = makeWorker(s1, p.orgId);
-    const gone = makeWorker(s1, p.orgId);
+    const back = await makeWorker(s1, p.orgId);
+    const gone = await makeWorker(s1, p.orgId);
     const cb = await ProtocolClient.connect(s1, back.credential);
     const t1 = await createTaskApi(s1, p);
     const o1 = await cb.next("offer", (m) => m.taskId === t1.id);
@@ -157,14 +158,14 @@ describe("server restart", () => {
     await cr.next("readiness");
     cr.close();
     await s1.stop();
-    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir });
+    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir, databaseUrl: s1.core.config.databaseUrl });
     try {
       const c2 = await ProtocolClient.connect(s2, back.credential, { running: [{ taskId: t1.id, attempt: 1 }] });
       c2.running = [{ taskId: t1.id, attempt: 1 }];
       expect((await c2.next("clone")).repositoryId).toBe(added.body.repository.id);
       expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "input", input: "blue", attempt: 1 });
       expect(await c2.next("control", (m) => m.taskId === t1.id)).toMatchObject({ action: "pause", attempt: 1 });
-      expect(s2.core.sqlite.query("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?").get(back.workerId)).toEqual({ n: 0 });
+      expect(await s2.core.store.read(get("SELECT count(*) AS n FROM worker_mail WHERE worker_id = ?", back.workerId))).toEqual({ n: 0 });
       const status = async (id: string) => (await s2.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;
       await until(async () => (await status(t2.id)).status === "queued", FAST.offlineMs * 4);
       expect(await status(t1.id)).toMatchObject({ status: "paused", attempt: 1, workerId: back.workerId });
@@ -183,7 +184,7 @@ describe("server restart", () => {
 describe("revocation and approval", () => {
   test("revoke: socket closed with 4001, HTTP 401, running attempt requeued for another worker", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const got = await claim(c, w.credential, task.id);
@@ -207,7 +208,7 @@ describe("revocation and approval", () => {
     expect(t).toMatchObject({ status: "queued", workerId: null, attempt: 1 });
     const again = await ProtocolClient.connect(s, w.credential, null).catch((e) => e);
     expect(again).toBeInstanceOf(Error);
-    const other = makeWorker(s, p.orgId);
+    const other = await makeWorker(s, p.orgId);
     const c2 = await ProtocolClient.connect(s, other.credential);
     expect((await c2.next("offer", (m) => m.taskId === task.id)).attempt).toBe(2);
     expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).status).toBe(200);
@@ -219,7 +220,7 @@ describe("revocation and approval", () => {
 
   test("approval gate: pending workers connect but get no work until approved", async () => {
     const p = await fresh();
-    const w = makeWorker(s, p.orgId, { approved: false });
+    const w = await makeWorker(s, p.orgId, { approved: false });
     const c = await ProtocolClient.connect(s, w.credential, null);
     c.send({ type: "hello", protocol: 1, version: "t", tools: [], agents: [], providers: [], capacity: 1 });
     expect((await c.next("welcome")).status).toBe("pending_approval");

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { all } from "../../src/db/query";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -21,7 +22,7 @@ const USAGE = { inputTokens: 100, outputTokens: 10, cacheReadTokens: 0, cacheWri
 
 async function claimed(policy: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
   const p = await orgWithProject(s, await newOrg(s), policy);
-  const w = makeWorker(s, p.orgId);
+  const w = await makeWorker(s, p.orgId);
   const c = await ProtocolClient.connect(s, w.credential, { agents: [{ name: "exec", version: null, command: "sh" }] });
   const task = await createTaskApi(s, p, extra);
   const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -50,7 +51,7 @@ async function subscribe(orgId: string, taskId: string, token: string) {
   return { ws, next };
 }
 
-const rows = (taskId: string) => s.core.sqlite.query<any, [string]>("SELECT * FROM task_usage WHERE task_id = ?").all(taskId);
+const rows = (taskId: string) => s.core.store.read(all("SELECT * FROM task_usage WHERE task_id = ?", taskId));
 
 describe("POST /worker/tasks/:taskId/usage", () => {
   test("cumulative: a resent or smaller report adds nothing; the task shows the sum", async () => {
@@ -62,7 +63,7 @@ describe("POST /worker/tasks/:taskId/usage", () => {
     expect((await send(USAGE)).body).toEqual({ costUsd: 0.02 });
     expect((await send({ ...USAGE, inputTokens: 50, costUsd: 0.01 })).body).toEqual({ costUsd: 0.02 });
     expect((await send({ ...USAGE, inputTokens: 300, costUsd: 0.05, model: "m2" })).body).toEqual({ costUsd: 0.05 });
-    expect(rows(task.id)).toHaveLength(1);
+    expect(await rows(task.id)).toHaveLength(1);
     const t = (await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token })).body;
     expect(t.usage).toEqual({ inputTokens: 300, outputTokens: 10, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.05, model: "m2" });
     c.ws.close();
@@ -85,16 +86,16 @@ describe("POST /worker/tasks/:taskId/usage", () => {
     const stale = await post({ leaseToken: "not-the-lease", usage: USAGE });
     expect(stale.status).toBe(409);
     expect(stale.body.error.details.reason).toBe("stale_lease");
-    const stranger = makeWorker(s, (await newOrg(s)).orgId);
+    const stranger = await makeWorker(s, (await newOrg(s)).orgId);
     expect((await workerApi(s, stranger.credential)("POST", `/worker/tasks/${task.id}/usage`, { leaseToken: claim.leaseToken, usage: USAGE })).status).toBe(404);
     expect((await s.api("POST", `/worker/tasks/${task.id}/usage`, { body: { leaseToken: claim.leaseToken, usage: USAGE } })).status).toBe(401);
     expect((await s.api("POST", `/worker/tasks/${task.id}/usage`, { token: p.token, body: { leaseToken: claim.leaseToken, usage: USAGE } })).status).toBe(401);
-    expect(rows(task.id)).toEqual([]);
+    expect(await rows(task.id)).toEqual([]);
     expect((await api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: claim.leaseToken, to: "completed" })).status).toBe(200);
     const ended = await post({ leaseToken: claim.leaseToken, usage: USAGE });
     expect(ended.status).toBe(409);
     expect(ended.body.error.details.reason).toBe("ended");
-    expect(rows(task.id)).toEqual([]);
+    expect(await rows(task.id)).toEqual([]);
     c.ws.close();
   });
 });
