@@ -7,6 +7,7 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { get } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, svcSignature } from "./fixtures";
 
 const dirs: string[] = [];
@@ -26,8 +27,8 @@ async function completedTaskCallingBack(s: TestServer, url: string) {
   const i = await makeIntegration(s, w.owner, { kind: "signed_json", name: "CI", projectId: w.projectId, callbackUrl: url });
   const body = JSON.stringify({ title: "Ship it", prompt: "x", ref: "r-1" });
   const r = await deliver(s, i.id, body, { "x-svc-signature": svcSignature(i.secret, body), "x-svc-delivery": "d-1" });
-  putInState(s, r.body.taskId, "running");
-  putInState(s, r.body.taskId, "completed");
+  await putInState(s, r.body.taskId, "running");
+  await putInState(s, r.body.taskId, "completed");
   return { w, i, taskId: r.body.taskId as string };
 }
 
@@ -39,7 +40,7 @@ test("stopped with a delivery pending (receiver failing): the next server on the
   const { w, i } = await completedTaskCallingBack(s1, rx.url());
   await rx.waitFor(1);
   // The failed try is recorded; the next one is due in about 1.2 s.
-  await eventually(() => s1.core.sqlite.query<{ n: number }, []>("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 1").get()!.n === 1);
+  await eventually(async () => (await s1.core.store.read(get<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND attempts = 1")))!.n === 1);
   await s1.stop();
 
   rx.answer = () => new Response("ok");
@@ -59,7 +60,8 @@ test("stopped with a delivery pending (receiver failing): the next server on the
   }
 });
 
-test("crashed with a delivery in flight: it is resumed on startup, same delivery id", async () => {
+// The crash is a copy of the SQLite file taken mid-send (VACUUM INTO).
+test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("crashed with a delivery in flight: it is resumed on startup, same delivery id", async () => {
   const dataDir = tempDir();
   const crashDir = tempDir();
   const rx = new Receiver();
@@ -88,7 +90,7 @@ test("crashed with a delivery in flight: it is resumed on startup, same delivery
     const resent = rx.requests[before];
     expect(resent.headers["x-svc-delivery"]).toBe(rx.requests[0].headers["x-svc-delivery"]);
     expect(resent.body).toBe(rx.requests[0].body);
-    await eventually(() => s2.core.sqlite.query<{ status: string }, []>("SELECT status FROM deliveries").get()?.status === "succeeded");
+    await eventually(async () => (await s2.core.store.read(get<{ status: string }>("SELECT status FROM deliveries")))?.status === "succeeded");
   } finally {
     await s2.stop();
     await rx.stop();
@@ -110,7 +112,7 @@ test("stopped mid-send: the interrupted try is not counted and the next start se
   try {
     await rx.waitFor(2, 5000);
     expect(rx.requests[1].headers["x-svc-delivery"]).toBe(rx.requests[0].headers["x-svc-delivery"]);
-    const row = await eventually(() => s2.core.sqlite.query<{ status: string; attempts: number }, []>("SELECT status, attempts FROM deliveries WHERE status = 'succeeded'").get());
+    const row = await eventually(() => s2.core.store.read(get<{ status: string; attempts: number }>("SELECT status, attempts FROM deliveries WHERE status = 'succeeded'")));
     expect(row!.attempts).toBe(1);
   } finally {
     await s2.stop();
