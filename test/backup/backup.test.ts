@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, login, makeToken, type Session } from "../helpers/identity";
 import { spawnCli } from "../cli/helpers";
 import { orgWithProject } from "../workers/helpers";
@@ -88,8 +88,6 @@ async function checkRestored(dataDir: string, expected: string[]) {
 }
 
 // The backup is of the SQLite file; on PostgreSQL its own tools back ao up (the route answers 501).
-const onPostgres = process.env.AO_TEST_DATABASE === "postgres";
-
 describe.skipIf(onPostgres)("ao backup and ao restore", () => {
   test("a backup taken under load restores to a server with every acknowledged task and the artifacts", async () => {
     const running = load();

@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { openDatabase } from "../../src/db";
 import { embeddedMigrations } from "../../src/db/migrations.macro";
 import { get } from "../../src/db/query";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, receiversStoppedAfterEach, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
@@ -183,7 +183,7 @@ describe("GET .../deliveries/:deliveryId: scoping and permission", () => {
 
 describe("upgrade", () => {
   // The upgrade of an SQLite file by its own migrations; PostgreSQL's schema starts with the tries table.
-  test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("deliveries tried before the tries table existed keep their last try as the start of their history", () => {
+  test.skipIf(onPostgres)("deliveries tried before the tries table existed keep their last try as the start of their history", () => {
     const dir = mkdtempSync(join(tmpdir(), "ao-tries-"));
     try {
       const file = join(dir, "ao.db");

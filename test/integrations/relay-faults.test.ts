@@ -7,7 +7,7 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { defaultConfig } from "../../src/server/config";
 import { Relay } from "../../src/modules/integrations/relay";
 import type { Logger } from "../../src/server/core";
@@ -71,7 +71,7 @@ function lockDatabase(srv: TestServer) {
 }
 
 // The child server and the look at what the kill left use the SQLite file of the data directory.
-describe.skipIf(process.env.AO_TEST_DATABASE === "postgres")("a server killed with a callback in flight", () => {
+describe.skipIf(onPostgres)("a server killed with a callback in flight", () => {
   test("SIGKILL mid-send: the next server on the data directory sends it again with the same id; the sender's retry of the inbound delivery is a duplicate", async () => {
     const dataDir = tempDir();
     const rx = new Receiver();
@@ -134,7 +134,7 @@ describe.skipIf(process.env.AO_TEST_DATABASE === "postgres")("a server killed wi
 });
 
 // SQLite's write lock, held by another connection to the file (busy_timeout, BEGIN EXCLUSIVE).
-describe.skipIf(process.env.AO_TEST_DATABASE === "postgres")("a locked database", () => {
+describe.skipIf(onPostgres)("a locked database", () => {
   test("the result of a try cannot be written: it is written once the lock is gone; the callback is not sent twice", async () => {
     const rx = new Receiver();
     let unlock: (() => void) | null = null;

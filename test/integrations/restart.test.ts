@@ -6,7 +6,8 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
+import { freshDatabase } from "../helpers/postgres";
 import { get } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, svcSignature } from "./fixtures";
 
@@ -20,7 +21,9 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const options = (dataDir: string, timeoutMs = 1000) => ({ dataDir, allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [1200, 1200], timeoutMs } });
+const options = (dataDir: string, databaseUrl: string | null, timeoutMs = 1000) => ({ dataDir, databaseUrl, allowPrivateCallbacks: true, callbacks: { retryDelaysMs: [1200, 1200], timeoutMs } });
+/** The database the servers of one test share: on PostgreSQL one fresh database (a server's data directory names it on SQLite). */
+const sharedDatabase = async () => (onPostgres ? await freshDatabase() : null);
 
 async function completedTaskCallingBack(s: TestServer, url: string) {
   const w = await makeWorld(s);
@@ -36,7 +39,8 @@ test("stopped with a delivery pending (receiver failing): the next server on the
   const dataDir = tempDir();
   const rx = new Receiver();
   rx.answer = () => new Response("down", { status: 500 });
-  const s1 = await startTestServer(options(dataDir));
+  const databaseUrl = await sharedDatabase();
+  const s1 = await startTestServer(options(dataDir, databaseUrl));
   const { w, i } = await completedTaskCallingBack(s1, rx.url());
   await rx.waitFor(1);
   // The failed try is recorded; the next one is due in about 1.2 s.
@@ -44,7 +48,7 @@ test("stopped with a delivery pending (receiver failing): the next server on the
   await s1.stop();
 
   rx.answer = () => new Response("ok");
-  const s2 = await startTestServer(options(dataDir));
+  const s2 = await startTestServer(options(dataDir, databaseUrl));
   try {
     await rx.waitFor(2, 5000);
     expect(rx.requests[1].headers["x-svc-delivery"]).toBe(rx.requests[0].headers["x-svc-delivery"]);
@@ -61,7 +65,7 @@ test("stopped with a delivery pending (receiver failing): the next server on the
 });
 
 // The crash is a copy of the SQLite file taken mid-send (VACUUM INTO).
-test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("crashed with a delivery in flight: it is resumed on startup, same delivery id", async () => {
+test.skipIf(onPostgres)("crashed with a delivery in flight: it is resumed on startup, same delivery id", async () => {
   const dataDir = tempDir();
   const crashDir = tempDir();
   const rx = new Receiver();
@@ -71,7 +75,7 @@ test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("crashed with a deliver
     if (n === 1) await hanging;
     return new Response("ok");
   };
-  const s1 = await startTestServer(options(dataDir, 10_000));
+  const s1 = await startTestServer(options(dataDir, null, 10_000));
   await completedTaskCallingBack(s1, rx.url());
   await rx.waitFor(1);
   // The database as a crash at this instant leaves it: the row is marked in flight.
@@ -84,7 +88,7 @@ test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("crashed with a deliver
   await s1.stop();
 
   const before = rx.requests.length;
-  const s2 = await startTestServer(options(crashDir));
+  const s2 = await startTestServer(options(crashDir, null));
   try {
     await rx.waitFor(before + 1, 5000);
     const resent = rx.requests[before];
@@ -104,11 +108,12 @@ test("stopped mid-send: the interrupted try is not counted and the next start se
     if (n === 1) await new Promise((r) => setTimeout(r, 3000));
     return new Response("ok");
   };
-  const s1 = await startTestServer(options(dataDir, 10_000));
+  const databaseUrl = await sharedDatabase();
+  const s1 = await startTestServer(options(dataDir, databaseUrl, 10_000));
   await completedTaskCallingBack(s1, rx.url());
   await rx.waitFor(1);
   await s1.stop();
-  const s2 = await startTestServer(options(dataDir));
+  const s2 = await startTestServer(options(dataDir, databaseUrl));
   try {
     await rx.waitFor(2, 5000);
     expect(rx.requests[1].headers["x-svc-delivery"]).toBe(rx.requests[0].headers["x-svc-delivery"]);

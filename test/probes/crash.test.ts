@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freshDatabase } from "../helpers/postgres";
+import { onPostgres } from "../helpers/server";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const CLIENTS = 8;
@@ -58,7 +59,7 @@ describe("kill -9 under load", () => {
   test(
     "every task answered 201 before the kill is there after the restart",
     async () => {
-      const databaseUrl = process.env.AO_TEST_DATABASE === "postgres" ? await freshDatabase("ao_crash") : null;
+      const databaseUrl = onPostgres ? await freshDatabase("ao_crash") : null;
       const first = await serve(databaseUrl);
       const post = (path: string, token: string, body: unknown) =>
         fetch(first.base + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
