@@ -52,4 +52,4 @@ test("two relays woken together over the same due rows: each delivery is sent on
   } finally {
     await second.stop();
   }
-});
+}, 60_000); // 40 tasks through delivery and two changes each: over 15 s on PostgreSQL under load
