@@ -108,7 +108,7 @@ describe("bounded", () => {
       const [d] = await eventually(async () => {
         const items = await list(many, world, i.id);
         return items[0]?.status === "failed" ? items : null;
-      }, 15_000);
+      }, 25_000); // 25 tries written one by one: over 15 s on PostgreSQL under load
       expect(d.attempts).toBe(25);
       expect(d.recentTries.map((t: any) => t.attempt)).toEqual([25, 24, 23, 22, 21]);
       const got = (await many.api("GET", `${base(many, world, i.id)}/${d.id}`, { token: world.owner.accessToken })).body;
@@ -118,7 +118,7 @@ describe("bounded", () => {
     } finally {
       await many.stop();
     }
-  }, 30_000);
+  }, 45_000);
 });
 
 describe("GET .../deliveries/:deliveryId: scoping and permission", () => {
