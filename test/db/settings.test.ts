@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultConfig } from "../../src/server/config";
-import { startTestServer } from "../helpers/server";
+import { onPostgres, startTestServer } from "../helpers/server";
 import { createAdmin } from "../helpers/identity";
 import { freshDatabase } from "../helpers/postgres";
 
@@ -83,7 +83,8 @@ describe("AO_MASTER_KEY_FILE", () => {
     const keyFile = join(tempDir(), "shared", "ao.key");
     process.env.AO_MASTER_KEY_FILE = keyFile;
     const dataDir = tempDir();
-    const first = await startTestServer({ dataDir });
+    const databaseUrl = onPostgres ? await freshDatabase() : null;
+    const first = await startTestServer({ dataDir, databaseUrl });
     let admin;
     try {
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
@@ -94,7 +95,7 @@ describe("AO_MASTER_KEY_FILE", () => {
       await first.stop();
     }
     const key = readFileSync(keyFile, "utf8");
-    const second = await startTestServer({ dataDir });
+    const second = await startTestServer({ dataDir, databaseUrl });
     try {
       expect(readFileSync(keyFile, "utf8")).toBe(key);
       const me = await second.api("GET", "/me", { token: admin.accessToken });

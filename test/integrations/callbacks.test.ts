@@ -7,6 +7,7 @@ import { createHmac } from "node:crypto";
 import { hostname } from "node:os";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
+import { get } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeProject, makeWorld, putInState, Receiver, receiversStoppedAfterEach, sleep, svcSignature, type Received, type World } from "./fixtures";
 
 let s: TestServer;
@@ -39,8 +40,8 @@ function verify(req: Received, secret: string): boolean {
 const deliveries = async (integrationId: string) =>
   (await s.api("GET", `/orgs/${w.owner.orgId}/integrations/${integrationId}/deliveries`, { token: w.owner.accessToken })).body.items;
 
-const complete = (taskId: string) => {
-  putInState(s, taskId, "running");
+const complete = async (taskId: string) => {
+  await putInState(s, taskId, "running");
   return putInState(s, taskId, "completed");
 };
 
@@ -48,9 +49,9 @@ describe("the callback", () => {
   test("completed: one signed POST with the payload, within 1 s of the state change; logged as succeeded", async () => {
     const rx = receiver();
     const { integration, taskId } = await integrationWithTask(rx.url());
-    putInState(s, taskId, "running");
+    await putInState(s, taskId, "running");
     const changedAt = Date.now();
-    putInState(s, taskId, "completed", { summary: "Retried the upload on 503" });
+    await putInState(s, taskId, "completed", { summary: "Retried the upload on 503" });
     await rx.waitFor(1);
     const req = rx.requests[0];
     expect(req.at - changedAt).toBeLessThan(1000);
@@ -82,12 +83,12 @@ describe("the callback", () => {
   test("events: failed -> failed; needs_input and needs_approval -> needs_attention; running, paused, cancelled -> none", async () => {
     const rx = receiver();
     const { integration, taskId } = await integrationWithTask(rx.url());
-    putInState(s, taskId, "running");
-    putInState(s, taskId, "needs_input");
-    putInState(s, taskId, "running");
-    putInState(s, taskId, "needs_approval");
-    putInState(s, taskId, "running");
-    putInState(s, taskId, "failed");
+    await putInState(s, taskId, "running");
+    await putInState(s, taskId, "needs_input");
+    await putInState(s, taskId, "running");
+    await putInState(s, taskId, "needs_approval");
+    await putInState(s, taskId, "running");
+    await putInState(s, taskId, "failed");
     await rx.waitFor(3);
     await sleep(300);
     const events = rx.requests.map((r) => JSON.parse(r.body)).sort((a, b) => a.event.localeCompare(b.event));
@@ -100,8 +101,8 @@ describe("the callback", () => {
     for (const r of rx.requests) expect(verify(r, integration.secret)).toBe(true);
 
     const other = await integrationWithTask(rx.url());
-    putInState(s, other.taskId, "running");
-    changeTask(s.core, null, other.taskId, () => ({ patch: { status: "cancelled" }, events: [] }));
+    await putInState(s, other.taskId, "running");
+    await changeTask(s.core, null, other.taskId, () => ({ patch: { status: "cancelled" }, events: [] }));
     await sleep(300);
     expect(rx.requests).toHaveLength(3);
   });
@@ -110,24 +111,23 @@ describe("the callback", () => {
     const rx = receiver();
     rx.answer = () => new Response("no", { status: 500 });
     const { taskId } = await integrationWithTask(rx.url());
-    putInState(s, taskId, "running");
-    const count = () => s.core.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM deliveries WHERE task_id = ?").get(taskId)!.n;
-    expect(() =>
-      s.core.sqlite.transaction(() => {
-        s.core.store.sync(txChangeTask(s.core, null, taskId, () => ({ patch: { status: "completed" }, events: [] })));
-        throw new Error("the change fails after the hook ran");
-      })(),
-    ).toThrow("the change fails");
-    expect(count()).toBe(0);
-    putInState(s, taskId, "completed");
-    expect(count()).toBe(1); // synchronously, before the relay had a chance to run
+    await putInState(s, taskId, "running");
+    const count = async () => (await s.core.store.read(get<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries WHERE task_id = ?", taskId)))!.n;
+    const failing = function* () {
+      yield* txChangeTask(s.core, null, taskId, () => ({ patch: { status: "completed" }, events: [] }));
+      throw new Error("the change fails after the hook ran");
+    };
+    await expect(s.core.store.write(failing())).rejects.toThrow("the change fails");
+    expect(await count()).toBe(0);
+    await putInState(s, taskId, "completed");
+    expect(await count()).toBe(1); // as soon as the change commits, before the relay had a chance to run
   });
 
   test("tasks the integration did not create get no callback from it", async () => {
     const rx = receiver();
     await makeIntegration(s, w.owner, { kind: "signed_json", name: "quiet", projectId: w.projectId, callbackUrl: rx.url() });
     const t = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "by hand", prompt: "x" } });
-    complete(t.body.id);
+    await complete(t.body.id);
     await sleep(300);
     expect(rx.requests).toHaveLength(0);
   });
@@ -138,7 +138,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = (_, n) => new Response(n <= 2 ? "down" : "ok", { status: n <= 2 ? 500 : 200 });
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(3);
     const ids = new Set(rx.requests.map((r) => r.headers["x-svc-delivery"]));
     expect(ids.size).toBe(1);
@@ -154,7 +154,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = () => new Response("down", { status: 500 });
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(4, 5000);
     const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "failed" ? await deliveries(integration.id) : null));
     expect(log[0]).toMatchObject({ attempts: 4, lastStatusCode: 500, status: "failed", nextAttemptAt: null });
@@ -170,11 +170,11 @@ describe("retries and failures", () => {
       return new Response("ok");
     };
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(2, 5000);
     const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "succeeded" ? await deliveries(integration.id) : null));
     expect(log[0].attempts).toBe(2);
-    const timedOut = s.core.sqlite.query<any, [string]>("SELECT * FROM deliveries WHERE id = ?").get(log[0].id);
+    const timedOut = await s.core.store.read(get<any>("SELECT * FROM deliveries WHERE id = ?", log[0].id));
     expect(timedOut.status).toBe("succeeded");
     expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(300 + 75);
   });
@@ -183,7 +183,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = (req) => (req.url.endsWith("/elsewhere") ? new Response("ok") : Response.redirect(rx.url("/elsewhere"), 302));
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(2, 5000);
     const log = await deliveries(integration.id);
     expect(log[0].lastStatusCode).toBe(302);
@@ -195,7 +195,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = () => new Response("gone", { status: 410 });
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(1);
     const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "failed" ? await deliveries(integration.id) : null));
     expect(log[0]).toMatchObject({ attempts: 1, lastStatusCode: 410 });
@@ -205,7 +205,7 @@ describe("retries and failures", () => {
     // A second task of the integration completes: nothing is written or sent.
     const body = JSON.stringify({ title: "again", prompt: "x" });
     const second = await deliver(s, integration.id, body, { "x-svc-signature": svcSignature(integration.secret, body) });
-    complete(second.body.taskId);
+    await complete(second.body.taskId);
     await sleep(400);
     expect(rx.requests).toHaveLength(1);
     expect(await deliveries(integration.id)).toHaveLength(1);
@@ -217,7 +217,7 @@ describe("retries and failures", () => {
     const third = await deliver(s, integration.id, JSON.stringify({ title: "third", prompt: "x" }), {
       "x-svc-signature": svcSignature(integration.secret, JSON.stringify({ title: "third", prompt: "x" })),
     });
-    complete(third.body.taskId);
+    await complete(third.body.taskId);
     await rx.waitFor(2);
   });
 
@@ -225,7 +225,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = (_, n) => (n === 1 ? new Response("busy", { status: 503, headers: { "retry-after": "1" } }) : new Response("ok"));
     const { taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(2, 5000);
     expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(950);
   });
@@ -235,7 +235,7 @@ describe("retries and failures", () => {
     const port = probe.port;
     await probe.stop();
     const { integration, taskId } = await integrationWithTask(`http://127.0.0.1:${port}/callback`);
-    complete(taskId);
+    await complete(taskId);
     await eventually(async () => (await deliveries(integration.id))[0]?.attempts >= 1);
     const first = (await deliveries(integration.id))[0];
     expect(first.status).toBe("pending");
@@ -250,7 +250,7 @@ describe("retries and failures", () => {
     const rx = receiver();
     rx.answer = () => new Response("down", { status: 500 });
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(1);
     await s.api("PATCH", `/orgs/${w.owner.orgId}/integrations/${integration.id}`, { token: w.owner.accessToken, body: { enabled: false } });
     const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "failed" ? await deliveries(integration.id) : null));
@@ -264,7 +264,7 @@ describe("redelivery", () => {
   test("POST .../redeliver sends the same delivery again with the same id and body", async () => {
     const rx = receiver();
     const { integration, taskId } = await integrationWithTask(rx.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(1);
     const [d] = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "succeeded" ? await deliveries(integration.id) : null));
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/integrations/${integration.id}/deliveries/${d.id}/redeliver`, { token: w.owner.accessToken });
@@ -296,7 +296,7 @@ describe("completion webhook plugin", () => {
     const secret = put.body.secret as string;
 
     const byHand = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "by hand", prompt: "x" } });
-    complete(byHand.body.id);
+    await complete(byHand.body.id);
     await rx.waitFor(1);
     expect(verify(rx.requests[0], secret)).toBe(true);
     expect(JSON.parse(rx.requests[0].body)).toMatchObject({ taskId: byHand.body.id, event: "completed", ref: null, title: "by hand" });
@@ -304,7 +304,7 @@ describe("completion webhook plugin", () => {
     // A task from a signed JSON integration with its own callback: both hear of it, each with its own secret.
     const cb = receiver();
     const { integration, taskId } = await integrationWithTask(cb.url());
-    complete(taskId);
+    await complete(taskId);
     await rx.waitFor(2);
     await cb.waitFor(1);
     expect(verify(rx.requests[1], secret)).toBe(true);
@@ -317,8 +317,8 @@ describe("completion webhook plugin", () => {
     await s.api("PUT", path, { token: w.owner.accessToken, body: { url: rx.url("/done"), projectId: p2 } });
     const outside = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "outside", prompt: "x" } });
     const inside = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: p2, title: "inside", prompt: "x" } });
-    complete(outside.body.id);
-    complete(inside.body.id);
+    await complete(outside.body.id);
+    await complete(inside.body.id);
     await rx.waitFor(3);
     await sleep(300);
     expect(rx.requests).toHaveLength(3);
@@ -335,7 +335,7 @@ describe("completion webhook plugin", () => {
     // Disabled: nothing more.
     await s.api("PUT", path, { token: w.owner.accessToken, body: { url: rx.url("/done"), enabled: false } });
     const quiet = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "quiet", prompt: "x" } });
-    complete(quiet.body.id);
+    await complete(quiet.body.id);
     await sleep(300);
     expect(rx.requests).toHaveLength(4);
     await s.api("DELETE", path, { token: w.owner.accessToken });
@@ -350,7 +350,7 @@ describe("private targets at delivery time", () => {
     const { integration, taskId } = await integrationWithTask(`http://${hostname()}:${rx.port}/callback`);
     s.core.config.allowPrivateCallbacks = false;
     try {
-      complete(taskId);
+      await complete(taskId);
       const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "failed" ? await deliveries(integration.id) : null));
       expect(log[0].lastError).toContain(`${hostname()} resolves to `);
       expect(log[0].attempts).toBe(1);

@@ -13,7 +13,7 @@ const i = await makeIntegration(s, w.owner, { kind: "signed_json", name: "CI", p
 const body = JSON.stringify({ title: "Ship it", prompt: "x", ref: "crash-1" });
 const signature = svcSignature(i.secret, body);
 const created = await deliver(s, i.id, body, { "x-svc-signature": signature, "x-svc-delivery": "crash-1" });
-putInState(s, created.body.taskId, "running");
-putInState(s, created.body.taskId, "completed");
+await putInState(s, created.body.taskId, "running");
+await putInState(s, created.body.taskId, "completed");
 console.log(JSON.stringify({ orgId: w.owner.orgId, token: w.owner.accessToken, integrationId: i.id, secret: i.secret, taskId: created.body.taskId, body }));
 setInterval(() => {}, 1 << 30);

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { openDatabase } from "../../src/db";
 import { embeddedMigrations } from "../../src/db/migrations.macro";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { get } from "../../src/db/query";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, receiversStoppedAfterEach, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
@@ -27,8 +28,8 @@ async function integrationWithTask(server: TestServer, world: World, url: string
   const body = JSON.stringify({ title: "Flaky receiver", prompt: "x", ref: "run-9" });
   const r = await deliver(server, i.id, body, { "x-svc-signature": svcSignature(i.secret, body) });
   expect(r.status).toBe(201);
-  putInState(server, r.body.taskId, "running");
-  putInState(server, r.body.taskId, "completed");
+  await putInState(server, r.body.taskId, "running");
+  await putInState(server, r.body.taskId, "completed");
   return i;
 }
 
@@ -107,17 +108,17 @@ describe("bounded", () => {
       const [d] = await eventually(async () => {
         const items = await list(many, world, i.id);
         return items[0]?.status === "failed" ? items : null;
-      }, 15_000);
+      }, 25_000); // 25 tries written one by one: over 15 s on PostgreSQL under load
       expect(d.attempts).toBe(25);
       expect(d.recentTries.map((t: any) => t.attempt)).toEqual([25, 24, 23, 22, 21]);
       const got = (await many.api("GET", `${base(many, world, i.id)}/${d.id}`, { token: world.owner.accessToken })).body;
       expect(got.tries.map((t: any) => t.attempt)).toEqual(Array.from({ length: 20 }, (_, k) => 25 - k));
-      const stored = many.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM delivery_tries WHERE delivery_id = ?").get(d.id)!;
+      const stored = (await many.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM delivery_tries WHERE delivery_id = ?", d.id)))!;
       expect(stored.n).toBe(20);
     } finally {
       await many.stop();
     }
-  }, 30_000);
+  }, 45_000);
 });
 
 describe("GET .../deliveries/:deliveryId: scoping and permission", () => {
@@ -152,8 +153,8 @@ describe("GET .../deliveries/:deliveryId: scoping and permission", () => {
     expect((await s.api("PUT", path, { token: w.owner.accessToken, body: { url: rx.url("/done") } })).status).toBe(201);
     try {
       const t = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "by hand", prompt: "x" } });
-      putInState(s, t.body.id, "running");
-      putInState(s, t.body.id, "completed");
+      await putInState(s, t.body.id, "running");
+      await putInState(s, t.body.id, "completed");
       const [d] = await eventually(async () => {
         const items = (await s.api("GET", `${path}/deliveries`, { token: w.owner.accessToken })).body.items;
         return items[0]?.status === "succeeded" ? items : null;
@@ -181,7 +182,8 @@ describe("GET .../deliveries/:deliveryId: scoping and permission", () => {
 });
 
 describe("upgrade", () => {
-  test("deliveries tried before the tries table existed keep their last try as the start of their history", () => {
+  // The upgrade of an SQLite file by its own migrations; PostgreSQL's schema starts with the tries table.
+  test.skipIf(onPostgres)("deliveries tried before the tries table existed keep their last try as the start of their history", () => {
     const dir = mkdtempSync(join(tmpdir(), "ao-tries-"));
     try {
       const file = join(dir, "ao.db");

@@ -8,6 +8,7 @@ import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { changeTask, type TaskPatch } from "../../src/modules/tasks/store";
 import type { TaskStatus } from "../../src/db/schema";
+import { get } from "../../src/db/query";
 
 export interface World {
   owner: Session;
@@ -55,12 +56,12 @@ export async function deliver(s: TestServer, id: string, body: string | Uint8Arr
   return { status: res.status, body: parsed };
 }
 
-export function taskRow(s: TestServer, id: string) {
-  return s.core.sqlite.query<any, [string]>("SELECT * FROM tasks WHERE id = ?").get(id);
+export async function taskRow(s: TestServer, id: string) {
+  return (await s.core.store.read(get<any>("SELECT * FROM tasks WHERE id = ?", id)))!;
 }
 
-export function countTasksOf(s: TestServer, integrationId: string): number {
-  return s.core.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM tasks WHERE created_by_type = 'integration' AND created_by_id = ?").get(integrationId)!.n;
+export async function countTasksOf(s: TestServer, integrationId: string): Promise<number> {
+  return (await s.core.store.read(get<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE created_by_type = 'integration' AND created_by_id = ?", integrationId)))!.n;
 }
 
 /** Moves a task to `status` through the task store, as a worker's report would. */

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import definitions from "@octokit/webhooks-examples";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { get } from "../../src/db/query";
 import { countTasksOf, deliver, githubSignature, makeIntegration, makeWorld, taskRow, type World } from "./fixtures";
 
 /** A real recorded example: event name and action (the first with that action). */
@@ -41,10 +42,10 @@ function send(event: string, payload: unknown, opts: { id?: string; delivery?: s
 
 describe("the seed's answers", () => {
   test("ping -> 200 pong, no task", async () => {
-    const before = countTasksOf(s, gh.id);
+    const before = await countTasksOf(s, gh.id);
     const r = await send("ping", example("ping"));
     expect(r).toEqual({ status: 200, body: { status: "pong" } });
-    expect(countTasksOf(s, gh.id)).toBe(before);
+    expect(await countTasksOf(s, gh.id)).toBe(before);
   });
 
   test("issues labeled with the configured label -> 201 created; the task records its source", async () => {
@@ -84,7 +85,7 @@ describe("the seed's answers", () => {
     payload.issue.title = "Crash on start\r\n\u001b]0;owned\u0007 when \u001b[1mHOME\u001b[0m is unset";
     const r = await send("issues", payload);
     expect(r.status).toBe(201);
-    expect(taskRow(s, r.body.taskId).title).toBe("Crash on start when HOME is unset");
+    expect((await taskRow(s, r.body.taskId)).title).toBe("Crash on start when HOME is unset");
   });
 
   test("issue_comment created starting with the command -> task; without it, or by a bot -> ignored", async () => {
@@ -97,7 +98,7 @@ describe("the seed's answers", () => {
     asked.comment.body = "/ao fix the spelling in README.md\nand keep the tone";
     const r = await send("issue_comment", asked);
     expect(r.status).toBe(201);
-    const row = taskRow(s, r.body.taskId);
+    const row = await taskRow(s, r.body.taskId);
     expect(row.title).toBe("fix the spelling in README.md");
     expect(row.prompt).toContain("and keep the tone");
     expect(row.prompt).toContain(asked.comment.html_url);
@@ -131,7 +132,7 @@ describe("the seed's answers", () => {
     const payload = example("pull_request", "labeled");
     const r = await send("pull_request", payload);
     expect(r.status).toBe(201);
-    const row = taskRow(s, r.body.taskId);
+    const row = await taskRow(s, r.body.taskId);
     expect(row.kind).toBe("review");
     expect(JSON.parse(row.review)).toEqual({ base: payload.pull_request.base.ref, head: payload.pull_request.head.ref });
     expect(row.title).toBe(`Review: ${payload.pull_request.title}`);
@@ -163,7 +164,7 @@ describe("the seed's answers", () => {
     const payload = example("issues", "labeled");
     expect(await send("issues", payload, { id: off.id, secret: off.secret })).toEqual({ status: 200, body: { status: "ignored", reason: "the integration is disabled" } });
     expect((await send("issues", payload, { id: off.id, secret: "aos_wrong" })).status).toBe(401);
-    expect(countTasksOf(s, off.id)).toBe(0);
+    expect(await countTasksOf(s, off.id)).toBe(0);
   });
 });
 
@@ -175,12 +176,12 @@ describe("bad deliveries", () => {
   };
 
   test("forged: signed with another secret -> 401 in the SPEC's error format, no task", async () => {
-    const before = countTasksOf(s, gh.id);
+    const before = await countTasksOf(s, gh.id);
     const r = await send("issues", payload(), { secret: "aos_not-the-secret" });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe("unauthorized");
     expect(typeof r.body.error.message).toBe("string");
-    expect(countTasksOf(s, gh.id)).toBe(before);
+    expect(await countTasksOf(s, gh.id)).toBe(before);
   });
 
   test("header missing, wrong scheme, not hex, empty -> 401", async () => {
@@ -254,7 +255,7 @@ describe("concurrent duplicates make one task", () => {
     expect(created.length).toBe(1);
     const taskId = created[0].body.taskId;
     for (const r of results.filter((r) => r.status !== 201)) expect(r).toEqual({ status: 200, body: { status: "duplicate", taskId } });
-    const n = s.core.sqlite.query<{ n: number }, [string]>("SELECT COUNT(*) AS n FROM tasks WHERE source LIKE ?").get(`%"id":"5000000"%`)!.n;
+    const { n } = (await s.core.store.read(get<{ n: number }>("SELECT COUNT(*) AS n FROM tasks WHERE source LIKE ?", `%"id":"5000000"%`)))!;
     expect(n).toBe(1);
   });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { get } from "../../src/db/query";
 import { countTasksOf, deliver, makeIntegration, makeWorld, taskRow, type World } from "./fixtures";
 
 const fixture = (name: string) => JSON.parse(readFileSync(join(import.meta.dir, "fixtures", name), "utf8"));
@@ -37,7 +38,7 @@ describe("Issue Hook", () => {
     const payload = fixture("gitlab-issue-hook.json");
     const r = await send("Issue Hook", payload);
     expect(r.status).toBe(201);
-    const row = taskRow(s, r.body.taskId);
+    const row = await taskRow(s, r.body.taskId);
     expect(row.title).toBe(payload.object_attributes.title);
     expect(row.prompt).toContain(payload.object_attributes.description);
     expect(row.prompt).toContain(payload.object_attributes.url);
@@ -89,7 +90,7 @@ describe("Note Hook", () => {
     const payload = fixture("gitlab-note-hook-issue.json");
     const r = await send("Note Hook", payload);
     expect(r.status).toBe(201);
-    const row = taskRow(s, r.body.taskId);
+    const row = await taskRow(s, r.body.taskId);
     expect(row.title).toBe("add a retry to the flaky upload test");
     expect(row.prompt).toContain("Uploads fail now and then");
     expect(row.prompt).toContain(payload.object_attributes.url);
@@ -133,7 +134,7 @@ describe("Merge Request Hook", () => {
     const payload = fixture("gitlab-merge-request-hook.json");
     const r = await send("Merge Request Hook", payload);
     expect(r.status).toBe(201);
-    const row = taskRow(s, r.body.taskId);
+    const row = await taskRow(s, r.body.taskId);
     expect(row.kind).toBe("review");
     expect(JSON.parse(row.review)).toEqual({ base: "main", head: "ms-viewport" });
     expect(await send("Merge Request Hook", payload)).toEqual({ status: 200, body: { status: "duplicate", taskId: r.body.taskId } });
@@ -149,8 +150,8 @@ describe("authentication and dedupe by delivery", () => {
       expect(r.status).toBe(401);
       expect(r.body.error.code).toBe("unauthorized");
     }
-    expect(countTasksOf(s, gl.id)).toBeGreaterThan(0);
-    expect(s.core.sqlite.query("SELECT 1 FROM tasks WHERE source LIKE '%\"id\":\"7000\"%'").get()).toBeNull();
+    expect(await countTasksOf(s, gl.id)).toBeGreaterThan(0);
+    expect(await s.core.store.read(get("SELECT 1 FROM tasks WHERE source LIKE '%\"id\":\"7000\"%'"))).toBeUndefined();
   });
 
   test("an event of no interest (Push Hook) -> ignored", async () => {
@@ -163,7 +164,7 @@ describe("authentication and dedupe by delivery", () => {
     payload.object_attributes.id = 8000;
     const first = await send("Note Hook", payload, { idempotencyKey: "idem-1", uuid: "u-1" });
     expect(first.status).toBe(201);
-    const row = taskRow(s, first.body.taskId);
+    const row = await taskRow(s, first.body.taskId);
     expect(JSON.parse(row.source).deliveryId).toBe("idem-1");
     // A retry: same Idempotency-Key, new event uuid, and the note changed id (to prove the key alone dedupes).
     payload.object_attributes.id = 8001;

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, makeToken, newOrg } from "../helpers/identity";
+import { all, get, run } from "../../src/db/query";
 import { makeIntegration, makeProject, makeWorld, type World } from "./fixtures";
 
 let s: TestServer;
@@ -36,7 +37,7 @@ describe("create", () => {
     expect(list.body.items.map((i: any) => i.id)).toContain(r.body.id);
 
     // At rest the secret is sealed, not stored in clear.
-    const row = s.core.sqlite.query<any, [string]>("SELECT * FROM integrations WHERE id = ?").get(r.body.id);
+    const row = await s.core.store.read(get<any>("SELECT * FROM integrations WHERE id = ?", r.body.id));
     expect(JSON.stringify(row)).not.toContain(r.body.secret);
     expect(s.core.sealer.open(row.secret_sealed)).toBe(r.body.secret);
   });
@@ -163,19 +164,22 @@ describe("another organization's people and tokens, on every route", () => {
     await s.api("PUT", `/orgs/${outsider.orgId}/plugins/completion-webhook`, { token: outsider.accessToken, body: { url: "https://hooks.example.test/theirs" } });
     const now = new Date().toISOString();
     const addDelivery = (id: string, type: string, target: string) =>
-      s.core.sqlite
-        .query("INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'tsk_x', 'completed', '{}', 'failed', 8, 8, 0, ?, ?)")
-        .run(id, owner.orgId, type, target, now, now);
-    addDelivery("dlv_guarded_int", "integration", i.id);
-    addDelivery("dlv_guarded_plg", "plugin", plugin.body.id);
+      s.core.store.write(
+        run(
+          "INSERT INTO deliveries (id, org_id, target_type, target_id, task_id, event, payload, status, attempts, round_attempts, next_attempt_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'tsk_x', 'completed', '{}', 'failed', 8, 8, 0, ?, ?)",
+          id, owner.orgId, type, target, now, now,
+        ),
+      );
+    await addDelivery("dlv_guarded_int", "integration", i.id);
+    await addDelivery("dlv_guarded_plg", "plugin", plugin.body.id);
 
-    const snapshot = () =>
+    const snapshot = async () =>
       JSON.stringify([
-        s.core.sqlite.query("SELECT * FROM integrations WHERE org_id = ? ORDER BY id").all(owner.orgId),
-        s.core.sqlite.query("SELECT * FROM plugins WHERE org_id = ?").all(owner.orgId),
-        s.core.sqlite.query("SELECT * FROM deliveries WHERE org_id = ? ORDER BY id").all(owner.orgId),
+        await s.core.store.read(all("SELECT * FROM integrations WHERE org_id = ? ORDER BY id", owner.orgId)),
+        await s.core.store.read(all("SELECT * FROM plugins WHERE org_id = ?", owner.orgId)),
+        await s.core.store.read(all("SELECT * FROM deliveries WHERE org_id = ? ORDER BY id", owner.orgId)),
       ]);
-    const before = snapshot();
+    const before = await snapshot();
 
     const ours = `/orgs/${owner.orgId}`;
     const routes: [string, string, unknown?][] = [
@@ -225,7 +229,7 @@ describe("another organization's people and tokens, on every route", () => {
     }
     const theirLog = await s.api("GET", `${theirs}/plugins/completion-webhook/deliveries`, { token: outsider.accessToken });
     expect(theirLog.body.items).toEqual([]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 });
 

@@ -47,8 +47,8 @@ test("the CI example signs a delivery the server accepts; run twice, the second 
     expect(created).toEqual({ status: "created", taskId: expect.stringMatching(/^tsk_/) });
     expect(JSON.parse((await bash(script, env)).out)).toEqual({ status: "duplicate", taskId: created.taskId });
 
-    putInState(s, created.taskId, "running");
-    putInState(s, created.taskId, "completed");
+    await putInState(s, created.taskId, "running");
+    await putInState(s, created.taskId, "completed");
     await rx.waitFor(1);
     const { headers, body } = rx.requests[0];
     expect(JSON.parse(body).ref).toBe("nightly-1234");

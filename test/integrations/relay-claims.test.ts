@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { Relay, relayOf } from "../../src/modules/integrations/relay";
+import { get, run } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
@@ -30,20 +31,20 @@ test("two relays woken together over the same due rows: each delivery is sent on
     for (let i = 0; i < count; i++) {
       const body = JSON.stringify({ title: "Ship it", prompt: `x ${crypto.randomUUID()}` });
       const r = await deliver(s, integration.id, body, { "x-svc-signature": svcSignature(integration.secret, body), "x-svc-delivery": crypto.randomUUID() });
-      putInState(s, r.body.taskId, "running");
-      putInState(s, r.body.taskId, "completed");
+      await putInState(s, r.body.taskId, "running");
+      await putInState(s, r.body.taskId, "completed");
     }
-    const waiting = s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM deliveries WHERE target_id = ? AND status = 'pending' AND attempts = 1");
-    await eventually(() => waiting.get(integration.id)!.n === count);
+    const waiting = () => get<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE target_id = ? AND status = 'pending' AND attempts = 1", integration.id);
+    await eventually(async () => (await s.core.store.read(waiting()))!.n === count);
     expect(rx.requests).toHaveLength(count);
 
     // Every retry due now, and both relays look at once.
     rx.answer = () => new Response("ok");
-    s.core.sqlite.query("UPDATE deliveries SET next_attempt_at = 0 WHERE target_id = ?").run(integration.id);
+    await s.core.store.write(run("UPDATE deliveries SET next_attempt_at = 0 WHERE target_id = ?", integration.id));
     relayOf(s.core)!.wake();
     second.wake();
-    const succeeded = s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM deliveries WHERE target_id = ? AND status = 'succeeded' AND attempts = 2");
-    await eventually(() => succeeded.get(integration.id)!.n === count);
+    const succeeded = () => get<{ n: number }>("SELECT count(*) AS n FROM deliveries WHERE target_id = ? AND status = 'succeeded' AND attempts = 2", integration.id);
+    await eventually(async () => (await s.core.store.read(succeeded()))!.n === count);
     await sleep(300);
     const retried = rx.requests.slice(count).map((r) => r.headers["x-svc-delivery"]);
     expect(retried).toHaveLength(count);
@@ -51,4 +52,4 @@ test("two relays woken together over the same due rows: each delivery is sent on
   } finally {
     await second.stop();
   }
-});
+}, 60_000); // 40 tasks through delivery and two changes each: over 15 s on PostgreSQL under load

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { IN_FLIGHT } from "../../src/modules/integrations/relay";
+import { all } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, sleep, svcSignature, type World } from "./fixtures";
 
 let s: TestServer;
@@ -25,8 +26,8 @@ async function completeVia(integration: { id: string; secret: string }) {
   const body = JSON.stringify({ title: "Ship it", prompt: `x ${crypto.randomUUID()}` });
   const r = await deliver(s, integration.id, body, { "x-svc-signature": svcSignature(integration.secret, body), "x-svc-delivery": crypto.randomUUID() });
   expect(r.status).toBe(201);
-  putInState(s, r.body.taskId, "running");
-  putInState(s, r.body.taskId, "completed");
+  await putInState(s, r.body.taskId, "running");
+  await putInState(s, r.body.taskId, "completed");
 }
 
 test("a receiver that hangs gets 8 callbacks at a time; another integration's callback is sent meanwhile", async () => {
@@ -62,8 +63,8 @@ test("a receiver that hangs gets 8 callbacks at a time; another integration's ca
     await eventually(() => held.length > 0, 5000);
     held.shift()!();
   }
-  const statuses = s.core.sqlite.query<{ status: string; n: number }, [string]>("SELECT status, count(*) AS n FROM deliveries WHERE target_id = ? GROUP BY status");
-  await eventually(() => statuses.all(sluggish.id).every((r) => r.status === "succeeded"));
-  expect(statuses.all(sluggish.id)).toEqual([{ status: "succeeded", n: many }]);
+  const statuses = () => s.core.store.read(all<{ status: string; n: number }>("SELECT status, count(*) AS n FROM deliveries WHERE target_id = ? GROUP BY status", sluggish.id));
+  await eventually(async () => (await statuses()).every((r) => r.status === "succeeded"));
+  expect(await statuses()).toEqual([{ status: "succeeded", n: many }]);
   expect(most).toBe(IN_FLIGHT.perTarget);
 });

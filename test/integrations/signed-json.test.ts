@@ -43,9 +43,9 @@ describe("created", () => {
   test("kind review with base and head; kind plan", async () => {
     const review = await send(task({ kind: "review", review: { base: "main", head: "feature/x" } }));
     expect(review.status).toBe(201);
-    expect(JSON.parse(taskRow(s, review.body.taskId).review)).toEqual({ base: "main", head: "feature/x" });
+    expect(JSON.parse((await taskRow(s, review.body.taskId)).review)).toEqual({ base: "main", head: "feature/x" });
     const plan = await send(task({ kind: "plan" }));
-    expect(taskRow(s, plan.body.taskId).kind).toBe("plan");
+    expect((await taskRow(s, plan.body.taskId)).kind).toBe("plan");
   });
 
   test("a timestamp 299 s away in either direction is still accepted", async () => {
@@ -80,7 +80,7 @@ describe("duplicates", () => {
   });
 
   test("a captured signed request replayed with another, no, or a new delivery id -> duplicate of the one task", async () => {
-    const before = countTasksOf(s, ci.id);
+    const before = await countTasksOf(s, ci.id);
     const body = JSON.stringify(task());
     const signature = svcSignature(ci.secret, body);
     const first = await deliver(s, ci.id, body, { "x-svc-signature": signature, "x-svc-delivery": "captured-1" });
@@ -92,7 +92,7 @@ describe("duplicates", () => {
     const padded = `${signature},v1=${"0".repeat(64)}`;
     expect(await deliver(s, ci.id, body, { "x-svc-signature": padded, "x-svc-delivery": "captured-3" })).toEqual(duplicate);
     expect(await deliver(s, ci.id, body, { "x-svc-signature": signature.toUpperCase().replace("T=", "t=").replace("V1=", "v1="), "x-svc-delivery": "captured-4" })).toEqual(duplicate);
-    expect(countTasksOf(s, ci.id)).toBe(before + 1);
+    expect(await countTasksOf(s, ci.id)).toBe(before + 1);
   });
 
   test("a request first sent without a delivery id, replayed with one -> duplicate", async () => {
@@ -107,12 +107,12 @@ describe("duplicates", () => {
   });
 
   test("one delivery id sent 25 times at once -> exactly one task", async () => {
-    const before = countTasksOf(s, ci.id);
+    const before = await countTasksOf(s, ci.id);
     const results = await Promise.all(Array.from({ length: 25 }, () => send(task(), { delivery: "burst-1" })));
     expect(results.filter((r) => r.status === 201).length).toBe(1);
     expect(results.filter((r) => r.status === 200 && r.body.status === "duplicate").length).toBe(24);
     expect(new Set(results.map((r) => r.body.taskId)).size).toBe(1);
-    expect(countTasksOf(s, ci.id)).toBe(before + 1);
+    expect(await countTasksOf(s, ci.id)).toBe(before + 1);
   });
 
   test("delivery ids are per integration: the same id at another integration makes its own task", async () => {

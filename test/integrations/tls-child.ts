@@ -4,6 +4,7 @@
 // the delivery log says, as one JSON line.
 import { join } from "node:path";
 import { startTestServer } from "../helpers/server";
+import { get } from "../../src/db/query";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, svcSignature } from "./fixtures";
 
 const fixtures = join(import.meta.dir, "fixtures");
@@ -30,10 +31,10 @@ for (const [label, url] of [
   const i = await makeIntegration(s, w.owner, { kind: "signed_json", name: label, projectId: w.projectId, callbackUrl: url });
   const body = JSON.stringify({ title: label, prompt: "x" });
   const r = await deliver(s, i.id, body, { "x-svc-signature": svcSignature(i.secret, body) });
-  putInState(s, r.body.taskId, "running");
-  putInState(s, r.body.taskId, "completed");
+  await putInState(s, r.body.taskId, "running");
+  await putInState(s, r.body.taskId, "completed");
   const row = await eventually(
-    () => s.core.sqlite.query<{ status: string; attempts: number; last_error: string | null }, [string]>("SELECT status, attempts, last_error FROM deliveries WHERE task_id = ? AND attempts > 0").get(r.body.taskId),
+    () => s.core.store.read(get<{ status: string; attempts: number; last_error: string | null }>("SELECT status, attempts, last_error FROM deliveries WHERE task_id = ? AND attempts > 0", r.body.taskId)),
     10_000,
   );
   results[label] = { row, received: received.splice(0) };

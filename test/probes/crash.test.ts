@@ -5,6 +5,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freshDatabase } from "../helpers/postgres";
+import { onPostgres } from "../helpers/server";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const CLIENTS = 8;
@@ -20,9 +22,13 @@ interface Child {
   base: string;
 }
 
-/** `ao serve` from source on the data directory; resolves once its JSON "listening" line names the port. */
-async function serve(): Promise<Child> {
-  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD };
+/**
+ * `ao serve` from source on the data directory (and on PostgreSQL, the database at `databaseUrl`);
+ * resolves once its JSON "listening" line names the port.
+ */
+async function serve(databaseUrl: string | null): Promise<Child> {
+  const env: Record<string, string | undefined> = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD };
+  if (databaseUrl) env.AO_DATABASE_URL = databaseUrl;
   const proc = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], { env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   let text = "";
   const decoder = new TextDecoder();
@@ -53,7 +59,8 @@ describe("kill -9 under load", () => {
   test(
     "every task answered 201 before the kill is there after the restart",
     async () => {
-      const first = await serve();
+      const databaseUrl = onPostgres ? await freshDatabase("ao_crash") : null;
+      const first = await serve(databaseUrl);
       const post = (path: string, token: string, body: unknown) =>
         fetch(first.base + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
       const login = await json(await fetch(first.base + "/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) }));
@@ -87,7 +94,7 @@ describe("kill -9 under load", () => {
       await Promise.all(clients);
       expect(acknowledged.length).toBeGreaterThanOrEqual(KILL_AFTER_ACKS);
 
-      const second = await serve();
+      const second = await serve(databaseUrl);
       try {
         const found = new Set<string>();
         let cursor: string | null = null;

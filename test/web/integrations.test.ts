@@ -116,8 +116,8 @@ describeBrowser("web: integrations page", () => {
     const projectId = (await s.api("GET", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken })).body.items[0].id;
     const made = (await s.api("POST", `/orgs/${owner.orgId}/integrations`, { token: owner.accessToken, body: { kind: "signed_json", name: "CI", projectId, callbackUrl: rx.url() } })).body;
     const task = (await signedDelivery(made.id, made.secret, "Nightly")).body.taskId as string;
-    putInState(s, task, "running");
-    putInState(s, task, "completed");
+    await putInState(s, task, "running");
+    await putInState(s, task, "completed");
     await rx.waitFor(1);
     await steps(async ({ page, problems }) => {
       await open(page, owner);

@@ -9,6 +9,7 @@ import type { TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { createAdmin, login, makeToken } from "../helpers/identity";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
+import { get } from "../../src/db/query";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
@@ -86,8 +87,8 @@ describeBrowser("web: task page", () => {
       await expect(timelineSeqs(page)).resolves.toEqual([1]);
 
       // A worker claims it and writes a log line: both arrive without a reload.
-      putInState(s, t.id, "running");
-      log(t.id, "installing dependencies");
+      await putInState(s, t.id, "running");
+      await log(t.id, "installing dependencies");
       await page.locator("#task-status", { hasText: "running (attempt 1)" }).waitFor();
       await page.locator("#timeline li", { hasText: "installing dependencies" }).waitFor();
       await expect(page.locator("#timeline li[data-seq='2']").textContent()).resolves.toMatch(/^#2 \d\d:\d\d:\d\d status queued → running$/);
@@ -107,7 +108,7 @@ describeBrowser("web: task page", () => {
       // The member has no name: the email stands for them.
       await expect(page.locator("#task-facts").textContent()).resolves.toContain(`by ${w.member.email}`);
       await expect(page.locator("#timeline li[data-seq='1']").textContent()).resolves.toEndWith(`status queued by ${w.member.email}`);
-      changeTask(s.core, null, t.id, (row) => ({
+      await changeTask(s.core, null, t.id, (row) => ({
         patch: { status: "running", attempt: 1, worker_id: workerId },
         events: [{ type: "status", actor: { type: "worker", id: workerId }, data: { from: row.status, to: "running" } }],
       }));
@@ -124,11 +125,11 @@ describeBrowser("web: task page", () => {
       await openTask(page, t.id, w.owner, "Flaky network");
       await page.evaluate("window.__sockets.at(-1).close()");
       await page.locator("#live-state", { hasText: "reconnecting…" }).waitFor();
-      log(t.id, "while away 1");
-      log(t.id, "while away 2");
+      await log(t.id, "while away 1");
+      await log(t.id, "while away 2");
       await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
       await page.locator("#timeline li", { hasText: "while away 2" }).waitFor();
-      log(t.id, "after it came back");
+      await log(t.id, "after it came back");
       await page.locator("#timeline li", { hasText: "after it came back" }).waitFor();
       await expect(timelineSeqs(page)).resolves.toEqual([1, 2, 3, 4]);
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(2);
@@ -139,7 +140,7 @@ describeBrowser("web: task page", () => {
   test("needs_input: the question is shown; an answer with Send input moves the task to running", async () => {
     const t = await task({ title: "Pick a branch" });
     // No worker holds it (the fixture's worker id names no real worker to hand the answer to).
-    putInState(s, t.id, "needs_input", { worker_id: null });
+    await putInState(s, t.id, "needs_input", { worker_id: null });
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.member, "Pick a branch");
       await expect(shownText(page, "#task-needs-kind")).resolves.toBe("Waiting for your input:");
@@ -182,7 +183,7 @@ describeBrowser("web: task page", () => {
       await page.locator("#timeline li", { hasText: /^#\d+ \S+ action cancel by Admin: not needed any more$/ }).waitFor();
 
       // Decided elsewhere, and the page did not hear of it (changed without a live update).
-      s.core.store.syncWrite(txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] })));
+      await s.core.store.write(txChangeTask(s.core, null, t.id, () => ({ patch: { status: "queued", finished_at: null }, events: [] })));
       await click(page, "Retry");
       await expect(shownText(page, "#action-error")).resolves.toBe(
         "Cannot retry a task that is queued. The task changed meanwhile; the buttons now show what it allows.",
@@ -238,7 +239,7 @@ describeBrowser("web: task page", () => {
   test("a completed plan: Apply plan creates its tasks and links to them", async () => {
     const t = await task({ title: "Plan the shop", kind: "plan" });
     const plan = { tasks: [{ title: "Add the schema", prompt: "Create the table." }, { title: "Write the API", prompt: "Routes.", priority: "HIGH" }] };
-    putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
+    await putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.member, "Plan the shop");
       await expect(page.locator("#plan-tasks li strong").allTextContents()).resolves.toEqual(["Add the schema", "Write the API"]);
@@ -285,8 +286,8 @@ describeBrowser("web: task page", () => {
 
   test("markup in a title, prompt, question and log line is shown as text", async () => {
     const t = await task({ title: XSS, prompt: `before ${XSS} after` });
-    putInState(s, t.id, "needs_input", { needs: JSON.stringify({ kind: "input", message: XSS }) });
-    log(t.id, XSS);
+    await putInState(s, t.id, "needs_input", { needs: JSON.stringify({ kind: "input", message: XSS }) });
+    await log(t.id, XSS);
     await usePage(browser, async ({ page, problems }) => {
       const dialogs: string[] = [];
       page.on("dialog", (d) => {
@@ -342,7 +343,7 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
     await usePage(browser, async ({ page, problems }) => {
       await open(page, id, "Long night");
       await Bun.sleep(2500); // the page's access token has expired; its open socket stays (the session is valid)
-      log(id, "still live on the old socket");
+      await log(id, "still live on the old socket");
       await page.locator("#timeline li", { hasText: "still live on the old socket" }).waitFor();
       await page.evaluate("window.__sockets.at(-1).close()");
       // The close and the refused reconnect happen after evaluate returns: wait for both.
@@ -350,7 +351,7 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
       await expect(page.evaluate("window.__closes")).resolves.toEqual([1005, 4401]);
       await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
       await expect(page.evaluate("window.__sockets.length")).resolves.toBe(3);
-      log(id, "on the renewed socket");
+      await log(id, "on the renewed socket");
       await page.locator("#timeline li", { hasText: "on the renewed socket" }).waitFor();
       expect(problems).toEqual([]);
     });
@@ -360,9 +361,9 @@ describeBrowser("web: task page, when the sign-in runs out", () => {
     const id = await newTask("Signed out elsewhere");
     await usePage(browser, async ({ page }) => {
       await open(page, id, "Signed out elsewhere");
-      const web = s.core.sqlite
-        .query<{ id: string }, [string]>("SELECT id FROM sessions WHERE user_id = ? AND client = 'web' AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1")
-        .get(w.owner.userId)!;
+      const web = (await s.core.store.read(
+        get<{ id: string }>("SELECT id FROM sessions WHERE user_id = ? AND client = 'web' AND revoked_at IS NULL ORDER BY created_at DESC LIMIT 1", w.owner.userId),
+      ))!;
       await revokeSession(s.core, web.id, "signed out elsewhere");
       // The socket is closed for the token, the renewal is refused: the page asks to sign in again, saying why.
       await expect(shownText(page, "#signin-ended")).resolves.toStartWith("Your sign-in has ended");
