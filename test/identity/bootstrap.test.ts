@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
+import { get } from "../../src/db/query";
 
 const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
 
@@ -49,7 +50,7 @@ describe("AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD", () => {
       // Users exist now: other variables on a restart change nothing.
       const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer({ dataDir }));
       expect((await login(again, "other@example.test", "bootstrap pw")).status).toBe(401);
-      expect(again.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+      expect((await again.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
       await again.stop();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
@@ -111,7 +112,7 @@ describe("setup link", () => {
         [1, 2, 3].map((i) => s.api("POST", "/setup", { body: { token, email: `p${i}@example.test`, password: "first password" } })),
       );
       expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409]);
-      expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+      expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
     } finally {
       await s.stop();
     }
