@@ -4,7 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
 import { get } from "../../src/db/query";
 
@@ -48,7 +48,9 @@ describe("AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD", () => {
       expect((await s.api("GET", "/setup")).body).toEqual({ required: false });
       await s.stop();
       // Users exist now: other variables on a restart change nothing.
-      const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer({ dataDir }));
+      // The same instance again: the same data directory and, on PostgreSQL, the same database.
+      const restart = { dataDir, databaseUrl: s.core.config.databaseUrl };
+      const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer(restart));
       expect((await login(again, "other@example.test", "bootstrap pw")).status).toBe(401);
       expect((await again.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
       await again.stop();
@@ -128,7 +130,8 @@ describe("ao admin create-user", () => {
     return { code, out, err };
   };
 
-  test("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
+  // The command writes ao.db in the data directory (src/cli/admin.ts opens SQLite only).
+  test.skipIf(onPostgres)("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "ao-cli-"));
     try {
       const first = await ao(["admin", "create-user", "--email", "boss@example.test", "--password", "boss password", "--org", "acme", "--data-dir", dataDir]);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { mountSmallDisk, type SmallDisk } from "../helpers/disk";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "../workers/helpers";
@@ -27,7 +27,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
   let fillers: string[] = [];
   // A full database: ao.db lives on the small disk; a PostgreSQL database does not (artifacts do).
-  const sqliteOnly = test.skipIf(process.env.AO_TEST_DATABASE === "postgres");
+  const sqliteOnly = test.skipIf(onPostgres);
 
   beforeAll(async () => {
     s = await startTestServer({

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, newOrg } from "../helpers/identity";
 import { createTaskApi, FAST, makeWorker, orgWithProject, ProtocolClient, until, workerApi } from "../workers/helpers";
 import { deliver, makeIntegration, putInState, Receiver, svcSignature } from "../integrations/fixtures";
@@ -126,7 +126,7 @@ describe("stored state, read at scrape time", () => {
   });
 
   // The sizes of ao.db and its write-ahead log: files only SQLite has.
-  test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("database and WAL file sizes", async () => {
+  test.skipIf(onPostgres)("database and WAL file sizes", async () => {
     const text = await scrape();
     const db = sample(text, "ao_database_size_bytes");
     expect(db).toBeGreaterThan(0);

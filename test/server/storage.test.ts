@@ -2,7 +2,7 @@
 // passwords as argon2id with the injected cost, and an unexpected error inside a request: 500
 // `internal` without its message, logged with the path but not the query string.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
 import { all, get, isForeignKeyViolation, run } from "../../src/db/query";
 
@@ -19,7 +19,7 @@ const pragma = (name: string) => Object.values(s.core.sqlite.query<Record<string
 
 describe("database", () => {
   // SQLite's connection settings; PostgreSQL has no PRAGMAs (and always enforces foreign keys).
-  test.skipIf(process.env.AO_TEST_DATABASE === "postgres")("WAL, busy_timeout, synchronous=NORMAL, foreign_keys=ON on the server's connection", () => {
+  test.skipIf(onPostgres)("WAL, busy_timeout, synchronous=NORMAL, foreign_keys=ON on the server's connection", () => {
     expect(pragma("journal_mode")).toBe("wal");
     expect(pragma("busy_timeout")).toBe(5000);
     expect(pragma("synchronous")).toBe(1); // NORMAL
