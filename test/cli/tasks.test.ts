@@ -156,8 +156,8 @@ describe("ao task list, show, events", () => {
 
   test("show and events name the worker and who acted, not their ids", async () => {
     const id = await newTask("named");
-    const { workerId } = makeWorker(s, owner.orgId, { name: "build-1" });
-    changeTask(s.core, owner.orgId, id, (row) => ({
+    const { workerId } = await makeWorker(s, owner.orgId, { name: "build-1" });
+    await changeTask(s.core, owner.orgId, id, (row) => ({
       patch: { status: "running", attempt: 1, worker_id: workerId, started_at: new Date().toISOString() },
       events: [{ type: "status", actor: { type: "worker", id: workerId }, data: { from: row.status, to: "running" } }],
     }));

@@ -45,7 +45,7 @@ beforeAll(async () => {
   const dir = newConfigDir();
   seedSession(dir, s.url, { ...(await login(s, owner.email)), email: owner.email, orgId: owner.orgId });
   env = { AO_CONFIG_DIR: dir };
-  preparedWorker(s, p.orgId, join(tmp, "worker"));
+  await preparedWorker(s, p.orgId, join(tmp, "worker"));
   worker = startWorker(s, join(tmp, "worker"), ["--exec", `sh ${join(tmp, "agent.sh")}`]);
   await worker.waitFor(/connected as/);
 }, 30_000);

@@ -96,7 +96,7 @@ describe("connections per client address", () => {
 
   test("a routed upload may take longer than the idle timeout while its chunks keep coming", async () => {
     const p = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, p.orgId);
+    const w = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const offer = await c.next("offer", (m) => m.taskId === task.id);

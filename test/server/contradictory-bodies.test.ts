@@ -144,7 +144,7 @@ describe("sign-in", () => {
 describe("worker protocol", () => {
   test("needs with a target other than needs_input or needs_approval is refused; the task stays running", async () => {
     const q = await orgWithProject(s, await newOrg(s)); // its own org: no other queued task is offered
-    const w = makeWorker(s, q.orgId);
+    const w = await makeWorker(s, q.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const t = await createTaskApi(s, q);
     const offer = await c.next("offer", (m) => m.taskId === t.id);
@@ -161,7 +161,7 @@ describe("worker protocol", () => {
 
   test("a plan item with review but kind task is refused naming it; the plan task stays running", async () => {
     const q = await orgWithProject(s, await newOrg(s));
-    const w = makeWorker(s, q.orgId);
+    const w = await makeWorker(s, q.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const t = await createTaskApi(s, q, { kind: "plan" });
     const offer = await c.next("offer", (m) => m.taskId === t.id);

@@ -127,7 +127,7 @@ describe("no valid credential: 401 before the body and query are read", () => {
     const task = secured().find((o) => key(o) === "POST /api/v1/orgs/{orgId}/tasks")!;
     await expectRefused(task, token, 401, "unauthorized");
 
-    const { workerId, credential } = makeWorker(s, owner.orgId);
+    const { workerId, credential } = await makeWorker(s, owner.orgId);
     expect((await s.api("DELETE", `/orgs/${owner.orgId}/workers/${workerId}`, { token: owner.accessToken })).status).toBeLessThan(300);
     const claim = secured().find((o) => key(o) === "POST /api/v1/worker/tasks/{taskId}/claim")!;
     await expectRefused(claim, credential, 401, "unauthorized");

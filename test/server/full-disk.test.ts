@@ -57,7 +57,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
   }
 
   async function claimed() {
-    const { workerId, credential } = makeWorker(s, p.orgId);
+    const { workerId, credential } = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, credential);
     const task = await createTaskApi(s, p);
     const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -114,7 +114,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
   });
 
   sqliteOnly("a worker's claims on a full disk: offers pause and back off (no spin), one log line per cause, then resume", async () => {
-    const { workerId, credential } = makeWorker(s, p.orgId);
+    const { workerId, credential } = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, credential);
     const task = await createTaskApi(s, p);
     const claims: { at: number; status: number }[] = [];

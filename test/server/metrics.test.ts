@@ -138,7 +138,7 @@ describe("stored state, read at scrape time", () => {
 describe("workers", () => {
   test("online workers, offers, claims and a lost attempt", async () => {
     const p = await orgWithProject(s);
-    const { workerId, credential } = makeWorker(s, p.orgId);
+    const { workerId, credential } = await makeWorker(s, p.orgId);
     const before = await scrape();
     const client = await ProtocolClient.connect(s, credential);
     try {
@@ -178,8 +178,8 @@ describe("callbacks", () => {
         const body = JSON.stringify({ title: "t", prompt: "p" });
         const r = await deliver(s, i.id, body, { "x-svc-signature": svcSignature(i.secret, body) });
         expect(r.status).toBe(201);
-        putInState(s, r.body.taskId, "running");
-        putInState(s, r.body.taskId, "completed");
+        await putInState(s, r.body.taskId, "running");
+        await putInState(s, r.body.taskId, "completed");
       }
       const delta = async (outcome: string) => (await value("ao_callback_deliveries_total", { outcome })) - sample(before, "ao_callback_deliveries_total", { outcome });
       // Three tries for the failing receiver (two retry delays configured): two retrying, then failed.

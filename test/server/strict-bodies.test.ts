@@ -18,7 +18,7 @@ beforeAll(async () => {
   const repo = await call("POST", `/projects/${project.body.id}/repositories`, { url: "https://example.com/acme/app.git" });
   const task = await call("POST", "/tasks", { projectId: project.body.id, title: "t", prompt: "p" });
   const integration = await call("POST", "/integrations", { kind: "github", name: "ci", projectId: project.body.id });
-  const worker = makeWorker(s, owner.orgId);
+  const worker = await makeWorker(s, owner.orgId);
   ids = {
     projectId: project.body.id,
     repositoryId: repo.body.repository.id,
