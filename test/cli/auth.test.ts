@@ -8,6 +8,7 @@ import { createAdmin, login, makeToken, type Session } from "../helpers/identity
 import { newConfigDir, readSessionFile, runCli, seedSession, sessionFile, spawnCli, writeSessionFile } from "./helpers";
 import { ApiClient } from "../../src/cli/client/http";
 import type { Session as CliSession } from "../../src/cli/client/config";
+import { run } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -69,7 +70,7 @@ describe("ao login (device sign-in)", () => {
     const dir = newConfigDir();
     const cli = spawnCli(["login", "--server", s.url], { AO_CONFIG_DIR: dir });
     const [, code] = await cli.waitFor(/Code: ([B-Z]{4}-[B-Z]{4})/);
-    s.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1000, code!.replace("-", ""));
+    await s.core.store.write(run("UPDATE device_grants SET expires_at = ? WHERE user_code = ?", Date.now() - 1000, code!.replace("-", "")));
     const r = await cli.done;
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("the code expired before it was confirmed; run `ao login` again");

@@ -11,8 +11,10 @@ import { spawnCli } from "./helpers";
 let s: TestServer;
 const scratch = mkdtempSync(join(tmpdir(), "ao-backup-cli-"));
 const keyFile = join(scratch, "keys", "ao.key");
+// `ao backup` archives ao.db, so this server runs on SQLite in either test mode; the PostgreSQL
+// answers are asked for with AO_DATABASE_URL (and config.databaseUrl) below.
 beforeAll(async () => {
-  s = await startTestServer({ masterKeyFile: keyFile });
+  s = await startTestServer({ masterKeyFile: keyFile, databaseUrl: null });
 });
 afterAll(async () => {
   await s.stop();

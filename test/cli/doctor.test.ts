@@ -17,8 +17,10 @@ import { freshDatabase } from "../helpers/postgres";
 
 let s: TestServer;
 const scratch = mkdtempSync(join(tmpdir(), "ao-doctor-"));
+// The checks of a SQLite data directory copy its ao.db, so this server runs on SQLite in either
+// test mode; the PostgreSQL checks below make databases of their own.
 beforeAll(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ databaseUrl: null });
 });
 afterAll(async () => {
   await s.stop();

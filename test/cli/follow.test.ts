@@ -32,11 +32,11 @@ async function newTask(): Promise<string> {
 }
 
 function logLine(taskId: string, line: string) {
-  changeTask(s.core, owner.orgId, taskId, () => ({ events: [{ type: "log", data: { line } }] }));
+  return changeTask(s.core, owner.orgId, taskId, () => ({ events: [{ type: "log", data: { line } }] }));
 }
 
 function finish(taskId: string) {
-  changeTask(s.core, owner.orgId, taskId, (row) => ({ patch: { status: "completed" }, events: [{ type: "status", data: { from: row.status, to: "completed" } }] }));
+  return changeTask(s.core, owner.orgId, taskId, (row) => ({ patch: { status: "completed" }, events: [{ type: "status", data: { from: row.status, to: "completed" } }] }));
 }
 
 /** A TCP relay to the server whose connections can be cut. */
@@ -81,9 +81,9 @@ describe("followTask", () => {
       done: (t) => t.status === "completed",
     });
     await Bun.sleep(120);
-    for (let i = 0; i < 3; i++) logLine(id, `line ${i}`);
+    for (let i = 0; i < 3; i++) await logLine(id, `line ${i}`);
     await Bun.sleep(120);
-    finish(id);
+    await finish(id);
     const final = await following;
     expect(final.status).toBe("completed");
     expect(seen.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -114,16 +114,16 @@ describe("followTask", () => {
       await until(1);
       for (let i = 0; i < 50 && r.connections() === 0; i++) await Bun.sleep(10);
       await Bun.sleep(50); // subscribed
-      logLine(id, "live");
+      await logLine(id, "live");
       await until(2);
 
       r.cut();
       await Bun.sleep(20);
-      logLine(id, "missed one");
-      logLine(id, "missed two");
+      await logLine(id, "missed one");
+      await logLine(id, "missed two");
       await until(4); // delivered after the reconnect
       expect(r.connections()).toBeGreaterThanOrEqual(2);
-      finish(id);
+      await finish(id);
       expect((await following).status).toBe("completed");
       expect(seen).toEqual([1, 2, 3, 4, 5]);
     } finally {

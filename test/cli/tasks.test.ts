@@ -9,6 +9,7 @@ import { newConfigDir, runCli, seedSession, spawnCli } from "./helpers";
 import { changeTask, type EventInput, type TaskPatch } from "../../src/modules/tasks/store";
 import { makeWorker } from "../workers/helpers";
 import type { TaskRow } from "../../src/modules/tasks/record";
+import { run } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -37,7 +38,7 @@ async function newTask(title = "a task", extra: Record<string, unknown> = {}): P
 
 /** What a worker would do: change the task's state and append timeline events. */
 function move(taskId: string, to: TaskRow["status"], patch: TaskPatch = {}, extra: EventInput[] = []) {
-  changeTask(s.core, owner.orgId, taskId, (row) => ({
+  return changeTask(s.core, owner.orgId, taskId, (row) => ({
     patch: { status: to, ...(to === "running" && !row.started_at ? { attempt: row.attempt + 1, started_at: new Date().toISOString() } : {}), ...patch },
     events: [...extra, { type: "status", data: { from: row.status, to } }],
   }));
@@ -116,7 +117,7 @@ describe("ao task list, show, events", () => {
       const r = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { body: { projectId: p.body.id, title, prompt: "p" }, token: owner.accessToken });
       ids.push(r.body.id);
     }
-    move(ids[0]!, "running", {}, [log("cloning")]);
+    await move(ids[0]!, "running", {}, [log("cloning")]);
   });
 
   test("list: aligned columns, newest first, filters and limit", async () => {
@@ -156,7 +157,7 @@ describe("ao task list, show, events", () => {
   test("show and events name the worker and who acted, not their ids", async () => {
     const id = await newTask("named");
     const { workerId } = await makeWorker(s, owner.orgId, { name: "build-1" });
-    changeTask(s.core, owner.orgId, id, (row) => ({
+    await changeTask(s.core, owner.orgId, id, (row) => ({
       patch: { status: "running", attempt: 1, worker_id: workerId, started_at: new Date().toISOString() },
       events: [{ type: "status", actor: { type: "worker", id: workerId }, data: { from: row.status, to: "running" } }],
     }));
@@ -204,8 +205,8 @@ test("escape sequences in titles, logs and summaries reach the terminal as text;
   // The API refuses such a title (one line, no controls); a row written before that rule, or
   // straight into the database, may still hold one, and the terminal must be safe from it.
   const id = await newTask("soon evil");
-  s.core.sqlite.query("UPDATE tasks SET title = ? WHERE id = ?").run(evil, id);
-  move(id, "completed", { summary: evil, finished_at: new Date().toISOString() }, [log(evil)]);
+  await s.core.store.write(run("UPDATE tasks SET title = ? WHERE id = ?", evil, id));
+  await move(id, "completed", { summary: evil, finished_at: new Date().toISOString() }, [log(evil)]);
   for (const args of [["task", "list", "--limit", "3"], ["task", "show", id], ["task", "events", id], ["task", "events", id, "--follow"]]) {
     const r = await ao(...args);
     expect({ args, code: r.code }).toEqual({ args, code: 0 });
@@ -234,8 +235,8 @@ describe("ao task <action>", () => {
     const emoji = await ao("task", "pause", id, "--reason", "😀".repeat(2000));
     expect({ code: emoji.code, stderr: emoji.stderr }).toEqual({ code: 0, stderr: "" });
     expect((await ao("task", "resume", id)).code).toBe(0);
-    move(id, "running");
-    move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "which colour?" }) });
+    await move(id, "running");
+    await move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "which colour?" }) });
     const answered = await ao("task", "input", id, "--input", "blue", "--json");
     expect(answered.code).toBe(0);
     expect(JSON.parse(answered.stdout)).toMatchObject({ id, status: "running", needs: null });
@@ -286,9 +287,9 @@ describe("--wait and --follow", () => {
   test("completes: exit 0 with the timeline as it happens", async () => {
     const { cli, id } = await createWaiting("will complete");
     await cli.waitFor(/^#1 .* status queued/m);
-    move(id, "running", {}, [log("step one")]);
+    await move(id, "running", {}, [log("step one")]);
     await cli.waitFor(/^#3 .* status queued -> running$/m);
-    move(id, "completed", { summary: "all done", finished_at: new Date().toISOString() }, [log("step two")]);
+    await move(id, "completed", { summary: "all done", finished_at: new Date().toISOString() }, [log("step two")]);
     const r = await cli.done;
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
@@ -315,8 +316,8 @@ describe("--wait and --follow", () => {
   test("failed: exit 1", async () => {
     const { cli, id } = await createWaiting("will fail");
     await cli.waitFor(/^#1 /m);
-    move(id, "running");
-    move(id, "failed", { finished_at: new Date().toISOString() }, [{ type: "error", data: { message: "tests failed" } }]);
+    await move(id, "running");
+    await move(id, "failed", { finished_at: new Date().toISOString() }, [{ type: "error", data: { message: "tests failed" } }]);
     const r = await cli.done;
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/ error tests failed\n#4 [^\n]* status running -> failed\ntask tsk_\w+ failed\n$/);
@@ -325,8 +326,8 @@ describe("--wait and --follow", () => {
   test("needs input: exit 3 with the question and how to answer; --json prints only the final task", async () => {
     const { cli, id } = await createWaiting("will ask");
     await cli.waitFor(/^#1 /m);
-    move(id, "running");
-    move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "Which database?" }) });
+    await move(id, "running");
+    await move(id, "needs_input", { needs: JSON.stringify({ kind: "input", message: "Which database?" }) });
     const r = await cli.done;
     expect(r.code).toBe(3);
     expect(r.stdout).toEndWith(`task ${id} needs input: Which database?\n  answer with: ao task input ${id} --input TEXT\n`);
@@ -337,8 +338,8 @@ describe("--wait and --follow", () => {
       await Bun.sleep(50);
       task = (await s.api("GET", `/orgs/${owner.orgId}/tasks?limit=5`, { token: owner.accessToken })).body.items.find((t: any) => t.title === "json wait");
     }
-    move(task.id, "running");
-    move(task.id, "needs_approval", { needs: JSON.stringify({ kind: "approval", message: "Deploy?" }) });
+    await move(task.id, "running");
+    await move(task.id, "needs_approval", { needs: JSON.stringify({ kind: "approval", message: "Deploy?" }) });
     const jr = await json.done;
     expect(jr.code).toBe(3);
     expect(JSON.parse(jr.stdout)).toMatchObject({ id: task.id, status: "needs_approval", needs: { kind: "approval", message: "Deploy?" } });
@@ -346,11 +347,11 @@ describe("--wait and --follow", () => {
 
   test("events --follow prints every event once, in order, and exits when the task is over", async () => {
     const id = await newTask("followed");
-    move(id, "running", {}, [log("before following")]);
+    await move(id, "running", {}, [log("before following")]);
     const cli = spawnCli(["task", "events", id, "--follow"], env);
     await cli.waitFor(/^#3 .* running$/m);
-    for (let i = 0; i < 5; i++) move(id, "running", {}, [log(`line ${i}`)].slice(0, 1)); // events-only changes
-    move(id, "completed", { finished_at: new Date().toISOString() });
+    for (let i = 0; i < 5; i++) await move(id, "running", {}, [log(`line ${i}`)].slice(0, 1)); // events-only changes
+    await move(id, "completed", { finished_at: new Date().toISOString() });
     const r = await cli.done;
     expect(r.code).toBe(0);
     const seqs = r.stdout.trimEnd().split("\n").map((l) => Number(l.match(/^#(\d+) /)![1]));
@@ -390,8 +391,8 @@ describe("AO_SERVER and AO_TOKEN", () => {
       const cli = spawnCli(["task", "create", "--project", projectId, "--title", title, "--prompt", "go", "--wait"], tenv);
       const [, id] = await cli.waitFor(/^Created task (tsk_\w+): /m);
       await cli.waitFor(/^#1 .* status queued by Admin \(token test-\d+\)$/m);
-      move(id!, "running");
-      move(id!, to, to === "needs_approval" ? { needs: JSON.stringify({ kind: "approval", message: "Ship it?" }) } : { finished_at: new Date().toISOString() });
+      await move(id!, "running");
+      await move(id!, to, to === "needs_approval" ? { needs: JSON.stringify({ kind: "approval", message: "Ship it?" }) } : { finished_at: new Date().toISOString() });
       const r = await cli.done;
       expect({ title, code: r.code, stderr: r.stderr }).toEqual({ title, code, stderr: "" });
     }

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
+import { all, get, run } from "../../src/db/query";
 
 let s: TestServer;
 let admin: Session;
@@ -13,7 +14,8 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-const sessionRow = (id: string) => s.core.sqlite.query<{ revoked_at: string | null; revoked_reason: string | null; client: string }, [string]>("SELECT revoked_at, revoked_reason, client FROM sessions WHERE id = ?").get(id);
+const sessionRow = (id: string) =>
+  s.core.store.read(get<{ revoked_at: string | null; revoked_reason: string | null; client: string }>("SELECT revoked_at, revoked_reason, client FROM sessions WHERE id = ?", id));
 const sid = (jwt: string) => JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString()).sid as string;
 
 describe("login", () => {
@@ -26,7 +28,7 @@ describe("login", () => {
     const claims = JSON.parse(Buffer.from(r.body.accessToken.split(".")[1], "base64url").toString());
     expect(claims).toMatchObject({ sub: user.userId, typ: "access" });
     expect(claims.exp - claims.iat).toBe(900);
-    expect(sessionRow(claims.sid)).toMatchObject({ revoked_at: null, client: "cli" });
+    expect(await sessionRow(claims.sid)).toMatchObject({ revoked_at: null, client: "cli" });
     const me = await s.api("GET", "/me", { token: r.body.accessToken });
     expect(me.body).toMatchObject({ id: user.userId, via: { type: "session", sessionId: claims.sid } });
   });
@@ -62,7 +64,7 @@ describe("login", () => {
     expect(cookie).toContain("HttpOnly");
     expect(cookie).toMatch(/SameSite=Strict/i);
     expect(cookie).not.toContain("Secure"); // served over http
-    expect(sessionRow(sid(r.body.accessToken))?.client).toBe("web");
+    expect((await sessionRow(sid(r.body.accessToken)))?.client).toBe("web");
   });
 
   test("an unknown email costs a password verification like a known one", async () => {
@@ -103,7 +105,7 @@ describe("refresh", () => {
     expect(r.body.refreshToken).not.toBe(first.refreshToken);
     expect(sid(r.body.accessToken)).toBe(sid(first.accessToken)); // same family
     expect((await s.api("GET", "/me", { token: r.body.accessToken })).status).toBe(200);
-    const hashes = s.core.sqlite.query<{ used_at: string | null }, [string]>("SELECT used_at FROM refresh_tokens WHERE session_id = ? ORDER BY created_at").all(sid(first.accessToken));
+    const hashes = await s.core.store.read(all<{ used_at: string | null }>("SELECT used_at FROM refresh_tokens WHERE session_id = ? ORDER BY created_at", sid(first.accessToken)));
     expect(hashes.length).toBe(2);
     expect(hashes.filter((h) => h.used_at === null).length).toBe(1);
   });
@@ -114,7 +116,7 @@ describe("refresh", () => {
     const reuse = await s.api("POST", "/auth/refresh", { body: { refreshToken: first.refreshToken } });
     expect(reuse.status).toBe(401);
     expect(reuse.body.error.code).toBe("refresh_token_reused");
-    expect(sessionRow(sid(first.accessToken))).toMatchObject({ revoked_reason: "refresh_token_reused" });
+    expect(await sessionRow(sid(first.accessToken))).toMatchObject({ revoked_reason: "refresh_token_reused" });
     for (const token of [first.accessToken, second.accessToken]) {
       const me = await s.api("GET", "/me", { token });
       expect(me.status).toBe(401);
@@ -133,7 +135,7 @@ describe("refresh", () => {
     const ok = answers.filter((a) => a.status === 200);
     expect(ok.length).toBeLessThanOrEqual(1);
     expect(answers.filter((a) => a.status === 401).every((a) => a.body.error.code === "refresh_token_reused")).toBe(true);
-    const live = s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM refresh_tokens WHERE session_id = ? AND used_at IS NULL").get(sid(first.accessToken))!;
+    const live = (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM refresh_tokens WHERE session_id = ? AND used_at IS NULL", sid(first.accessToken))))!;
     expect(live.n).toBe(ok.length);
   });
 
@@ -149,7 +151,7 @@ describe("refresh", () => {
 
   test("an expired refresh token is refused", async () => {
     const first = await login(s, user.email);
-    s.core.sqlite.query("UPDATE refresh_tokens SET expires_at = ? WHERE session_id = ?").run(Date.now() - 1, sid(first.accessToken));
+    await s.core.store.write(run("UPDATE refresh_tokens SET expires_at = ? WHERE session_id = ?", Date.now() - 1, sid(first.accessToken)));
     const r = await s.api("POST", "/auth/refresh", { body: { refreshToken: first.refreshToken } });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe("unauthorized");
@@ -176,7 +178,7 @@ describe("logout", () => {
     const t = await login(s, user.email);
     const r = await s.api("POST", "/auth/logout", { token: t.accessToken });
     expect(r.status).toBe(204);
-    expect(sessionRow(sid(t.accessToken))?.revoked_reason).toBe("logout");
+    expect((await sessionRow(sid(t.accessToken)))?.revoked_reason).toBe("logout");
     expect((await s.api("GET", "/me", { token: t.accessToken })).status).toBe(401);
     expect((await s.api("POST", "/auth/refresh", { body: { refreshToken: t.refreshToken } })).status).toBe(401);
     expect((await s.api("GET", "/me", { token: user.accessToken })).status).toBe(200);

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -16,16 +17,16 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 /** Everything the identity routes could change, as one comparable value. */
-function snapshot() {
-  const q = (sql: string) => s.core.sqlite.query(sql).all();
+async function snapshot() {
+  const q = (sql: string) => s.core.store.read(all(sql));
   return {
-    users: q("SELECT id, email, name, is_admin, password_hash FROM users ORDER BY id"),
-    orgs: q("SELECT id, name, require_worker_approval, updated_at FROM orgs ORDER BY id"),
-    memberships: q("SELECT org_id, user_id, role FROM memberships ORDER BY org_id, user_id"),
-    sessions: q("SELECT id, revoked_at FROM sessions ORDER BY id"),
-    refresh: q("SELECT token_hash, used_at FROM refresh_tokens ORDER BY token_hash"),
-    tokens: q("SELECT id FROM api_tokens ORDER BY id"),
-    grants: q("SELECT id, status FROM device_grants ORDER BY id"),
+    users: await q("SELECT id, email, name, is_admin, password_hash FROM users ORDER BY id"),
+    orgs: await q("SELECT id, name, require_worker_approval, updated_at FROM orgs ORDER BY id"),
+    memberships: await q("SELECT org_id, user_id, role FROM memberships ORDER BY org_id, user_id"),
+    sessions: await q("SELECT id, revoked_at FROM sessions ORDER BY id"),
+    refresh: await q("SELECT token_hash, used_at FROM refresh_tokens ORDER BY token_hash"),
+    tokens: await q("SELECT id FROM api_tokens ORDER BY id"),
+    grants: await q("SELECT id, status FROM device_grants ORDER BY id"),
   };
 }
 
@@ -88,14 +89,14 @@ describe.each([
   test.each(rows as Row[])("%s", async (...args) => {
     // Only the row's own values (a trailing callback, were one passed, is not a field name).
     const row = args.slice(0, 8).map((v) => (typeof v === "function" ? undefined : v)) as unknown as Row;
-    const before = snapshot();
+    const before = await snapshot();
     const r = await send(row);
     const [, , , , , status, code, field] = row;
     expect(r.status).toBe(status);
     expect(r.body.error.code).toBe(code);
     expect(typeof r.body.error.message).toBe("string");
     if (field) expect(r.body.error.details.map((d: { field: string }) => d.field)).toContain(field);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
   });
 });
 

@@ -4,8 +4,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
+import { get } from "../../src/db/query";
 
 const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
 
@@ -47,9 +48,11 @@ describe("AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD", () => {
       expect((await s.api("GET", "/setup")).body).toEqual({ required: false });
       await s.stop();
       // Users exist now: other variables on a restart change nothing.
-      const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer({ dataDir }));
+      // The same instance again: the same data directory and, on PostgreSQL, the same database.
+      const restart = { dataDir, databaseUrl: s.core.config.databaseUrl };
+      const again = await withEnv({ AO_ADMIN_EMAIL: "other@example.test", AO_ADMIN_PASSWORD: "bootstrap pw" }, () => startTestServer(restart));
       expect((await login(again, "other@example.test", "bootstrap pw")).status).toBe(401);
-      expect(again.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+      expect((await again.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
       await again.stop();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
@@ -111,7 +114,7 @@ describe("setup link", () => {
         [1, 2, 3].map((i) => s.api("POST", "/setup", { body: { token, email: `p${i}@example.test`, password: "first password" } })),
       );
       expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409]);
-      expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(1);
+      expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
     } finally {
       await s.stop();
     }
@@ -127,7 +130,8 @@ describe("ao admin create-user", () => {
     return { code, out, err };
   };
 
-  test("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
+  // The command writes ao.db in the data directory (src/cli/admin.ts opens SQLite only).
+  test.skipIf(onPostgres)("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "ao-cli-"));
     try {
       const first = await ao(["admin", "create-user", "--email", "boss@example.test", "--password", "boss password", "--org", "acme", "--data-dir", dataDir]);

@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, makeToken, type Session } from "../helpers/identity";
 import { createGrant, decideGrant, findPendingGrant, normaliseUserCode, pollGrant } from "../../src/modules/auth/device-grants";
 import { SIGNIN_START_LIMITS } from "../../src/modules/auth/device-routes";
+import { get, run } from "../../src/db/query";
 
 let s: TestServer;
 let admin: Session;
@@ -24,7 +25,7 @@ const start = async (clientName?: string) => {
 const poll = (deviceCode: string) => s.api("POST", "/auth/device/poll", { body: { deviceCode } });
 /** Makes the previous poll long enough ago (the interval is 5 s; tests do not wait). */
 const age = (deviceCode: string, ms = 60_000) =>
-  s.core.sqlite.query("UPDATE device_grants SET last_polled_at = last_polled_at - ? WHERE device_code_hash = ?").run(ms, new Bun.CryptoHasher("sha256").update(deviceCode).digest("hex"));
+  s.core.store.write(run("UPDATE device_grants SET last_polled_at = last_polled_at - ? WHERE device_code_hash = ?", ms, new Bun.CryptoHasher("sha256").update(deviceCode).digest("hex")));
 
 describe("start", () => {
   test("answers the codes, the link and the timing", async () => {
@@ -35,7 +36,7 @@ describe("start", () => {
     expect(b.verificationUriComplete).toBe(`${s.core.config.publicUrl}/device?code=${b.userCode}`);
     expect(b.expiresIn).toBe(600);
     expect(b.intervalSec).toBe(5);
-    const row = s.core.sqlite.query<Record<string, unknown>, [string]>("SELECT * FROM device_grants WHERE user_code = ?").get(b.userCode.replace("-", ""))!;
+    const row = (await s.core.store.read(get<Record<string, unknown>>("SELECT * FROM device_grants WHERE user_code = ?", b.userCode.replace("-", ""))))!;
     expect(row).toMatchObject({ kind: "signin", status: "pending", client_name: "my laptop" });
     expect(JSON.stringify(row)).not.toContain(b.deviceCode);
   });
@@ -59,7 +60,7 @@ describe("poll and decide", () => {
     expect(fast.body.error.details).toEqual({ intervalSec: 10 });
     expect((await poll(b.deviceCode)).body.error.details).toEqual({ intervalSec: 15 });
     // After waiting the (grown) interval: pending again.
-    age(b.deviceCode, 15_000);
+    await age(b.deviceCode, 15_000);
     expect((await poll(b.deviceCode)).body.error.code).toBe("authorization_pending");
 
     const look = await s.api("GET", `/auth/device/${b.userCode.toLowerCase().replace("-", "")}`, { token: person.accessToken });
@@ -69,18 +70,18 @@ describe("poll and decide", () => {
     expect(approve.status).toBe(200);
     expect(approve.body.status).toBe("approved");
 
-    age(b.deviceCode);
+    await age(b.deviceCode);
     const ok = await poll(b.deviceCode);
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ expiresIn: 900, user: { id: person.userId } });
     expect(typeof ok.body.refreshToken).toBe("string");
     const me = await s.api("GET", "/me", { token: ok.body.accessToken });
     expect(me.body.id).toBe(person.userId);
-    const session = s.core.sqlite.query<{ client: string }, [string]>("SELECT client FROM sessions WHERE id = ?").get(me.body.via.sessionId)!;
+    const session = (await s.core.store.read(get<{ client: string }>("SELECT client FROM sessions WHERE id = ?", me.body.via.sessionId)))!;
     expect(session.client).toBe("device");
     expect((await s.api("POST", "/auth/refresh", { body: { refreshToken: ok.body.refreshToken } })).status).toBe(200);
 
-    age(b.deviceCode);
+    await age(b.deviceCode);
     const spent = await poll(b.deviceCode);
     expect(spent.status).toBe(400);
     expect(spent.body.error.code).toBe("expired_token");
@@ -115,7 +116,7 @@ describe("poll and decide", () => {
 
   test("expired: expired_token on poll, 404 to the person", async () => {
     const b = await start();
-    s.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, b.userCode.replace("-", ""));
+    await s.core.store.write(run("UPDATE device_grants SET expires_at = ? WHERE user_code = ?", Date.now() - 1, b.userCode.replace("-", "")));
     expect((await poll(b.deviceCode)).body.error.code).toBe("expired_token");
     expect((await s.api("POST", "/auth/device/approve", { token: person.accessToken, body: { userCode: b.userCode } })).status).toBe(404);
   });
@@ -148,7 +149,7 @@ describe("open sign-ins are capped (start needs no credential)", () => {
     const capped = await startTestServer();
     try {
       const a = await createAdmin(capped);
-      const grants = () => capped.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM device_grants").get()!.n;
+      const grants = async () => (await capped.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM device_grants")))!.n;
       const started = [];
       for (let i = 0; i < SIGNIN_START_LIMITS.perAddress; i++) {
         const r = await capped.api("POST", "/auth/device/start");
@@ -161,13 +162,13 @@ describe("open sign-ins are capped (start needs no credential)", () => {
       const retry = Number(refused.headers.get("retry-after"));
       expect(retry).toBeGreaterThan(590);
       expect(retry).toBeLessThanOrEqual(600);
-      expect(grants()).toBe(SIGNIN_START_LIMITS.perAddress);
+      expect(await grants()).toBe(SIGNIN_START_LIMITS.perAddress);
       // Denying, approving or letting one expire frees a place; sign-ins that finish never pile up.
       await capped.api("POST", "/auth/device/deny", { token: a.accessToken, body: { userCode: started[0].userCode } });
       const approved = await capped.api("POST", "/auth/device/start");
       expect(approved.status).toBe(200);
       await capped.api("POST", "/auth/device/approve", { token: a.accessToken, body: { userCode: approved.body.userCode } });
-      capped.core.sqlite.query("UPDATE device_grants SET expires_at = ? WHERE user_code = ?").run(Date.now() - 1, started[1].userCode.replace("-", ""));
+      await capped.core.store.write(run("UPDATE device_grants SET expires_at = ? WHERE user_code = ?", Date.now() - 1, started[1].userCode.replace("-", "")));
       // Open now: 20 - denied - expired = 18.
       expect((await capped.api("POST", "/auth/device/start")).status).toBe(200);
       expect((await capped.api("POST", "/auth/device/start")).status).toBe(200);
@@ -199,31 +200,31 @@ describe("device-grants functions (shared with worker pairing)", () => {
     expect(normaliseUserCode("WDJA-MJHT")).toBeNull(); // A is not in the alphabet
   });
 
-  test("kinds are separate; approve records orgId and details; poll returns the grant once", () => {
+  test("kinds are separate; approve records orgId and details; poll returns the grant once", async () => {
     const store = s.core.store;
-    const g = store.syncWrite(createGrant(s.core, "pairing", { workerName: "box", hostname: "box.local", labels: ["gpu"] }));
-    expect(store.sync(findPendingGrant(s.core, "signin", g.userCode))).toBeNull();
-    expect(store.syncWrite(decideGrant(s.core, "signin", g.userCode, { approve: true, decidedBy: person.userId }))).toBeNull();
-    expect(store.sync(findPendingGrant(s.core, "pairing", g.userCode))?.workerName).toBe("box");
-    const decided = store.syncWrite(
+    const g = await store.write(createGrant(s.core, "pairing", { workerName: "box", hostname: "box.local", labels: ["gpu"] }));
+    expect(await store.read(findPendingGrant(s.core, "signin", g.userCode))).toBeNull();
+    expect(await store.write(decideGrant(s.core, "signin", g.userCode, { approve: true, decidedBy: person.userId }))).toBeNull();
+    expect((await store.read(findPendingGrant(s.core, "pairing", g.userCode)))?.workerName).toBe("box");
+    const decided = await store.write(
       decideGrant(s.core, "pairing", g.userCode, { approve: true, decidedBy: person.userId, orgId: admin.orgId, details: { workerName: "renamed" } }),
     );
     expect(decided).toMatchObject({ status: "approved", orgId: admin.orgId, workerName: "renamed", labels: ["gpu"] });
-    expect(store.syncWrite(decideGrant(s.core, "pairing", g.userCode, { approve: false, decidedBy: person.userId }))).toBeNull();
-    expect(store.syncWrite(pollGrant(s.core, "signin", g.deviceCode))).toEqual({ status: "expired" });
-    const got = store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode));
+    expect(await store.write(decideGrant(s.core, "pairing", g.userCode, { approve: false, decidedBy: person.userId }))).toBeNull();
+    expect(await store.write(pollGrant(s.core, "signin", g.deviceCode))).toEqual({ status: "expired" });
+    const got = await store.write(pollGrant(s.core, "pairing", g.deviceCode));
     expect(got.status).toBe("approved");
     if (got.status === "approved") expect(got.grant).toMatchObject({ orgId: admin.orgId, decidedBy: person.userId, hostname: "box.local" });
-    expect(store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode, Date.now() + 60_000))).toEqual({ status: "expired" });
+    expect(await store.write(pollGrant(s.core, "pairing", g.deviceCode, Date.now() + 60_000))).toEqual({ status: "expired" });
   });
 
-  test("slow_down timing with explicit clocks", () => {
-    const poll = (now: number) => s.core.store.syncWrite(pollGrant(s.core, "pairing", g.deviceCode, now));
-    const g = s.core.store.syncWrite(createGrant(s.core, "pairing"));
+  test("slow_down timing with explicit clocks", async () => {
+    const poll = (now: number) => s.core.store.write(pollGrant(s.core, "pairing", g.deviceCode, now));
+    const g = await s.core.store.write(createGrant(s.core, "pairing"));
     const t0 = Date.now();
-    expect(poll(t0)).toEqual({ status: "pending" });
-    expect(poll(t0 + 4_999)).toEqual({ status: "slow_down", intervalSec: 10 });
-    expect(poll(t0 + 4_999 + 10_000)).toEqual({ status: "pending" });
-    expect(poll(t0 + 600_000)).toEqual({ status: "expired" });
+    expect(await poll(t0)).toEqual({ status: "pending" });
+    expect(await poll(t0 + 4_999)).toEqual({ status: "slow_down", intervalSec: 10 });
+    expect(await poll(t0 + 4_999 + 10_000)).toEqual({ status: "pending" });
+    expect(await poll(t0 + 600_000)).toEqual({ status: "expired" });
   });
 });

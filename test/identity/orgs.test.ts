@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, makeToken, newOrg, type Session } from "../helpers/identity";
+import { get } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session; // instance admin and owner of its org
@@ -13,8 +14,8 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-const role = (orgId: string, userId: string) =>
-  s.core.sqlite.query<{ role: string }, [string, string]>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?").get(orgId, userId)?.role ?? null;
+const role = async (orgId: string, userId: string) =>
+  (await s.core.store.read(get<{ role: string }>("SELECT role FROM memberships WHERE org_id = ? AND user_id = ?", orgId, userId)))?.role ?? null;
 
 describe("me and orgs", () => {
   test("GET /me without credentials: 401 in the error format", async () => {
@@ -143,7 +144,7 @@ describe("members", () => {
       const r = await s.api(method, `/orgs/${org.orgId}/members/${userId}`, { token: actor.accessToken, body });
       expect([name, r.status]).toEqual([name, status]);
     }
-    expect(role(org.orgId, m.userId)).toBe("member");
+    expect(await role(org.orgId, m.userId)).toBe("member");
     const added = await s.api("POST", `/orgs/${org.orgId}/members`, { token: admin.accessToken, body: { email: owner.email, role: "owner" } });
     expect(added.status).toBe(403);
   });
@@ -155,10 +156,10 @@ describe("members", () => {
     expect(demote.body.error.code).toBe("conflict");
     const remove = await s.api("DELETE", `/orgs/${org.orgId}/members/${org.userId}`, { token: org.accessToken });
     expect(remove.status).toBe(409);
-    expect(role(org.orgId, org.userId)).toBe("owner");
+    expect(await role(org.orgId, org.userId)).toBe("owner");
     const second = await addMember(s, org, "owner");
     expect((await s.api("DELETE", `/orgs/${org.orgId}/members/${org.userId}`, { token: second.accessToken })).status).toBe(204);
-    expect(role(org.orgId, org.userId)).toBeNull();
+    expect(await role(org.orgId, org.userId)).toBeNull();
     expect((await s.api("GET", `/orgs/${org.orgId}`, { token: org.accessToken })).status).toBe(404);
     expect((await s.api("DELETE", `/orgs/${org.orgId}/members/${second.userId}`, { token: second.accessToken })).status).toBe(409);
   });
@@ -174,7 +175,7 @@ describe("members", () => {
     const statuses = [a.status, b.status].sort();
     expect(statuses[0]).toBe(200);
     expect([403, 409]).toContain(statuses[1]);
-    const owners = s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'").get(org.orgId)!.n;
+    const owners = (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'", org.orgId)))!.n;
     expect(owners).toBe(1);
   });
 });

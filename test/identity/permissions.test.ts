@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
+import { all } from "../../src/db/query";
 import { can, PERMISSIONS, ROLES, type Permission, type Role } from "../../src/modules/orgs/roles";
 
 // | permission | owner | admin | member | viewer |   (SPEC §3)
@@ -86,13 +87,17 @@ describe("a person from another organization sees nothing", () => {
     ["GET", "/orgs/ORG/workers", () => undefined],
   ];
   test.each(routes)("%s %s: 404 not_found, nothing changes", async (method, path, body) => {
-    const state = () => s.core.sqlite.query("SELECT (SELECT group_concat(org_id || user_id || role) FROM memberships) m, (SELECT group_concat(name) FROM orgs) o, (SELECT count(*) FROM tasks) t").get();
-    const before = state();
+    const state = async () => [
+      await s.core.store.read(all("SELECT org_id, user_id, role FROM memberships ORDER BY org_id, user_id")),
+      await s.core.store.read(all("SELECT name FROM orgs ORDER BY id")),
+      await s.core.store.read(all("SELECT count(*) AS n FROM tasks")),
+    ];
+    const before = await state();
     const r = await s.api(method, path.replace("ORG", owner.orgId).replace("PRJ", projectId).replace("OWNER", owner.userId), { token: outsider.accessToken, body: body() });
     expect(r.status).toBe(404);
     expect(r.body.error.code).toBe("not_found");
     expect(JSON.stringify(r.body)).not.toContain(owner.orgId);
-    expect(state()).toEqual(before);
+    expect(await state()).toEqual(before);
   });
 
   test("their lists do not show the org", async () => {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin } from "../helpers/identity";
 import { FailureWindow } from "../../src/lib/ratelimit";
 import { setupTokenOf } from "../../src/server/bootstrap";
+import { get } from "../../src/db/query";
 
 // Each scenario gets its own server: the counters are per server instance.
 let s: TestServer;
@@ -146,7 +147,7 @@ describe("setup token", () => {
     const body = (t: string) => ({ token: t, email: "first@example.test", password: "long enough pw" });
     for (let i = 0; i < 100; i++) expect((await s.api("POST", "/setup", { body: body(`wrong-${i}`) })).status).toBe(401);
     expectLimited(await s.api("POST", "/setup", { body: body(token) }));
-    expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM users").get()!.n).toBe(0);
+    expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(0);
   });
 });
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generate } from "otplib";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let admin: Session;
@@ -12,6 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
+const count = async (sql: string, userId: string) => (await s.core.store.read(get<{ n: number }>(sql, userId)))!.n;
 const nowSec = () => Math.floor(Date.now() / 1000);
 const codeAt = (secret: string, offsetSec = 0) => generate({ secret, epoch: nowSec() + offsetSec });
 const loginWith = (u: Session, code?: string, password = u.password) => s.api("POST", "/auth/login", { body: { email: u.email, password, ...(code ? { code } : {}) } });
@@ -33,7 +35,7 @@ describe("enrolment", () => {
     expect(secret).toMatch(/^[A-Z2-7]{32}$/);
     expect(otpauthUrl).toStartWith("otpauth://totp/ao:");
     expect(otpauthUrl).toContain(`secret=${secret}`);
-    const stored = s.core.sqlite.query<{ totp_secret_sealed: string; totp_enabled: number }, [string]>("SELECT totp_secret_sealed, totp_enabled FROM users WHERE id = ?").get(u.userId)!;
+    const stored = (await s.core.store.read(get<{ totp_secret_sealed: string; totp_enabled: number }>("SELECT totp_secret_sealed, totp_enabled FROM users WHERE id = ?", u.userId)))!;
     expect(stored.totp_secret_sealed).toStartWith("v1.");
     expect(stored.totp_secret_sealed).not.toContain(secret);
     expect(stored.totp_enabled).toBe(0);
@@ -50,7 +52,7 @@ describe("enrolment", () => {
     expect(ok.body.recoveryCodes.length).toBe(10);
     expect(new Set(ok.body.recoveryCodes).size).toBe(10);
     for (const c of ok.body.recoveryCodes) expect(c).toMatch(/^[0-9a-z]{5}-[0-9a-z]{5}$/);
-    const hashes = s.core.sqlite.query<{ code_hash: string }, [string]>("SELECT code_hash FROM recovery_codes WHERE user_id = ?").all(u.userId);
+    const hashes = await s.core.store.read(all<{ code_hash: string }>("SELECT code_hash FROM recovery_codes WHERE user_id = ?", u.userId));
     expect(hashes.length).toBe(10);
     expect(JSON.stringify(hashes)).not.toContain(ok.body.recoveryCodes[0]);
     expect((await s.api("GET", "/me", { token: u.accessToken })).body.twoFactorEnabled).toBe(true);
@@ -92,7 +94,7 @@ describe("login with two-factor", () => {
     // The previous step is within the drift tolerance, but older than the step used to enable.
     expect((await loginWith(u, await codeAt(secret, -30))).body.error.code).toBe("invalid_two_factor_code");
     expect((await loginWith(u, await codeAt(secret, 30))).status).toBe(200);
-    expect(s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM sessions WHERE user_id = ?").get(u.userId)!.n).toBe(2);
+    expect(await count("SELECT count(*) AS n FROM sessions WHERE user_id = ?", u.userId)).toBe(2);
   });
 
   test("parallel logins with one fresh code: exactly one succeeds", async () => {
@@ -108,8 +110,7 @@ describe("login with two-factor", () => {
     expect((await loginWith(u, recoveryCodes[0])).body.error.code).toBe("invalid_two_factor_code");
     expect((await loginWith(u, recoveryCodes[1].toUpperCase().replace("-", ""))).status).toBe(200);
     expect((await loginWith(u, "zzzzz-zzzzz")).body.error.code).toBe("invalid_two_factor_code");
-    const used = s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM recovery_codes WHERE user_id = ? AND used_at IS NOT NULL").get(u.userId)!;
-    expect(used.n).toBe(2);
+    expect(await count("SELECT count(*) AS n FROM recovery_codes WHERE user_id = ? AND used_at IS NOT NULL", u.userId)).toBe(2);
   });
 
   test("disable needs a right code (or recovery code); afterwards login needs none", async () => {
@@ -119,7 +120,7 @@ describe("login with two-factor", () => {
     expect(wrong.body.error.code).toBe("invalid_two_factor_code");
     expect((await s.api("POST", "/me/2fa/disable", { token: u.accessToken, body: { code: recoveryCodes[5] } })).status).toBe(204);
     expect((await loginWith(u)).status).toBe(200);
-    expect(s.core.sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM recovery_codes WHERE user_id = ?").get(u.userId)!.n).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM recovery_codes WHERE user_id = ?", u.userId)).toBe(0);
     // Old recovery codes mean nothing after re-enrolment.
     const { secret } = (await s.api("POST", "/me/2fa/setup", { token: u.accessToken })).body;
     expect((await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: await codeAt(secret) } })).status).toBe(200);

@@ -63,7 +63,7 @@ test("a subscriber that stops reading is dropped; one that reads gets everything
     let changes = 0;
     while (s.server.subscriberCount(topic) === 2 && changes < 400) {
       changes++;
-      changeTask(s.core, null, task.id, () => ({ patch: { summary: `step ${changes}` }, events: [] }));
+      await changeTask(s.core, null, task.id, () => ({ patch: { summary: `step ${changes}` }, events: [] }));
       // The reading subscriber lives in this process: give it the turn to read each update.
       const want = `step ${changes}`;
       for (let i = 0; i < 200 && updates.at(-1)?.summary !== want; i++) await Bun.sleep(1);
@@ -81,7 +81,7 @@ test("a subscriber that stops reading is dropped; one that reads gets everything
 
     // The server still serves: the reading subscriber got every change and still gets new ones.
     expect(updates.filter((u) => u.summary?.startsWith("step "))).toHaveLength(changes);
-    changeTask(s.core, null, task.id, () => ({ patch: { summary: "after" }, events: [] }));
+    await changeTask(s.core, null, task.id, () => ({ patch: { summary: "after" }, events: [] }));
     for (let i = 0; i < 200 && updates.at(-1)?.summary !== "after"; i++) await Bun.sleep(1);
     expect(updates.at(-1)?.summary).toBe("after");
   } finally {

@@ -220,7 +220,7 @@ describe("authorization on subscribe", () => {
     const c = await connect(w.owner.accessToken);
     expect(await c.ask({ type: "subscribe", orgId: w.owner.orgId, taskId: theirs.id })).toMatchObject({ type: "error", code: "not_found" });
     expect(await c.ask({ type: "subscribe", orgId: w.other.orgId, taskId: theirs.id })).toMatchObject({ type: "error", code: "forbidden" });
-    putInState(s, theirs.id, "running");
+    await putInState(s, theirs.id, "running");
     expect((await c.drain()).filter((m) => m.type?.startsWith("task."))).toEqual([]);
   });
 });
@@ -262,8 +262,8 @@ describe("updates", () => {
     const c = await connect(w.member.accessToken);
     expect(await c.ask({ type: "subscribe", orgId: w.owner.orgId, taskId: mine.id })).toMatchObject({ type: "subscribed", taskId: mine.id });
     const other = await makeTask(s, w.owner, w.project.id);
-    putInState(s, other.id, "running");
-    putInState(s, mine.id, "running");
+    await putInState(s, other.id, "running");
+    await putInState(s, mine.id, "running");
     await c.next(isUpdate(mine.id));
     const rest = await c.drain();
     expect(rest.every((m) => m.taskId === mine.id || m.task?.id === mine.id)).toBe(true);
@@ -275,20 +275,20 @@ describe("updates", () => {
     await c.ask({ type: "subscribe", orgId: w.owner.orgId, taskId: t.id });
     await c.ask({ type: "subscribe", orgId: w.owner.orgId });
     await c.ask({ type: "subscribe", orgId: w.owner.orgId, taskId: t.id }); // again, after the org
-    putInState(s, t.id, "running");
+    await putInState(s, t.id, "running");
     const got = await c.drain(150);
     expect(got.filter(isUpdate(t.id))).toHaveLength(1);
     expect(got.filter(isEvent(t.id))).toHaveLength(1);
 
     expect(await c.ask({ type: "unsubscribe", orgId: w.owner.orgId })).toMatchObject({ type: "unsubscribed", orgId: w.owner.orgId });
     const other = await makeTask(s, w.owner, w.project.id);
-    putInState(s, t.id, "needs_input");
+    await putInState(s, t.id, "needs_input");
     const after = await c.drain(150);
     expect(after.filter(isUpdate(t.id))).toHaveLength(1);
     expect(after.filter((m) => m.task?.id === other.id || m.taskId === other.id)).toEqual([]);
 
     await c.ask({ type: "unsubscribe", orgId: w.owner.orgId, taskId: t.id });
-    putInState(s, t.id, "running");
+    await putInState(s, t.id, "running");
     expect((await c.drain(150)).filter((m) => m.type?.startsWith("task."))).toEqual([]);
   });
 });

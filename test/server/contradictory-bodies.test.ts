@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
 import { makeIntegration, svcSignature } from "../integrations/fixtures";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
@@ -25,22 +26,22 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 /** Everything these requests could change, as one comparable value. */
-function snapshot() {
-  const q = (sql: string) => s.core.sqlite.query(sql).all();
+async function snapshot() {
+  const q = (sql: string) => s.core.store.read(all(sql));
   return {
-    tasks: q("SELECT id, status, kind, review, needs FROM tasks ORDER BY id"),
-    events: q("SELECT task_id, seq FROM task_events ORDER BY task_id, seq"),
-    repositories: q("SELECT id, project_id, url, name, branch, is_primary FROM repositories ORDER BY id"),
-    integrations: q("SELECT id, config FROM integrations ORDER BY id"),
+    tasks: await q("SELECT id, status, kind, review, needs FROM tasks ORDER BY id"),
+    events: await q("SELECT task_id, seq FROM task_events ORDER BY task_id, seq"),
+    repositories: await q("SELECT id, project_id, url, name, branch, is_primary FROM repositories ORDER BY id"),
+    integrations: await q("SELECT id, config FROM integrations ORDER BY id"),
   };
 }
 
 async function refused(method: string, path: string, body: unknown, fields: string[], opts: { token?: string; headers?: Record<string, string> } = {}) {
-  const before = snapshot();
+  const before = await snapshot();
   const r = await s.api(method, path, { token: opts.token ?? p.token, body, headers: opts.headers });
   expect([r.status, r.body?.error?.code]).toEqual([400, "validation_failed"]);
   expect(r.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual([...fields].sort());
-  expect(snapshot()).toEqual(before);
+  expect(await snapshot()).toEqual(before);
   return r.body.error as { message: string; details: { field: string; message: string }[] };
 }
 
@@ -121,7 +122,7 @@ describe("integrations", () => {
 describe("signed JSON deliveries", () => {
   test("review with kind task is refused; no task is made", async () => {
     const hook = await makeIntegration(s, p.session, { kind: "signed_json", name: "json", projectId: p.projectId });
-    const before = snapshot();
+    const before = await snapshot();
     const raw = JSON.stringify({ title: "t", prompt: "p", kind: "task", review: { base: "main", head: "fix" } });
     const res = await fetch(`${s.url}/api/v1/hooks/${hook.id}`, {
       method: "POST",
@@ -130,7 +131,7 @@ describe("signed JSON deliveries", () => {
     });
     const body = (await res.json()) as any;
     expect([res.status, body.error.details.map((d: { field: string }) => d.field)]).toEqual([400, ["review"]]);
-    expect(snapshot().tasks).toEqual(before.tasks);
+    expect((await snapshot()).tasks).toEqual(before.tasks);
   });
 });
 
@@ -150,10 +151,10 @@ describe("worker protocol", () => {
     const api = workerApi(s, w.credential);
     const claim = await api("POST", `/worker/tasks/${t.id}/claim`, { offerId: offer.offerId });
     expect(claim.status).toBe(200);
-    const before = snapshot();
+    const before = await snapshot();
     const r = await api("POST", `/worker/tasks/${t.id}/transition`, { leaseToken: claim.body.leaseToken, to: "completed", needs: { message: "sure?" } });
     expect([r.status, r.body.error.details.map((d: { field: string }) => d.field)]).toEqual([400, ["needs"]]);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     expect((await api("POST", `/worker/tasks/${t.id}/transition`, { leaseToken: claim.body.leaseToken, to: "completed" })).status).toBe(200);
     c.close();
   });
@@ -166,11 +167,11 @@ describe("worker protocol", () => {
     const offer = await c.next("offer", (m) => m.taskId === t.id);
     const api = workerApi(s, w.credential);
     const claim = await api("POST", `/worker/tasks/${t.id}/claim`, { offerId: offer.offerId });
-    const before = snapshot();
+    const before = await snapshot();
     const plan = { tasks: [{ title: "a", prompt: "p" }, { title: "b", prompt: "p", kind: "task", review: { base: "main", head: "fix" } }] };
     const r = await api("POST", `/worker/tasks/${t.id}/transition`, { leaseToken: claim.body.leaseToken, to: "completed", plan });
     expect([r.status, r.body.error.details]).toEqual([400, [{ field: "plan.tasks.1.review", message: "only with kind review" }]]);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     c.close();
   });
 });

@@ -5,11 +5,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { mountSmallDisk, type SmallDisk } from "../helpers/disk";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "../workers/helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
+import { all, get } from "../../src/db/query";
 
 const disk = mountSmallDisk(8 * 1024 * 1024);
 if (typeof disk === "string") console.warn(`skipping full-disk tests: ${disk}`);
@@ -25,6 +26,8 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
   const logged: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => void logged.push({ level, message, fields });
   let fillers: string[] = [];
+  // A full database: ao.db lives on the small disk; a PostgreSQL database does not (artifacts do).
+  const sqliteOnly = test.skipIf(onPostgres);
 
   beforeAll(async () => {
     s = await startTestServer({
@@ -77,7 +80,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
     expect(r.status).toBe(507);
     expect(await r.json()).toEqual({ error: { code: "insufficient_storage", message: expect.stringContaining("disk is full") } });
     expect(readdirSync(join(s.dataDir, "artifacts", taskId))).toEqual([]);
-    expect(s.core.sqlite.query("SELECT name FROM artifacts WHERE task_id = ?").all(taskId)).toEqual([]);
+    expect(await s.core.store.read(all("SELECT name FROM artifacts WHERE task_id = ?", taskId))).toEqual([]);
     const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${taskId}/events`, { token: admin.accessToken })).body.items;
     expect(events.some((e: { type: string }) => e.type === "artifact")).toBe(false);
 
@@ -91,7 +94,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
     c.close();
   });
 
-  test("writes answer 507 (never 500) while reads go on, and sign-in works again once space is freed", async () => {
+  sqliteOnly("writes answer 507 (never 500) while reads go on, and sign-in works again once space is freed", async () => {
     fillDisk();
     try {
       const r = await s.api("POST", "/auth/login", { body: { email: admin.email, password: admin.password } });
@@ -110,7 +113,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
     expect(logged.filter((l) => l.level === "error" && l.message === "unhandled error")).toEqual([]);
   });
 
-  test("a worker's claims on a full disk: offers pause and back off (no spin), one log line per cause, then resume", async () => {
+  sqliteOnly("a worker's claims on a full disk: offers pause and back off (no spin), one log line per cause, then resume", async () => {
     const { workerId, credential } = await makeWorker(s, p.orgId);
     const c = await ProtocolClient.connect(s, credential);
     const task = await createTaskApi(s, p);
@@ -147,7 +150,7 @@ describe.skipIf(typeof disk === "string")("on a full disk", () => {
     await claiming;
     expect(claims.at(-1)!.status).toBe(200);
     expect(logged.some((l) => l.message === "offers resumed: the disk takes writes again")).toBe(true);
-    const row = s.core.sqlite.query<{ status: string; worker_id: string }, [string]>("SELECT status, worker_id FROM tasks WHERE id = ?").get(task.id)!;
+    const row = await s.core.store.read(get<{ status: string; worker_id: string }>("SELECT status, worker_id FROM tasks WHERE id = ?", task.id));
     expect(row).toEqual({ status: "running", worker_id: workerId });
     expect(existsSync(s.dataDir)).toBe(true);
     c.close();

@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { makeIntegration, makeProject, svcSignature } from "../integrations/fixtures";
 import { LINE_MESSAGE } from "../../src/lib/text";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -17,10 +18,19 @@ beforeAll(async () => {
 });
 afterAll(() => s?.stop());
 
+/** The tables of each store, without the bookkeeping ones (named _...). */
+const TABLES = {
+  sqlite: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name",
+  postgres:
+    "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT LIKE '\\_%' ESCAPE '\\' ORDER BY name",
+};
+
 /** Every table's rows, to show that a refusal wrote nothing anywhere. */
-function snapshot(): string {
-  const tables = s.core.sqlite.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\'").all();
-  return JSON.stringify(tables.map(({ name }) => [name, s.core.sqlite.query(`SELECT * FROM "${name}"`).all()]));
+async function snapshot(): Promise<string> {
+  const tables = await s.core.store.read(all<{ name: string }>(TABLES[s.core.store.dialect]));
+  const rows = [];
+  for (const { name } of tables) rows.push([name, await s.core.store.read(all(`SELECT * FROM "${name}"`))]);
+  return JSON.stringify(rows);
 }
 
 const BAD = [
@@ -46,19 +56,19 @@ describe("one-line titles and names", () => {
   for (const [what, method, path, body, field] of places) {
     for (const [how, text] of BAD) {
       test(`${what} with ${how}: 400, nothing written`, async () => {
-        const before = snapshot();
+        const before = await snapshot();
         const r = await s.api(method, path(), { token: owner.accessToken, body: body(text) });
         expect(r.status).toBe(400);
         expect(r.body.error.code).toBe("validation_failed");
         expect(r.body.error.details).toContainEqual({ field, message: LINE_MESSAGE });
-        expect(snapshot()).toBe(before);
+        expect(await snapshot()).toBe(before);
       });
     }
   }
 
   test("a signed JSON delivery whose title is two lines: 400, no task", async () => {
     const hook = await makeIntegration(s, owner, { kind: "signed_json", name: "json", projectId });
-    const before = snapshot();
+    const before = await snapshot();
     const raw = JSON.stringify({ title: "two\nlines", prompt: "p" });
     const res = await fetch(`${s.url}/api/v1/hooks/${hook.id}`, {
       method: "POST",
@@ -67,7 +77,7 @@ describe("one-line titles and names", () => {
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error.details).toContainEqual({ field: "title", message: LINE_MESSAGE });
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("names in any script, with symbols and emoji, are fine", async () => {

@@ -2,8 +2,9 @@
 // passwords as argon2id with the injected cost, and an unexpected error inside a request: 500
 // `internal` without its message, logged with the path but not the query string.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
+import { all, get, isForeignKeyViolation, run } from "../../src/db/query";
 
 let s: TestServer;
 let admin: Session;
@@ -17,21 +18,23 @@ afterAll(() => s.stop());
 const pragma = (name: string) => Object.values(s.core.sqlite.query<Record<string, unknown>, []>(`PRAGMA ${name}`).get()!)[0];
 
 describe("database", () => {
-  test("WAL, busy_timeout, synchronous=NORMAL, foreign_keys=ON on the server's connection", () => {
+  // SQLite's connection settings; PostgreSQL has no PRAGMAs (and always enforces foreign keys).
+  test.skipIf(onPostgres)("WAL, busy_timeout, synchronous=NORMAL, foreign_keys=ON on the server's connection", () => {
     expect(pragma("journal_mode")).toBe("wal");
     expect(pragma("busy_timeout")).toBe(5000);
     expect(pragma("synchronous")).toBe(1); // NORMAL
     expect(pragma("foreign_keys")).toBe(1);
   });
 
-  test("foreign keys are enforced: a membership of an unknown user is refused", () => {
-    expect(() =>
-      s.core.sqlite.query("INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, 'usr_nobody', 'member', '')").run(admin.orgId),
-    ).toThrow(/FOREIGN KEY/);
+  test("foreign keys are enforced: a membership of an unknown user is refused", async () => {
+    const refused = await s.core.store
+      .write(run("INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, 'usr_nobody', 'member', '')", admin.orgId))
+      .then(() => null, (e: unknown) => e);
+    expect(isForeignKeyViolation(refused)).toBe(true);
   });
 
-  test("every embedded migration is recorded once", () => {
-    const rows = s.core.sqlite.query<{ hash: string }, []>("SELECT hash FROM __drizzle_migrations").all();
+  test("every embedded migration is recorded once", async () => {
+    const rows = await s.core.store.read(all<{ hash: string }>("SELECT hash FROM __drizzle_migrations"));
     expect(rows.length).toBeGreaterThan(0);
     expect(new Set(rows.map((r) => r.hash)).size).toBe(rows.length);
   });
@@ -40,7 +43,7 @@ describe("database", () => {
 describe("passwords", () => {
   test("stored as argon2id with the configured cost, never in clear", async () => {
     const u = await addMember(s, admin, "viewer");
-    const { password_hash } = s.core.sqlite.query<{ password_hash: string }, [string]>("SELECT password_hash FROM users WHERE id = ?").get(u.userId)!;
+    const { password_hash } = (await s.core.store.read(get<{ password_hash: string }>("SELECT password_hash FROM users WHERE id = ?", u.userId)))!;
     // The test helper injects memoryCost 1024 KiB, timeCost 1; production uses 19456 KiB, 2.
     expect(password_hash).toStartWith("$argon2id$v=19$m=1024,t=1,");
     expect(password_hash).not.toContain(u.password);
@@ -52,7 +55,7 @@ describe("an unexpected error inside a request", () => {
   test("answers 500 internal without the error's text, logs it with the path only, and the server goes on", async () => {
     const u = await addMember(s, admin, "member");
     // A sealed secret the key cannot open: verifying a code then throws deep inside the service.
-    s.core.sqlite.query("UPDATE users SET totp_enabled = 1, totp_secret_sealed = 'v1.broken.broken.broken' WHERE id = ?").run(u.userId);
+    await s.core.store.write(run("UPDATE users SET totp_enabled = 1, totp_secret_sealed = 'v1.broken.broken.broken' WHERE id = ?", u.userId));
     const r = await fetch(`${s.url}/api/v1/auth/login?trace=secret-query`, {
       method: "POST",
       headers: { "content-type": "application/json" },

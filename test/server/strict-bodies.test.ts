@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { makeWorker } from "../workers/helpers";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let owner: Session;
@@ -28,9 +29,10 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-function snapshot() {
-  const q = (sql: string) => s.core.sqlite.query(sql).all();
-  return JSON.stringify([q("SELECT * FROM tasks"), q("SELECT * FROM projects"), q("SELECT * FROM repositories"), q("SELECT * FROM workers"), q("SELECT * FROM integrations"), q("SELECT * FROM task_events")]);
+async function snapshot() {
+  const q = (sql: string) => s.core.store.read(all(sql));
+  const tables = ["tasks", "projects", "repositories", "workers", "integrations"].map((t) => q(`SELECT * FROM ${t} ORDER BY id`));
+  return JSON.stringify(await Promise.all([...tables, q("SELECT * FROM task_events ORDER BY task_id, seq")]));
 }
 
 const rows: [string, string, (i: typeof ids) => string, Record<string, unknown>, string][] = [
@@ -48,12 +50,12 @@ const rows: [string, string, (i: typeof ids) => string, Record<string, unknown>,
 describe("unknown fields that would silently change the outcome", () => {
   test.each(rows)("%s: 400 naming the field, nothing changes", async (_name, method, path, body, field) => {
     if ("projectId" in body) body = { ...body, projectId: ids.projectId };
-    const before = snapshot();
+    const before = await snapshot();
     const r = await s.api(method, `/orgs/${owner.orgId}${path(ids)}`, { token: owner.accessToken, body });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("validation_failed");
     expect(r.body.error.details.map((d: { field: string }) => d.field)).toEqual([field]);
-    expect(snapshot()).toBe(before);
+    expect(await snapshot()).toBe(before);
   });
 
   test("the same bodies spelled right are accepted", async () => {
@@ -72,11 +74,11 @@ describe("a field that holds an object must be one", () => {
       const path = `/orgs/${owner.orgId}/integrations/${ids.integrationId}`;
       const set = await s.api("PATCH", `/orgs/${owner.orgId}/integrations/${ids.integrationId}`, { token: owner.accessToken, body: { config: { label: "keep" } } });
       expect(set.body.config).toEqual({ label: "keep" });
-      const before = snapshot();
+      const before = await snapshot();
       const r = await s.api("PATCH", path, { token: owner.accessToken, body: { config } });
       expect(r.status).toBe(400);
       expect(r.body.error.details).toEqual([{ field: "config", message: "Expected object" }]);
-      expect(snapshot()).toBe(before);
+      expect(await snapshot()).toBe(before);
     },
   );
 
@@ -93,11 +95,12 @@ describe("an optional body that is not valid JSON is refused, not taken for no b
     ["refresh", "/auth/refresh"],
     ["readiness", "/orgs/ORG/projects/PRJ/readiness"],
   ])("%s", async (_name, path) => {
-    const before = JSON.stringify(s.core.sqlite.query("SELECT count(*) AS n FROM device_grants").get());
+    const grants = () => s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM device_grants"));
+    const before = await grants();
     const r = await s.api("POST", path.replace("ORG", owner.orgId).replace("PRJ", ids.projectId), { token: owner.accessToken, body: "{bad" });
     expect(r.status).toBe(400);
     expect(r.body.error).toEqual({ code: "validation_failed", message: "the body is not valid JSON" });
-    expect(JSON.stringify(s.core.sqlite.query("SELECT count(*) AS n FROM device_grants").get())).toBe(before);
+    expect(await grants()).toEqual(before);
   });
 
   test("without a body, or with a valid one, device sign-in starts; the body stays in the OpenAPI document", async () => {
