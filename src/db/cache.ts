@@ -6,6 +6,7 @@
 //   every cache of that database before the next read.
 // Misses are not cached: an unknown credential is read from the database every time, as before.
 import type { Database, Statement } from "bun:sqlite";
+import type { Bus } from "../server/bus";
 
 interface Watch {
   version: Statement<{ data_version: number }, []>;
@@ -40,19 +41,50 @@ function checkOtherWriters(w: Watch) {
   for (const c of w.caches) c.clear();
 }
 
+/** What a cache watches: SQLite's file (other connections' commits), and the servers' bus. */
+export interface CacheSource {
+  sqlite: Database | null;
+  bus: Bus;
+}
+
+const FORGET = "caches.forget";
+const onBus = new WeakMap<Bus, Set<RowCache<unknown>>>();
+
+/** The caches that forget when another server says it wrote (PostgreSQL: every server on the database). */
+function cachesOnBus(bus: Bus): Set<RowCache<unknown>> {
+  let set = onBus.get(bus);
+  if (!set) {
+    const caches = (set = new Set());
+    onBus.set(bus, caches);
+    bus.on(FORGET, () => {
+      for (const c of caches) c.clear();
+    });
+  }
+  return set;
+}
+
+/**
+ * After a write that changes cached rows (a revoked credential, a project's policy): this server's
+ * caches have forgotten them already; the other servers on the database forget on the message.
+ */
+export function forgetEverywhere(source: CacheSource) {
+  if (!source.sqlite) source.bus.publish(FORGET, {});
+}
+
 export class RowCache<V> {
   private readonly rows = new Map<string, V>();
-  private readonly watch: Watch;
+  private readonly watch: Watch | null;
 
   /** `max`: past this many rows the cache starts over (bounded memory whatever the callers do). */
-  constructor(sqlite: Database, private readonly max = 10_000) {
-    this.watch = watchOf(sqlite);
-    this.watch.caches.add(this as RowCache<unknown>);
+  constructor(source: CacheSource, private readonly max = 10_000) {
+    this.watch = source.sqlite ? watchOf(source.sqlite) : null;
+    this.watch?.caches.add(this as RowCache<unknown>);
+    if (!source.sqlite) cachesOnBus(source.bus).add(this as RowCache<unknown>);
   }
 
   /** The cached row, or what `load` reads (cached when not null). */
   get(key: string, load: () => V | null): V | null {
-    checkOtherWriters(this.watch);
+    if (this.watch) checkOtherWriters(this.watch);
     const hit = this.rows.get(key);
     if (hit !== undefined) return hit;
     const row = load();

@@ -3,6 +3,7 @@
 import type { Database } from "bun:sqlite";
 import type { Db } from "../db";
 import type { Store } from "../db/store";
+import type { Bus } from "./bus";
 import type { Q } from "../db/query";
 import type { Sealer } from "../lib/seal";
 import type { Sockets } from "./sockets";
@@ -72,8 +73,10 @@ export interface Core {
   store: Store;
   /** Drizzle's query builder: build with it, run through store (yield* rows(core.db.select()...)). */
   db: Db;
-  /** SQLite only, for code not yet written as programs; absent on PostgreSQL. */
-  sqlite: Database;
+  /** The SQLite database (its group commit, checkpoints, backups); null on PostgreSQL. */
+  sqlite: Database | null;
+  /** Messages between the servers on one database (PostgreSQL); this process alone on SQLite. */
+  bus: Bus;
   sealer: Sealer;
   /** Key for signing access tokens. */
   jwtSecret: string;

@@ -5,6 +5,10 @@ import { dirname, join } from "node:path";
 import type { Server } from "bun";
 import { openDatabase } from "../db";
 import { SqliteStore } from "../db/store";
+import { PgStore, pgDrizzle } from "../db/pg-store";
+import { openPostgres } from "../db/postgres";
+import type { Db } from "../db";
+import { localBus, postgresBus } from "./bus";
 import { startCheckpointer } from "../db/checkpointer";
 import { Sealer, deriveKey } from "../lib/seal";
 import { createApp, type App } from "./app";
@@ -53,25 +57,45 @@ function loadMasterKey(path: string): Uint8Array {
   return key;
 }
 
+/**
+ * The database: ao.db in the data directory (SQLite, the default), or PostgreSQL when
+ * config.databaseUrl is set, migrated before anything reads it; and the bus between the servers
+ * on that database (this process alone on SQLite).
+ */
+async function openStorage(config: Config, instanceId: string, log: Logger): Promise<Pick<Core, "store" | "db" | "sqlite" | "bus">> {
+  if (!config.databaseUrl) {
+    const db = openDatabase(join(config.dataDir, "ao.db"));
+    return { store: new SqliteStore(db.$client), db, sqlite: db.$client, bus: localBus(log) };
+  }
+  await (await openPostgres(config.databaseUrl)).close();
+  const store = new PgStore({ url: config.databaseUrl });
+  const bus = postgresBus(config.databaseUrl, instanceId, log);
+  try {
+    await bus.ready;
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  // The services build queries with drizzle's SQLite builder; on PostgreSQL its text runs through
+  // the store (db/pg-store.ts), so the two databases share one type here.
+  return { store, db: pgDrizzle(store) as unknown as Db, sqlite: null, bus };
+}
+
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const { logger, ...overrides } = options;
   const config = defaultConfig(overrides);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   mkdirSync(join(config.dataDir, "artifacts"), { recursive: true });
-  // The services still run on SQLite only (they are being moved to database programs): refuse
-  // rather than quietly keep the data in ao.db.
-  if (config.databaseUrl) throw new Error("AO_DATABASE_URL is set, but this version of ao serve does not run on PostgreSQL yet; unset it to use ao.db in the data directory");
   const masterKey = loadMasterKey(config.masterKeyFile);
-  const db = openDatabase(join(config.dataDir, "ao.db"));
+  const log = withoutRepeats(logger ?? createLogger(config.log));
+  const instanceId = crypto.randomUUID();
+  const storage = await openStorage(config, instanceId, log);
 
   let server: Server<SocketData> | null = null;
-  const log = withoutRepeats(logger ?? createLogger(config.log));
   const core: Core = {
-    instanceId: crypto.randomUUID(),
+    instanceId,
     config,
-    store: new SqliteStore(db.$client),
-    db,
-    sqlite: db.$client,
+    ...storage,
     sealer: new Sealer(masterKey),
     jwtSecret: Buffer.from(deriveKey(masterKey, "ao access tokens v1")).toString("base64"),
     hub: {
@@ -87,14 +111,16 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   };
 
   // WAL checkpoints run on a thread of their own, outside every request (db/checkpointer.ts).
-  const checkpointer = startCheckpointer(
-    db.$client,
-    join(config.dataDir, "ao.db"),
-    200,
-    (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
-    undefined,
-    () => core.log.info("background checkpoints work again"),
-  );
+  const checkpointer = storage.sqlite
+    ? startCheckpointer(
+        storage.sqlite,
+        join(config.dataDir, "ao.db"),
+        200,
+        (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
+        undefined,
+        () => core.log.info("background checkpoints work again"),
+      )
+    : null;
 
   await bootstrap(core);
   const app = createApp(core);
@@ -158,10 +184,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       stopped = true;
       await server!.stop(true);
       for (const fn of core.onClose.reverse()) await fn();
-      await checkpointer.stop();
-      // Fold the WAL back into the database so a stopped data directory is one file to copy.
-      db.$client.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-      db.$client.close();
+      await core.bus.close();
+      if (checkpointer) await checkpointer.stop();
+      if (core.sqlite) {
+        // Fold the WAL back into the database so a stopped data directory is one file to copy.
+        core.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+        core.sqlite.close();
+      }
+      await core.store.close();
     },
   };
 }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { defaultConfig } from "../../src/server/config";
 import { startTestServer } from "../helpers/server";
 import { createAdmin } from "../helpers/identity";
+import { freshDatabase } from "../helpers/postgres";
 
 const ENV = ["AO_DATABASE_URL", "AO_MASTER_KEY_FILE", "AO_DATA_DIR"] as const;
 const saved = Object.fromEntries(ENV.map((k) => [k, process.env[k]]));
@@ -43,9 +44,31 @@ describe("AO_DATABASE_URL", () => {
     expect(() => defaultConfig()).toThrow("AO_DATABASE_URL (--database-url) must be a postgres:// or postgresql:// URL, got mysql://***@db/ao");
   });
 
-  test("ao serve refuses to start on it for now rather than quietly keep the data in ao.db", async () => {
+  test("ao serve keeps its data in PostgreSQL: nothing in ao.db, and a restart finds what was written", async () => {
     const dataDir = tempDir();
-    await expect(startTestServer({ dataDir, databaseUrl: "postgres://ao@127.0.0.1:1/ao" })).rejects.toThrow(/does not run on PostgreSQL yet/);
+    const databaseUrl = await freshDatabase();
+    const s = await startTestServer({ dataDir, databaseUrl });
+    let admin;
+    try {
+      admin = await createAdmin(s);
+      expect(s.core.store.dialect).toBe("postgres");
+    } finally {
+      await s.stop();
+    }
+    expect(existsSync(join(dataDir, "ao.db"))).toBe(false);
+    const again = await startTestServer({ dataDir, databaseUrl });
+    try {
+      const me = await again.api("GET", "/me", { token: admin.accessToken });
+      expect(me.status).toBe(200);
+      expect(me.body.email).toBe(admin.email);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  test("an unreachable PostgreSQL stops the start with the driver's error, and writes no ao.db", async () => {
+    const dataDir = tempDir();
+    await expect(startTestServer({ dataDir, databaseUrl: "postgres://ao@127.0.0.1:1/ao" })).rejects.toThrow();
     expect(existsSync(join(dataDir, "ao.db"))).toBe(false);
   });
 });

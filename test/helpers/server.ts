@@ -2,9 +2,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Database } from "bun:sqlite";
 import { startServer, type RunningServer, type StartOptions } from "../../src/server/serve";
+import { freshDatabase } from "./postgres";
+
+/** AO_TEST_DATABASE=postgres (npm run test:postgres): every test server gets a fresh PostgreSQL database. */
+export const onPostgres = process.env.AO_TEST_DATABASE === "postgres";
 
 export interface TestServer extends RunningServer {
+  /** The tests that reach into SQLite itself run on SQLite only (skipped on PostgreSQL). */
+  core: RunningServer["core"] & { sqlite: Database };
   dataDir: string;
   /** fetch relative to /api/v1 with JSON in and out. */
   api(method: string, path: string, opts?: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: RequestInit["body"] }): Promise<ApiResponse>;
@@ -18,7 +25,9 @@ export interface ApiResponse {
 
 export async function startTestServer(options: StartOptions = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ao-test-"));
+  const databaseUrl = options.databaseUrl !== undefined ? options.databaseUrl : onPostgres ? await freshDatabase() : null;
   const running = await startServer({
+    ...(databaseUrl ? { databaseUrl } : {}),
     port: 0,
     host: "127.0.0.1",
     passwordCost: { memoryCost: 1024, timeCost: 1 },
@@ -45,6 +54,7 @@ export async function startTestServer(options: StartOptions = {}): Promise<TestS
   };
   return {
     ...running,
+    core: running.core as TestServer["core"],
     dataDir,
     api,
     async stop() {

@@ -5,7 +5,7 @@ import { get, run, type Q } from "../../db/query";
 import { isWellFormedToken, sha256Hex } from "../../lib/tokens";
 import { lesserRole, type Role } from "../orgs/roles";
 import { iso } from "../../lib/time";
-import { RowCache } from "../../db/cache";
+import { forgetEverywhere, RowCache } from "../../db/cache";
 
 // `name` is what the caller is called as an actor (tasks/names.ts): read with the credential, so
 // a task's create answer needs no second query for its creator's name.
@@ -48,7 +48,7 @@ const tokenCaches = new WeakMap<Core, RowCache<TokenRow>>();
 function tokenCache(core: Core) {
   let c = tokenCaches.get(core);
   if (!c) {
-    const cache = (c = new RowCache<TokenRow>(core.sqlite));
+    const cache = (c = new RowCache<TokenRow>(core));
     tokenCaches.set(core, cache);
     // A deleted token, a changed role or a removed membership: the next request reads afresh.
     core.events.on("access.changed", () => cache.clear());
@@ -59,6 +59,7 @@ function tokenCache(core: Core) {
 /** After a write that changes what a token row joins to and that emits no access.changed (a member added). */
 export function forgetTokens(core: Core) {
   tokenCaches.get(core)?.clear();
+  forgetEverywhere(core);
 }
 
 /**

@@ -3,14 +3,14 @@
 // repositories in this process forgets them after it commits (writeProjects); writes by another
 // process are seen through the database's data_version (db/cache.ts).
 import type { Core } from "../../server/core";
-import { RowCache } from "../../db/cache";
+import { forgetEverywhere, RowCache } from "../../db/cache";
 import type { Q } from "../../db/query";
 
 const caches = new WeakMap<Core, RowCache<unknown>>();
 
 function cacheOf(core: Core): RowCache<unknown> {
   let c = caches.get(core);
-  if (!c) caches.set(core, (c = new RowCache<unknown>(core.sqlite)));
+  if (!c) caches.set(core, (c = new RowCache<unknown>(core)));
   return c;
 }
 
@@ -32,6 +32,7 @@ export function* projectCachedQ<V>(core: Core, key: string, load: () => Q<V | nu
 /** After any write to projects or repositories (policy, name, knowledge, archive, repositories). */
 export function forgetProjects(core: Core) {
   caches.get(core)?.clear();
+  forgetEverywhere(core);
 }
 
 /**

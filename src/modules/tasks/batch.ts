@@ -31,14 +31,14 @@ interface Batcher {
 
 const batchers = new WeakMap<Core, Batcher>();
 
-function batcherOf(core: Core): Batcher {
+function batcherOf(core: Core, sqlite: Database): Batcher {
   let b = batchers.get(core);
   if (!b) {
-    const savepoint = core.sqlite.transaction((write: Q<TaskChange>) => core.store.sync(write));
+    const savepoint = sqlite.transaction((write: Q<TaskChange>) => core.store.sync(write));
     b = {
       queue: null,
       savepoint,
-      outer: core.sqlite.transaction((batch: Pending[], results: (TaskChange | { error: unknown })[]) => {
+      outer: sqlite.transaction((batch: Pending[], results: (TaskChange | { error: unknown })[]) => {
         for (const p of batch) {
           try {
             results.push(savepoint(p.write));
@@ -94,9 +94,10 @@ function flush(core: Core, b: Batcher) {
 
 /** Runs `write` in the group commit of this event-loop turn; resolves after the commit. */
 function groupCommit(core: Core, write: Q<TaskChange>): Promise<TaskChange> {
-  if (core.store.dialect === "postgres") return commitChange(core, write);
+  const sqlite = core.sqlite;
+  if (!sqlite) return commitChange(core, write);
   return new Promise((resolve, reject) => {
-    const b = batcherOf(core);
+    const b = batcherOf(core, sqlite);
     if (!b.queue) {
       b.queue = [];
       setImmediate(() => flush(core, b));

@@ -5,7 +5,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { isWellFormedToken, newChecksummedToken, sha256Hex } from "../../lib/tokens";
 import type { AgentInfo, ToolInfo } from "../../db/schema";
-import { RowCache } from "../../db/cache";
+import { forgetEverywhere, RowCache } from "../../db/cache";
 import { all, get, run, type Q } from "../../db/query";
 import type { Hello } from "../../protocol/messages";
 
@@ -81,7 +81,7 @@ interface Credentials {
 const credentialCaches = new WeakMap<Core, Credentials>();
 function credentialCache(core: Core) {
   let c = credentialCaches.get(core);
-  if (!c) credentialCaches.set(core, (c = { rows: new RowCache<WorkerRow>(core.sqlite), generation: 0 }));
+  if (!c) credentialCaches.set(core, (c = { rows: new RowCache<WorkerRow>(core), generation: 0 }));
   return c;
 }
 
@@ -90,6 +90,7 @@ function credentialCache(core: Core) {
  * last seen), so the next request reads the row afresh: a revoked credential is refused at once.
  */
 export function forgetWorkers(core: Core) {
+  forgetEverywhere(core);
   const c = credentialCaches.get(core);
   if (!c) return;
   c.rows.clear();
