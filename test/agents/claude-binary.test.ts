@@ -45,7 +45,7 @@ test("the compiled ao worker runs Claude Code through the SDK: approval asked, a
   s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
   const org = await newOrg(s);
   const dataDir = join(tmp, "worker");
-  preparedWorker(s, org.orgId, dataDir);
+  await preparedWorker(s, org.orgId, dataDir);
   mkdirSync(join(tmp, "home"));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_")));
   worker = Bun.spawn([ao, "worker", "--server", s.url, "--data-dir", dataDir, "--agent", "claude", "--kill-grace-ms", "500"], {

@@ -40,7 +40,7 @@ export function claudeRun(prefix: string, script: (body: any) => ScriptTurn, opt
     run.s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 5000, heartbeatMs: 300 } });
     const org = await newOrg(run.s);
     run.dataDir = join(run.tmp, "worker");
-    preparedWorker(run.s, org.orgId, run.dataDir);
+    await preparedWorker(run.s, org.orgId, run.dataDir);
     run.worker = startWorker(run.s, run.dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")) });
     // Generous: the worker starts from source on a machine other tests load too.
     await run.worker.waitFor(/agent claude/, 60_000);

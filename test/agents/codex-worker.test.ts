@@ -27,7 +27,7 @@ beforeAll(async () => {
   standIn = startOpenAIStandIn();
   bare = bareFrom(gitRepo(join(tmp, "src"), { "README.md": "# demo\n", "sum.js": "export const sum = (a, b) => a - b;\n" }), join(tmp, "demo.git"));
   dataDir = join(tmp, "worker");
-  preparedWorker(s, owner.orgId, dataDir);
+  await preparedWorker(s, owner.orgId, dataDir);
   const { env } = codexHome(join(tmp, "codex-home"), standIn);
   const bin = join(import.meta.dir, "..", "..", "node_modules", ".bin");
   worker = startWorker(s, dataDir, ["--agent", "codex"], { ...env, PATH: `${bin}:${process.env.PATH}` });
@@ -45,7 +45,7 @@ type Project = Awaited<ReturnType<typeof orgWithProject>>;
 
 async function project(policy: Record<string, unknown> = {}): Promise<Project> {
   const p = await orgWithProject(s, owner, policy);
-  addRepositoryRow(s, p.orgId, p.projectId, bare);
+  await addRepositoryRow(s, p.orgId, p.projectId, bare);
   return p;
 }
 

@@ -158,7 +158,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
     bare = bareFrom(gitRepo(join(run.tmp, "codex-src"), { "README.md": "# demo\n" }), join(run.tmp, "codex-demo.git"));
     owner = await createAdmin(run.s);
     codexData = join(run.tmp, "codex-worker");
-    preparedWorker(run.s, owner.orgId, codexData);
+    await preparedWorker(run.s, owner.orgId, codexData);
     // A model on ao's price list, so the tokens have a cost.
     const { env } = codexHome(join(run.tmp, "codex-home"), standIn, MODEL);
     codexWorker = startWorker(run.s, codexData, ["--agent", "codex"], { ...env, PATH: `${BIN}:${process.env.PATH}` });
@@ -172,7 +172,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
 
   const project = async (policy: Record<string, unknown>) => {
     const p = await orgWithProject(run.s, owner, policy);
-    addRepositoryRow(run.s, p.orgId, p.projectId, bare);
+    await addRepositoryRow(run.s, p.orgId, p.projectId, bare);
     return p;
   };
   const get = async (p: { orgId: string; token: string }, id: string) => (await run.s.api("GET", `/orgs/${p.orgId}/tasks/${id}`, { token: p.token })).body;

@@ -318,7 +318,7 @@ describe("a repository created from ao, a task's token and its pull request", ()
   });
 
   test("the claim carries a token for that repository alone; real git clones and pushes ao/<taskId>; the PR opens after a 502", async () => {
-    const w = makeWorker(s, owner.orgId);
+    const w = await makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken }, { title: "Add a greeting" });
     prTaskId = task.id;
@@ -393,7 +393,7 @@ describe("a repository created from ao, a task's token and its pull request", ()
     expect(opened.status).toBe(201);
     const number = ((await opened.json()) as { number: number }).number;
 
-    const w = makeWorker(s, owner.orgId);
+    const w = await makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken }, { kind: "review", review: { base: "main", head: branch } });
     const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -418,7 +418,7 @@ describe("a repository created from ao, a task's token and its pull request", ()
     const badCreate = await api("POST", `${org()}/projects`, { name: "p-bad", policy: { pullRequests: 1 } });
     expect(badCreate.status).toBe(400);
     expect((await api("PATCH", `${org()}/projects/${projectId}`, { policy: { pullRequests: "off" } })).status).toBe(200);
-    const w = makeWorker(s, owner.orgId);
+    const w = await makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken });
     const offer = await c.next("offer", (m) => m.taskId === task.id);
@@ -560,7 +560,7 @@ describe("the app's webhooks route tasks and keep installations current", () => 
     for (const queued of (await api("GET", `${org()}/tasks?status=queued&limit=200`)).body.items) {
       expect((await api("POST", `${org()}/tasks/${queued.id}/actions`, { action: "cancel" })).status).toBe(200);
     }
-    const w = makeWorker(s, owner.orgId);
+    const w = await makeWorker(s, owner.orgId);
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, { orgId: owner.orgId, projectId, token: owner.accessToken });
     const offer = await c.next("offer", (m) => m.taskId === task.id);

@@ -66,7 +66,7 @@ describe("remove a repository", () => {
   });
 
   test("a worker's clone record of it goes; a repository accepted from a worker's workspace is discovered again", async () => {
-    const worker = makeWorker(s, org);
+    const worker = await makeWorker(s, org);
     const url = "https://git.example.test/team/found.git";
     expect((await workerApi(s, worker.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/found", url }] })).body).toEqual({ known: 0, discovered: 1 });
     const found = (await api("GET", "/discovered", undefined, w.owner.accessToken)).body.items.find((d: { url: string }) => d.url === url);

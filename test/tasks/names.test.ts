@@ -67,7 +67,7 @@ describe("workers and integrations by name", () => {
     const o = w.other;
     const oget = (path: string) => s.api("GET", `/orgs/${o.orgId}${path}`, { token: o.accessToken });
     const oevents = async (taskId: string) => (await oget(`/tasks/${taskId}/events`)).body.items as any[];
-    const worker = makeWorker(s, o.orgId, { name: "build-1" });
+    const worker = await makeWorker(s, o.orgId, { name: "build-1" });
     const c = await ProtocolClient.connect(s, worker.credential);
     // A person watching the task live.
     const ws = new WebSocket(s.url.replace("http", "ws") + "/api/v1/ws", { headers: { authorization: `Bearer ${o.accessToken}` } } as any);

@@ -1,7 +1,8 @@
 // Timeline seqs (SPEC §5): 1, 2, 3... per task with no gaps and no repeats, even while several
 // writers append at once: parallel actions over HTTP, artifact uploads (async file writes between
-// their reads and their commits), and another process on the same database file. Each seq is
-// taken from the task row inside the IMMEDIATE transaction that writes the event.
+// their reads and their commits), and another process on the same database (ao.db, or the same
+// PostgreSQL database). Each seq is taken from the task row inside the write transaction that
+// writes the event.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -27,7 +28,7 @@ test("concurrent writers in and out of the process leave seq 1..n without gaps",
   const ACTIONS = 30;
   const UPLOADS = 10;
 
-  const other = Bun.spawn([bun, join(import.meta.dir, "timeline-writer.ts"), join(s.dataDir, "ao.db"), task.id], {
+  const other = Bun.spawn([bun, join(import.meta.dir, "timeline-writer.ts"), s.core.config.databaseUrl ?? join(s.dataDir, "ao.db"), task.id], {
     stdin: "pipe",
     stdout: "pipe",
     stderr: "pipe",

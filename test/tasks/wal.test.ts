@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { checkpointOnce, startCheckpointer } from "../../src/db/checkpointer";
 import { mountSmallDisk } from "../helpers/disk";
+import { onPostgres } from "../helpers/server";
 
 // The checkpointer runs only beside SQLite's file (its WAL); a PostgreSQL run has nothing of it to test.
-const onPostgres = process.env.AO_TEST_DATABASE === "postgres";
 const sqliteOnly = test.skipIf(onPostgres);
 
 const dirs: string[] = [];
