@@ -88,10 +88,10 @@ export function* appEvent(core: Core, event: string | null, payload: unknown): Q
         const next = { ...current, state };
         const actor = field(payload, "sender.login");
         changes.push(
-          core.store.sync(txChangeTask(core, known.orgId, task.id, () => ({
+          yield* txChangeTask(core, known.orgId, task.id, () => ({
             patch: { pull_request: JSON.stringify(next) },
             events: [{ type: "pull_request", data: { action: state === "open" ? "reopened" : state, number, url: current.url, ...(actor ? { by: String(actor) } : {}) } }],
-          }))),
+          })),
         );
       }
       return { handled: changes.length ? `pull request #${number} is ${state}` : `no task has pull request #${number} of ${repository}`, changes };
