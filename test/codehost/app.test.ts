@@ -14,6 +14,7 @@ import { emitTaskCompletedWithBranch } from "../../src/modules/tasks/results";
 import { makeToken } from "../helpers/identity";
 import { newConfigDir, runCli } from "../cli/helpers";
 import definitions from "@octokit/webhooks-examples";
+import { get } from "../../src/db/query";
 
 /** A recorded GitHub webhook example (event, action), deep-copied. */
 function example(event: string, action: string): any {
@@ -112,7 +113,7 @@ describe("the app, from ao's manifest", () => {
     const status = await api("GET", `${org()}/codehost`);
     expect(status.body.app).toMatchObject({ slug, name: "ao test app", ownedByThisOrg: true });
     // Sealed at rest: neither the key nor the secrets are in the database in clear.
-    const row = s.core.sqlite.query<any, []>("SELECT * FROM codehost_apps").get();
+    const row = (await s.core.store.read(get<any>("SELECT * FROM codehost_apps")))!;
     const standin = gh.app(slug);
     const dump = JSON.stringify(row);
     for (const secret of [standin.pem, standin.clientSecret, standin.webhookSecret]) expect(dump.includes(secret)).toBe(false);
@@ -130,7 +131,7 @@ describe("the app, from ao's manifest", () => {
     const r = await visit(`${s.url}/api/v1/codehost/app/callback?code=x&state=${user.body.state}`);
     expect(r.status).toBe(400);
     expect(JSON.parse(r.body).error.code).toBe("invalid_state");
-    expect(s.core.sqlite.query<any, []>("SELECT count(*) AS n FROM codehost_apps").get().n).toBe(1);
+    expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM codehost_apps")))!.n).toBe(1);
   });
 
   test("the app's webhooks: signed with its secret they are heard, with another secret 401", async () => {
@@ -167,7 +168,8 @@ async function connectGithub(who: Session, login: string) {
 }
 
 const callback = (installation: number, state: string) => visit(`${s.url}/api/v1/codehost/installations/callback?installation_id=${installation}&setup_action=install&state=${state}`);
-const boundTo = (installation: number) => s.core.sqlite.query<{ org_id: string }, [number]>("SELECT org_id FROM codehost_installations WHERE id = ?").get(installation)?.org_id ?? null;
+const boundTo = async (installation: number) =>
+  (await s.core.store.read(get<{ org_id: string }>("SELECT org_id FROM codehost_installations WHERE id = ?", installation)))?.org_id ?? null;
 
 describe("installations and sync", () => {
   test("install on an organization with 130 repositories: the setup callback connects it and syncs every page", async () => {
@@ -204,7 +206,7 @@ describe("installations and sync", () => {
     const bareError = JSON.parse(bare.body).error;
     expect(bareError.details.reason).toBe("no_connection");
     expect(bareError.message).toContain("connect your GitHub account first");
-    expect(boundTo(victim)).toBeNull();
+    expect(await boundTo(victim)).toBeNull();
 
     // Connected as a GitHub account that cannot reach the installation: 403, nothing bound, the state spent.
     await connectGithub(mallory, "mallory");
@@ -212,9 +214,9 @@ describe("installations and sync", () => {
     const forged = await callback(victim, state);
     expect(forged.status).toBe(403);
     expect(JSON.parse(forged.body).error.message).toContain(`installation ${victim} is not one your GitHub account (mallory) can reach`);
-    expect(boundTo(victim)).toBeNull();
+    expect(await boundTo(victim)).toBeNull();
     expect((await api("GET", `/orgs/${mallory.orgId}/codehost`, undefined, mallory.accessToken)).body.installations).toEqual([]);
-    expect(s.core.sqlite.query<{ n: number }, [number]>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?").get(victim)!.n).toBe(0);
+    expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM codehost_repositories WHERE installation_id = ?", victim)))!.n).toBe(0);
     expect((await callback(victim, state)).status).toBe(400);
     // Nor can they mint a token for it: no claim of theirs reaches its repositories.
     expect((await api("GET", `/orgs/${mallory.orgId}/codehost/repositories?q=victim-co`, undefined, mallory.accessToken)).body.items).toEqual([]);
@@ -226,9 +228,9 @@ describe("installations and sync", () => {
     const mine = await callback(own, await link());
     expect(mine.status).toBe(302);
     expect(mine.location).toBe(`${s.url}/github?installation=${own}`);
-    expect(boundTo(own)).toBe(mallory.orgId);
+    expect(await boundTo(own)).toBe(mallory.orgId);
     // The first org's installation is untouched.
-    expect(boundTo(installationId)).toBe(owner.orgId);
+    expect(await boundTo(installationId)).toBe(owner.orgId);
   });
 
   test("sync again, and the synced repositories are listed by name with paging", async () => {
@@ -442,7 +444,7 @@ describe("the person's own connection", () => {
     expect(back.location).toBe(`${s.url}/github?connection=octo-admin`);
     expect((await api("GET", `${org()}/codehost`)).body.connection).toEqual({ login: "octo-admin" });
     expect((await visit(atGithub.location!)).status).toBe(400);
-    const row = s.core.sqlite.query<any, []>("SELECT token_sealed FROM codehost_connections").get();
+    const row = (await s.core.store.read(get<{ token_sealed: string }>("SELECT token_sealed FROM codehost_connections")))!;
     expect(row.token_sealed.startsWith("v1.")).toBe(true);
   });
 
@@ -453,6 +455,8 @@ describe("the person's own connection", () => {
     expect(r.body.project.repositories[0].url).toBe(`${gh.url}/octo-admin/mine.git`);
   });
 });
+
+const codehostRepositories = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM codehost_repositories")))!.n;
 
 describe("roles and organizations on every codehost route", () => {
   const routes: [string, string, unknown?][] = [
@@ -467,13 +471,13 @@ describe("roles and organizations on every codehost route", () => {
 
   test("a viewer reads, may connect their own account, and gets 403 on the rest; nothing changes", async () => {
     const viewer = await addMember(s, owner, "viewer");
-    const repos = s.core.sqlite.query<any, []>("SELECT count(*) AS n FROM codehost_repositories").get().n;
+    const repos = await codehostRepositories();
     for (const [method, path, body] of routes) {
       const r = await api(method, `${org()}${path}`, body, viewer.accessToken);
       const allowed = method === "GET" || path === "/codehost/user";
       expect({ path, status: r.status }).toEqual({ path, status: allowed ? 200 : 403 });
     }
-    expect(s.core.sqlite.query<any, []>("SELECT count(*) AS n FROM codehost_repositories").get().n).toBe(repos);
+    expect(await codehostRepositories()).toBe(repos);
     expect(gh.repository("acme", "by-viewer")).toBeUndefined();
   });
 

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "../tasks/fixtures";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -12,6 +13,8 @@ beforeAll(async () => {
   org = w.owner.orgId;
 });
 afterAll(() => s.stop());
+
+const projectCount = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM projects")))!.n;
 
 const api = (method: string, path: string, body?: unknown, token = w.owner.accessToken) => s.api(method, `/orgs/${org}${path}`, { token, body });
 
@@ -59,11 +62,11 @@ describe("create and read", () => {
   ];
   for (const [name, body] of bad) {
     test(`400: ${name}, nothing created`, async () => {
-      const before = s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM projects").get()!.n;
+      const before = await projectCount();
       const r = await api("POST", "/projects", body);
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe("validation_failed");
-      expect(s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM projects").get()!.n).toBe(before);
+      expect(await projectCount()).toBe(before);
     });
   }
 
@@ -96,13 +99,11 @@ describe("list", () => {
       ids.push(...r.body.items.map((p: { id: string }) => p.id));
       cursor = r.body.nextCursor;
     } while (cursor);
-    const all = s.core.sqlite
-      .query<{ id: string; archived: number }, [string]>("SELECT id, archived FROM projects WHERE org_id = ? ORDER BY id DESC")
-      .all(org);
-    expect(ids).toEqual(all.filter((p) => !p.archived).map((p) => p.id));
+    const stored = await s.core.store.read(all<{ id: string; archived: number }>("SELECT id, archived FROM projects WHERE org_id = ? ORDER BY id DESC", org));
+    expect(ids).toEqual(stored.filter((p) => !p.archived).map((p) => p.id));
     expect(ids).not.toContain(made[2]);
     const withArchived = await api("GET", "/projects?archived=true&limit=200");
-    expect(withArchived.body.items.map((p: { id: string }) => p.id)).toEqual(all.map((p) => p.id));
+    expect(withArchived.body.items.map((p: { id: string }) => p.id)).toEqual(stored.map((p) => p.id));
     expect(withArchived.body.items.find((p: { id: string }) => p.id === made[2]).archived).toBe(true);
   });
 

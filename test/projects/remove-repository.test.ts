@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, type World } from "../tasks/fixtures";
 import { makeWorker, workerApi } from "../workers/helpers";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -21,7 +22,7 @@ const api = (method: string, path: string, body?: unknown, token = w.member.acce
 const fresh = (urls: string[] = []) => makeProject(s, w.owner, `remove-test-${++n}`, { repositories: urls.map((url) => ({ url })) });
 const remove = (projectId: string, repositoryId: string, token?: string) => api("DELETE", `/projects/${projectId}/repositories/${repositoryId}`, undefined, token);
 const rows = (projectId: string) =>
-  s.core.sqlite.query<{ id: string; is_primary: number }, [string]>("SELECT id, is_primary FROM repositories WHERE project_id = ? ORDER BY id").all(projectId);
+  s.core.store.read(all<{ id: string; is_primary: number }>("SELECT id, is_primary FROM repositories WHERE project_id = ? ORDER BY id", projectId));
 
 describe("remove a repository", () => {
   test("a non-primary: 200 {project without it, repository}; the primary stays", async () => {
@@ -32,7 +33,7 @@ describe("remove a repository", () => {
     expect(r.body.repository).toEqual({ ...two, primary: false });
     expect(r.body.project.repositories).toEqual([one, three]);
     expect(r.body.project.updatedAt >= p.updatedAt).toBe(true);
-    expect(rows(p.id)).toEqual([
+    expect(await rows(p.id)).toEqual([
       { id: one.id, is_primary: 1 },
       { id: three.id, is_primary: 0 },
     ]);
@@ -47,7 +48,7 @@ describe("remove a repository", () => {
     const r = await remove(p.id, first.id);
     expect(r.status).toBe(200);
     expect(r.body.project.repositories).toEqual([{ ...second, primary: true }, third]);
-    expect(rows(p.id).filter((x) => x.is_primary).map((x) => x.id)).toEqual([second.id]);
+    expect((await rows(p.id)).filter((x) => x.is_primary).map((x) => x.id)).toEqual([second.id]);
     expect((await remove(p.id, second.id)).body.project.repositories).toEqual([{ ...third, primary: true }]);
     expect((await remove(p.id, third.id)).body.project.repositories).toEqual([]);
     expect((await api("GET", `/projects/${p.id}`)).body.repositories).toEqual([]);
@@ -77,7 +78,7 @@ describe("remove a repository", () => {
     expect((await api("GET", "/discovered")).body.items.map((d: { id: string }) => d.id)).not.toContain(found.id);
 
     expect((await remove(p.id, repo.id)).status).toBe(200);
-    expect(s.core.sqlite.query("SELECT 1 FROM worker_repositories WHERE repository_id = ?").all(repo.id)).toEqual([]);
+    expect(await s.core.store.read(all("SELECT 1 FROM worker_repositories WHERE repository_id = ?", repo.id))).toEqual([]);
     expect((await api("GET", `/projects/${p.id}/repositories/${repo.id}/clones`)).status).toBe(404);
     const again = (await api("GET", "/discovered")).body.items.find((d: { id: string }) => d.id === found.id);
     expect(again).toMatchObject({ url, workers: [{ workerId: worker.workerId, path: "/ws/found" }] });
@@ -94,7 +95,7 @@ describe("refusals change nothing", () => {
       expect(r.status).toBe(403);
       expect(r.body.error.code).toBe("forbidden");
     }
-    expect(rows(p.id)).toEqual([{ id: p.repositories[0].id, is_primary: 1 }]);
+    expect(await rows(p.id)).toEqual([{ id: p.repositories[0].id, is_primary: 1 }]);
   });
 
   test("another org's repository is 404 from everywhere; unknown and another project's repository 404", async () => {
@@ -109,14 +110,14 @@ describe("refusals change nothing", () => {
     // Their people on our project, and our people on their org's path.
     expect((await s.api("DELETE", `/orgs/${w.other.orgId}/projects/${ours.id}/repositories/${ours.repositories[0].id}`, { token: w.other.accessToken })).status).toBe(404);
     expect((await s.api("DELETE", `/orgs/${w.other.orgId}/projects/${theirs.id}/repositories/${repoId}`, { token: w.owner.accessToken })).status).toBe(404);
-    expect(rows(theirs.id)).toEqual([{ id: repoId, is_primary: 1 }]);
-    expect(rows(ours.id)).toHaveLength(1);
+    expect(await rows(theirs.id)).toEqual([{ id: repoId, is_primary: 1 }]);
+    expect(await rows(ours.id)).toHaveLength(1);
 
     const other = await fresh(["https://github.com/a/elsewhere"]);
     expect((await remove(ours.id, other.repositories[0].id)).status).toBe(404);
     expect((await remove(ours.id, "rep_01m819v1yh4kj1exevnvcjgs4y")).status).toBe(404);
     expect((await remove("prj_01m819v1ygz3m9djq19vdk2xkt", ours.repositories[0].id)).status).toBe(404);
-    expect(rows(other.id)).toHaveLength(1);
+    expect(await rows(other.id)).toHaveLength(1);
   });
 
   test("an archived project: 409 conflict", async () => {
@@ -125,13 +126,13 @@ describe("refusals change nothing", () => {
     const r = await remove(p.id, p.repositories[0].id);
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe("conflict");
-    expect(rows(p.id)).toHaveLength(1);
+    expect(await rows(p.id)).toHaveLength(1);
   });
 
   test("no credential: 401 before anything else", async () => {
     const p = await fresh(["https://github.com/a/anon"]);
     const r = await s.api("DELETE", `/orgs/${org}/projects/${p.id}/repositories/${p.repositories[0].id}`);
     expect(r.status).toBe(401);
-    expect(rows(p.id)).toHaveLength(1);
+    expect(await rows(p.id)).toHaveLength(1);
   });
 });

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "../tasks/fixtures";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -17,8 +18,8 @@ afterAll(() => s.stop());
 
 const api = (method: string, path: string, body?: unknown, token = w.member.accessToken) => s.api(method, `/orgs/${org}${path}`, { token, body });
 const fresh = (urls: string[] = []) => makeProject(s, w.owner, `repo-test-${++n}`, { repositories: urls.map((url) => ({ url })) });
-const primaries = (projectId: string) =>
-  s.core.sqlite.query<{ id: string }, [string]>("SELECT id FROM repositories WHERE project_id = ? AND is_primary = 1").all(projectId).map((r) => r.id);
+const primaries = async (projectId: string) =>
+  (await s.core.store.read(all<{ id: string }>("SELECT id FROM repositories WHERE project_id = ? AND is_primary = 1", projectId))).map((r) => r.id);
 
 describe("add by URL", () => {
   const good: [string, string][] = [
@@ -81,7 +82,7 @@ describe("add by URL", () => {
       const r = await api("POST", `/projects/${p.id}/repositories`, body);
       expect(r.status).toBe(400);
       expect(r.body.error.code).toBe("validation_failed");
-      expect(s.core.sqlite.query("SELECT 1 FROM repositories WHERE project_id = ?").get(p.id)).toBeNull();
+      expect(await s.core.store.read(get("SELECT 1 FROM repositories WHERE project_id = ?", p.id))).toBeUndefined();
     });
   }
 
@@ -104,16 +105,16 @@ describe("make primary, rename, change branch", () => {
   test("making one primary unsets the other", async () => {
     const p = await fresh(["https://github.com/a/one", "https://github.com/a/two", "https://github.com/a/three"]);
     const [one, two, three] = p.repositories;
-    expect(primaries(p.id)).toEqual([one.id]);
+    expect(await primaries(p.id)).toEqual([one.id]);
     const r = await api("PATCH", `/projects/${p.id}/repositories/${three.id}`, { primary: true });
     expect(r.status).toBe(200);
     expect(r.body.repository).toMatchObject({ id: three.id, primary: true });
-    expect(primaries(p.id)).toEqual([three.id]);
+    expect(await primaries(p.id)).toEqual([three.id]);
     // The primary is listed first.
     expect(r.body.project.repositories.map((x: { id: string }) => x.id)).toEqual([three.id, one.id, two.id]);
     // Making the primary primary again changes nothing.
     expect((await api("PATCH", `/projects/${p.id}/repositories/${three.id}`, { primary: true })).status).toBe(200);
-    expect(primaries(p.id)).toEqual([three.id]);
+    expect(await primaries(p.id)).toEqual([three.id]);
   });
 
   test("unsetting the only primary is 409; unsetting a non-primary is a no-op", async () => {
@@ -122,7 +123,7 @@ describe("make primary, rename, change branch", () => {
     const r = await api("PATCH", `/projects/${p.id}/repositories/${one.id}`, { primary: false });
     expect(r.status).toBe(409);
     expect((await api("PATCH", `/projects/${p.id}/repositories/${two.id}`, { primary: false })).status).toBe(200);
-    expect(primaries(p.id)).toEqual([one.id]);
+    expect(await primaries(p.id)).toEqual([one.id]);
   });
 
   test("rename and change branch", async () => {
@@ -150,8 +151,8 @@ describe("move in", () => {
     const r = await api("POST", `/projects/${dst.id}/repositories`, { fromProjectId: src.id, repositoryId: moving.id });
     expect(r.status).toBe(201);
     expect(r.body.repository).toMatchObject({ id: moving.id, url: moving.url, primary: false });
-    expect(primaries(dst.id)).toEqual([dst.repositories[0].id]);
-    expect(primaries(src.id)).toEqual([src.repositories[1].id]);
+    expect(await primaries(dst.id)).toEqual([dst.repositories[0].id]);
+    expect(await primaries(src.id)).toEqual([src.repositories[1].id]);
     expect((await api("GET", `/projects/${src.id}`)).body.repositories.map((x: { id: string }) => x.id)).not.toContain(moving.id);
   });
 
@@ -160,7 +161,7 @@ describe("move in", () => {
     const dst = await fresh();
     const r = await api("POST", `/projects/${dst.id}/repositories`, { fromProjectId: src.id, repositoryId: src.repositories[0].id });
     expect(r.body.repository.primary).toBe(true);
-    expect(primaries(src.id)).toEqual([]);
+    expect(await primaries(src.id)).toEqual([]);
     expect((await api("GET", `/projects/${src.id}`)).body.repositories).toEqual([]);
   });
 
@@ -175,7 +176,7 @@ describe("move in", () => {
     expect((await move(dst.id, dst.id, src.repositories[1].id)).status).toBe(404);
     const theirs = await makeProject(s, w.other, `theirs-${++n}`, { repositories: [{ url: "https://github.com/them/secret" }] });
     expect((await move(dst.id, theirs.id, theirs.repositories[0].id)).status).toBe(404);
-    expect(primaries(theirs.id)).toEqual([theirs.repositories[0].id]);
+    expect(await primaries(theirs.id)).toEqual([theirs.repositories[0].id]);
     await api("DELETE", `/projects/${dst.id}`, undefined, w.owner.accessToken);
     expect((await move(dst.id, src.id, src.repositories[1].id)).status).toBe(409);
     // Moving out of an archived project is allowed (rescuing a repository).
@@ -194,8 +195,8 @@ describe("split", () => {
     expect(r.body.project.id).not.toBe(p.id);
     expect(r.body.project.repositories).toEqual([{ ...mainRepo, primary: true }]);
     expect(r.body.from.repositories).toEqual([{ ...tools, primary: true }]);
-    expect(primaries(p.id)).toEqual([tools.id]);
-    expect(primaries(r.body.project.id)).toEqual([mainRepo.id]);
+    expect(await primaries(p.id)).toEqual([tools.id]);
+    expect(await primaries(r.body.project.id)).toEqual([mainRepo.id]);
   });
 
   test("a taken name gets a suffix; a name may be given; a taken given name is 409", async () => {

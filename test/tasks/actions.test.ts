@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "./fixtures";
 import type { TaskStatus } from "../../src/db/schema";
+import { get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -42,7 +43,7 @@ const allowedIn = (status: TaskStatus) => ACTIONS.filter((a) => EXPECTED[a][stat
 
 async function taskIn(status: TaskStatus) {
   const t = await makeTask(s, w.owner, w.project.id);
-  if (status !== "queued") putInState(s, t.id, status);
+  if (status !== "queued") await putInState(s, t.id, status);
   return t.id as string;
 }
 
@@ -71,7 +72,7 @@ describe("the state table, cell by cell", () => {
           expect(r.status).toBe(409);
           expect(r.body.error.code).toBe("invalid_transition");
           expect(r.body.error.details).toEqual({ status, allowedActions: allowedIn(status) });
-          const row = s.core.sqlite.query<{ status: string; last_seq: number }, [string]>("SELECT status, last_seq FROM tasks WHERE id = ?").get(id)!;
+          const row = (await s.core.store.read(get<{ status: string; last_seq: number }>("SELECT status, last_seq FROM tasks WHERE id = ?", id)))!;
           expect(row.status).toBe(status);
         }
       });
@@ -97,7 +98,7 @@ describe("resume goes back where pause left it", () => {
   test("paused from running but the worker is gone -> queued", async () => {
     const id = await taskIn("running");
     await act(id, { action: "pause" });
-    putInState(s, id, "paused", { worker_id: null, paused_from: "running" });
+    await putInState(s, id, "paused", { worker_id: null, paused_from: "running" });
     expect((await act(id, { action: "resume" })).body.status).toBe("queued");
   });
 });
@@ -114,11 +115,11 @@ describe("what actions leave behind", () => {
 
   test("a new attempt does not wear the last one's results: restart and retry clear summary, needs, plan and startedAt", async () => {
     const plan = (await makeTask(s, w.owner, w.project.id, { kind: "plan" })).id as string;
-    putInState(s, plan, "completed", { summary: "planned", plan: JSON.stringify({ tasks: [{ title: "a", prompt: "b" }] }), started_at: new Date().toISOString() });
+    await putInState(s, plan, "completed", { summary: "planned", plan: JSON.stringify({ tasks: [{ title: "a", prompt: "b" }] }), started_at: new Date().toISOString() });
     const restarted = await act(plan, { action: "restart" });
     expect(restarted.body).toMatchObject({ status: "queued", summary: null, needs: null, plan: null, startedAt: null, finishedAt: null });
     const failed = await taskIn("failed");
-    putInState(s, failed, "failed", { summary: "half done", started_at: new Date().toISOString() });
+    await putInState(s, failed, "failed", { summary: "half done", started_at: new Date().toISOString() });
     const retried = await act(failed, { action: "retry" });
     expect(retried.body).toMatchObject({ status: "queued", summary: null, startedAt: null });
     // The timeline still has what the last attempt reported.
@@ -129,7 +130,7 @@ describe("what actions leave behind", () => {
   test("deny carries the reason, input carries the text, in the action event", async () => {
     const id = await taskIn("needs_approval");
     await act(id, { action: "deny", reason: "do not push to main" });
-    putInState(s, id, "needs_input");
+    await putInState(s, id, "needs_input");
     await act(id, { action: "input", input: "use the release branch" });
     const events = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}/events`, { token: w.owner.accessToken })).body.items;
     const actions = events.filter((e: { type: string }) => e.type === "action").map((e: { data: unknown }) => e.data);
@@ -164,7 +165,7 @@ describe("bad requests change nothing", () => {
       const r = await act(id, body);
       expect(r.status).toBe(status);
       expect(r.body.error.code).toBe(code);
-      const row = s.core.sqlite.query<{ status: string; last_seq: number }, [string]>("SELECT status, last_seq FROM tasks WHERE id = ?").get(id)!;
+      const row = (await s.core.store.read(get<{ status: string; last_seq: number }>("SELECT status, last_seq FROM tasks WHERE id = ?", id)))!;
       expect(row).toEqual({ status: "running", last_seq: 2 });
     });
   }
@@ -196,7 +197,7 @@ describe("who may act (task.control)", () => {
       const id = await taskIn("running");
       const r = await act(id, { action: "pause" }, token());
       expect(r.status).toBe(status);
-      const row = s.core.sqlite.query<{ status: string }, [string]>("SELECT status FROM tasks WHERE id = ?").get(id)!;
+      const row = (await s.core.store.read(get<{ status: string }>("SELECT status FROM tasks WHERE id = ?", id)))!;
       expect(row.status).toBe(status === 200 ? "paused" : "running");
     });
   }

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { makeTask, makeWorld, type World } from "./fixtures";
 import { contentTypeOf, safeArtifactName, storeArtifact } from "../../src/modules/tasks/artifacts";
 import { ApiError } from "../../src/server/errors";
+import { all, get } from "../../src/db/query";
 
 const LIMIT = 64 * 1024;
 let s: TestServer;
@@ -100,7 +101,7 @@ describe("store and download", () => {
     const first = await storeArtifact(s.core, w.owner.orgId, taskId, "notes.txt", new Blob(["v1"]), 1);
     const second = await storeArtifact(s.core, w.owner.orgId, taskId, "notes.txt", new Blob(["version 2"]), 2);
     expect(second.etag).not.toBe(first.etag);
-    const rows = s.core.sqlite.query<{ etag: string; attempt: number }, [string]>("SELECT etag, attempt FROM artifacts WHERE task_id = ? AND name = 'notes.txt'").all(taskId);
+    const rows = await s.core.store.read(all<{ etag: string; attempt: number }>("SELECT etag, attempt FROM artifacts WHERE task_id = ? AND name = 'notes.txt'", taskId));
     expect(rows).toEqual([{ etag: second.etag, attempt: 2 }]);
     const r = await download("notes.txt", { headers: { "if-none-match": `"${first.etag}"` } });
     expect(r.status).toBe(200);
@@ -111,7 +112,7 @@ describe("store and download", () => {
     await Promise.all(
       Array.from({ length: 8 }, (_, i) => storeArtifact(s.core, w.owner.orgId, taskId, "race.txt", new Blob([`content ${i}`.repeat(i + 1)]), 1)),
     );
-    const row = s.core.sqlite.query<{ etag: string; size: number }, [string]>("SELECT etag, size FROM artifacts WHERE task_id = ? AND name = 'race.txt'").get(taskId)!;
+    const row = (await s.core.store.read(get<{ etag: string; size: number }>("SELECT etag, size FROM artifacts WHERE task_id = ? AND name = 'race.txt'", taskId)))!;
     const file = readFileSync(join(s.dataDir, "artifacts", taskId, "race.txt"));
     expect(sha256(file)).toBe(row.etag);
     expect(file.length).toBe(row.size);
@@ -180,7 +181,7 @@ describe("refusals", () => {
     }
     expect(existsSync(join(s.dataDir, "artifacts", taskId, "big.bin"))).toBe(false);
     expect(readdirSync(join(s.dataDir, "artifacts", taskId)).filter((f) => f.startsWith("."))).toEqual([]);
-    expect(s.core.sqlite.query("SELECT 1 FROM artifacts WHERE name = 'big.bin'").get()).toBeNull();
+    expect(await s.core.store.read(get("SELECT 1 FROM artifacts WHERE name = 'big.bin'"))).toBeUndefined();
     // Exactly the limit is fine.
     expect((await storeArtifact(s.core, w.owner.orgId, taskId, "exact.bin", new Uint8Array(LIMIT), 1)).size).toBe(LIMIT);
   });

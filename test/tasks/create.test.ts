@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "./fixtures";
 import { LINE_MESSAGE } from "../../src/lib/text";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -11,6 +12,8 @@ beforeAll(async () => {
   w = await makeWorld(s);
 });
 afterAll(() => s.stop());
+
+const taskCount = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM tasks")))!.n;
 
 const base = () => ({ projectId: w.project.id, title: "Fix the login page", prompt: "The button does nothing." });
 
@@ -104,12 +107,11 @@ describe("create a task", () => {
   }
 
   test("a title that is not one line is refused saying so, and nothing is created", async () => {
-    const count = () => (s.core.sqlite.query("SELECT count(*) AS n FROM tasks").get() as { n: number }).n;
-    const before = count();
+    const before = await taskCount();
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), title: "one\r\ntwo" } });
     expect(r.status).toBe(400);
     expect(r.body.error.details).toEqual([{ field: "title", message: LINE_MESSAGE }]);
-    expect(count()).toBe(before);
+    expect(await taskCount()).toBe(before);
   });
 
   test("a title in any script, with symbols and emoji, is fine", async () => {
@@ -128,12 +130,11 @@ describe("create a task", () => {
   });
 
   test("an unknown field is refused, naming it (a misspelled priority must not silently give MEDIUM)", async () => {
-    const count = () => s.core.sqlite.query("SELECT count(*) AS n FROM tasks").get() as { n: number };
-    const before = count().n;
+    const before = await taskCount();
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), colour: "red" } });
     expect(r.status).toBe(400);
     expect(r.body.error.details).toEqual([expect.objectContaining({ field: "colour" })]);
-    expect(count().n).toBe(before);
+    expect(await taskCount()).toBe(before);
   });
 
   test("malformed JSON is 400", async () => {
@@ -165,10 +166,10 @@ describe("create a task", () => {
   ];
   for (const [who, token, status] of callers) {
     test(`${who} -> ${status}`, async () => {
-      const before = s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM tasks").get()!.n;
+      const before = await taskCount();
       const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: token(), body: base() });
       expect(r.status).toBe(status);
-      const after = s.core.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM tasks").get()!.n;
+      const after = await taskCount();
       expect(after - before).toBe(status === 201 ? 1 : 0);
     });
   }
@@ -185,14 +186,12 @@ describe("create a task", () => {
     );
     const answers = await Promise.all(bodies.map((body) => s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.ownerToken, body })));
     expect(answers.map((a) => a.status)).toEqual(bodies.map((_, i) => (i % 3 === 0 ? 201 : i % 3 === 1 ? 409 : 400)));
-    const stored = s.core.sqlite
-      .query<{ title: string }, []>("SELECT title FROM tasks WHERE title LIKE 'good %' OR title LIKE 'bad %'")
-      .all()
+    const stored = (await s.core.store.read(all<{ title: string }>("SELECT title FROM tasks WHERE title LIKE 'good %' OR title LIKE 'bad %'")))
       .map((r) => r.title)
       .sort();
     expect(stored).toEqual(bodies.filter((_, i) => i % 3 === 0).map((b) => b.title).sort());
     for (const a of answers.filter((a) => a.status === 201)) {
-      const events = s.core.sqlite.query<{ seq: number }, [string]>("SELECT seq FROM task_events WHERE task_id = ?").all(a.body.id);
+      const events = await s.core.store.read(all<{ seq: number }>("SELECT seq FROM task_events WHERE task_id = ?", a.body.id));
       expect(events).toEqual([{ seq: 1 }]);
     }
   });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -17,7 +18,7 @@ beforeAll(async () => {
   const task = await makeTask(s, w.owner, p.id);
   await storeArtifact(s.core, w.owner.orgId, task.id, "report.txt", new Blob(["ours"]), 1);
   const plan = await makeTask(s, w.owner, p.id, { kind: "plan" });
-  putInState(s, plan.id, "completed", { plan: JSON.stringify({ tasks: [{ title: "t", prompt: "p" }] }) });
+  await putInState(s, plan.id, "completed", { plan: JSON.stringify({ tasks: [{ title: "t", prompt: "p" }] }) });
   const theirs = await makeProject(s, w.other, "theirs-2", { repositories: [{ url: "https://github.com/them/x" }] });
   ids = { project: p.id, repo: p.repositories[0].id, repo2: p.repositories[1].id, task: task.id, plan: plan.id, otherProjectOfTheirs: theirs.id, theirRepo: theirs.repositories[0].id };
 });
@@ -44,12 +45,12 @@ const routes: [string, (org: string) => string, () => unknown][] = [
 ];
 
 /** Everything about our org that a route could change. */
-function snapshot() {
-  const q = s.core.sqlite;
+async function snapshot() {
+  const org = w.owner.orgId;
   return JSON.stringify([
-    q.query("SELECT id, status, last_seq, updated_at FROM tasks WHERE org_id = ? ORDER BY id").all(w.owner.orgId),
-    q.query("SELECT id, name, archived, updated_at FROM projects WHERE org_id = ? ORDER BY id").all(w.owner.orgId),
-    q.query("SELECT id, project_id, name, is_primary FROM repositories WHERE org_id = ? ORDER BY id").all(w.owner.orgId),
+    await s.core.store.read(all("SELECT id, status, last_seq, updated_at FROM tasks WHERE org_id = ? ORDER BY id", org)),
+    await s.core.store.read(all("SELECT id, name, archived, updated_at FROM projects WHERE org_id = ? ORDER BY id", org)),
+    await s.core.store.read(all("SELECT id, project_id, name, is_primary FROM repositories WHERE org_id = ? ORDER BY id", org)),
   ]);
 }
 
@@ -62,7 +63,7 @@ describe("another org's person and token", () => {
   for (const [method, path, body] of routes) {
     const label = `${method} ${path.toString().replace(/^.*?`(.*)`$/s, "$1").replace("${o}", ":orgId").replace(/\$\{ids\.(\w+)\}/g, ":$1")}`;
     test(label, async () => {
-      const before = snapshot();
+      const before = await snapshot();
       // Their person, naming our org: not a member -> 404 (the org's existence is not revealed).
       const a = await s.api(method, path(w.owner.orgId), { token: w.other.accessToken, body: body() });
       expect([label, "person/our org", a.status]).toEqual([label, "person/our org", 404]);
@@ -84,7 +85,7 @@ describe("another org's person and token", () => {
         expect(leaks(c.body)).toBe(false);
       }
       expect(leaks(a.body) || leaks(b.body)).toBe(false);
-      expect(snapshot()).toBe(before);
+      expect(await snapshot()).toBe(before);
     });
   }
 });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
 import { changeTask } from "../../src/modules/tasks/store";
+import { get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -19,9 +20,9 @@ beforeAll(async () => {
     const t = await makeTask(s, w.owner, i % 5 === 0 ? projectB.id : w.project.id, { title: `task ${i}`, ...(i % 3 === 0 ? { kind: "plan" } : {}) });
     created.push(t.id);
   }
-  putInState(s, created[3], "running");
-  putInState(s, created[7], "running");
-  putInState(s, created[8], "failed");
+  await putInState(s, created[3], "running");
+  await putInState(s, created[7], "running");
+  await putInState(s, created[8], "failed");
   // A task in the other org must never show up here.
   await makeTask(s, w.other, w.otherProject.id);
 });
@@ -111,10 +112,10 @@ describe("list tasks", () => {
 
 describe("timeline events", () => {
   let id: string;
-  beforeAll(() => {
+  beforeAll(async () => {
     id = created[0];
     // 29 more events after the creation event: seq 1..30.
-    changeTask(s.core, null, id, () => ({
+    await changeTask(s.core, null, id, () => ({
       events: Array.from({ length: 29 }, (_, i) => ({ type: "log", data: { line: `line ${i + 2}` } })),
     }));
   });
@@ -151,7 +152,7 @@ describe("timeline events", () => {
   }
 
   test("another org's task -> 404", async () => {
-    const theirs = s.core.sqlite.query<{ id: string }, [string]>("SELECT id FROM tasks WHERE org_id = ?").get(w.other.orgId)!.id;
+    const theirs = (await s.core.store.read(get<{ id: string }>("SELECT id FROM tasks WHERE org_id = ?", w.other.orgId)))!.id;
     const r = await s.api("GET", `/orgs/${org}/tasks/${theirs}/events`, { token: w.owner.accessToken });
     expect(r.status).toBe(404);
   });

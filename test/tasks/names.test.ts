@@ -6,6 +6,7 @@ import { makeToken } from "../helpers/identity";
 import { makeTask, makeWorld, type World } from "./fixtures";
 import { makeWorker, ProtocolClient, until, workerApi } from "../workers/helpers";
 import { deliver, makeIntegration, svcSignature } from "../integrations/fixtures";
+import * as db from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -13,7 +14,7 @@ let ownerName: string;
 beforeAll(async () => {
   s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 3000, heartbeatMs: 300 } });
   w = await makeWorld(s);
-  ownerName = s.core.sqlite.query<{ name: string }, [string]>("SELECT name FROM users WHERE id = ?").get(w.owner.userId)!.name;
+  ownerName = (await s.core.store.read(db.get<{ name: string }>("SELECT name FROM users WHERE id = ?", w.owner.userId)))!.name;
 });
 afterAll(() => s.stop());
 
@@ -109,7 +110,7 @@ describe("workers and integrations by name", () => {
     c.ws.close();
 
     // Names are read, not stored: a renamed worker reads with its new name.
-    s.core.sqlite.query("UPDATE workers SET name = 'build-2' WHERE id = ?").run(worker.workerId);
+    await s.core.store.write(db.run("UPDATE workers SET name = 'build-2' WHERE id = ?", worker.workerId));
     expect((await oget(`/tasks/${task.id}`)).body.worker.name).toBe("build-2");
     expect((await oevents(task.id)).at(-1).actor.name).toBe("build-2");
   });

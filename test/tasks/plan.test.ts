@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
 import { parsePlan } from "../../src/modules/tasks/plan";
+import { all, get, isUniqueViolation, run } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -23,13 +24,13 @@ const PLAN = {
 
 async function completedPlan(plan: unknown = PLAN, projectId = w.project.id) {
   const t = await makeTask(s, w.owner, projectId, { kind: "plan", title: "Plan the feature" });
-  putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
+  await putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
   return t.id as string;
 }
 
 const apply = (id: string, token = w.member.accessToken, org = w.owner.orgId) => s.api("POST", `/orgs/${org}/tasks/${id}/apply-plan`, { token });
 const children = (id: string) =>
-  s.core.sqlite.query<{ id: string; plan_index: number }, [string]>("SELECT id, plan_index FROM tasks WHERE parent_id = ? ORDER BY plan_index").all(id);
+  s.core.store.read(all<{ id: string; plan_index: number }>("SELECT id, plan_index FROM tasks WHERE parent_id = ? ORDER BY plan_index", id));
 
 describe("apply a plan", () => {
   test("201 with the tasks the first time, in the plan's project, with parentId and createdBy plan", async () => {
@@ -61,7 +62,7 @@ describe("apply a plan", () => {
     const again = await apply(id, w.ownerToken);
     expect(again.status).toBe(200);
     expect(again.body.tasks.map((t: { id: string }) => t.id)).toEqual(first.body.tasks.map((t: { id: string }) => t.id));
-    expect(children(id)).toHaveLength(3);
+    expect(await children(id)).toHaveLength(3);
   });
 
   test("50 parallel calls create one set of children: exactly one 201, the rest 200 with the same ids", async () => {
@@ -70,20 +71,24 @@ describe("apply a plan", () => {
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses.filter((x) => x === 201)).toHaveLength(1);
     expect(statuses.filter((x) => x === 200)).toHaveLength(49);
-    const ids = children(id).map((c) => c.id);
+    const ids = (await children(id)).map((c) => c.id);
     expect(ids).toHaveLength(3);
     for (const a of answers) expect(a.body.tasks.map((t: { id: string }) => t.id)).toEqual(ids);
-    expect(children(id).map((c) => c.plan_index)).toEqual([0, 1, 2]);
+    expect((await children(id)).map((c) => c.plan_index)).toEqual([0, 1, 2]);
   });
 
   test("the database itself refuses a second child at the same plan index (the cross-process backstop)", async () => {
     const id = await completedPlan();
     await apply(id);
-    const child = children(id)[0].id;
-    const cols = s.core.sqlite.query<{ name: string }, []>("PRAGMA table_info(tasks)").all().map((c) => c.name).filter((c) => c !== "id");
-    expect(() =>
-      s.core.sqlite.exec(`INSERT INTO tasks (id, ${cols}) SELECT 'tsk_duplicate', ${cols} FROM tasks WHERE id = '${child}'`),
-    ).toThrow(/UNIQUE/);
+    const child = (await children(id))[0].id;
+    // Every column but the id, copied from the child (the columns read from its row, on either store).
+    const row = (await s.core.store.read(get<Record<string, unknown>>("SELECT * FROM tasks WHERE id = ?", child)))!;
+    const cols = Object.keys(row).filter((c) => c !== "id").map((c) => `"${c}"`).join(", ");
+    const error = await s.core.store.write(run(`INSERT INTO tasks (id, ${cols}) SELECT 'tsk_duplicate', ${cols} FROM tasks WHERE id = ?`, child)).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(isUniqueViolation(error)).toBe(true);
   });
 
   test("an empty plan applies to nothing: 200 {tasks: []}", async () => {
@@ -97,7 +102,7 @@ describe("apply a plan", () => {
 describe("refusals", () => {
   test("not a plan -> 400", async () => {
     const t = await makeTask(s, w.owner, w.project.id);
-    putInState(s, t.id, "completed");
+    await putInState(s, t.id, "completed");
     const r = await apply(t.id);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("validation_failed");
@@ -106,11 +111,11 @@ describe("refusals", () => {
   for (const status of ["queued", "running", "paused", "needs_input", "needs_approval", "failed", "cancelled"] as const) {
     test(`a plan that is ${status} -> 409 conflict`, async () => {
       const t = await makeTask(s, w.owner, w.project.id, { kind: "plan" });
-      if (status !== "queued") putInState(s, t.id, status, { plan: JSON.stringify(PLAN) });
+      if (status !== "queued") await putInState(s, t.id, status, { plan: JSON.stringify(PLAN) });
       const r = await apply(t.id);
       expect(r.status).toBe(409);
       expect(r.body.error.code).toBe("conflict");
-      expect(children(t.id)).toHaveLength(0);
+      expect(await children(t.id)).toHaveLength(0);
     });
   }
 
@@ -128,7 +133,7 @@ describe("refusals", () => {
     const id = await completedPlan(PLAN, p.id);
     await s.api("DELETE", `/orgs/${w.owner.orgId}/projects/${p.id}`, { token: w.owner.accessToken });
     expect((await apply(id)).status).toBe(409);
-    expect(children(id)).toHaveLength(0);
+    expect(await children(id)).toHaveLength(0);
   });
 
   test("viewer 403, another org 404, another org's token 403, unknown task 404", async () => {
@@ -140,7 +145,7 @@ describe("refusals", () => {
     expect((await apply(id, w.otherToken)).status).toBe(403);
     expect((await apply(id, w.otherToken, w.other.orgId)).status).toBe(404);
     expect((await apply("tsk_01m819v1yqhsryfjy69tbbabjs")).status).toBe(404);
-    expect(children(id)).toHaveLength(0);
+    expect(await children(id)).toHaveLength(0);
   });
 });
 

@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeWorld, type World } from "./fixtures";
+import { get } from "../../src/db/query";
 
 const README = readFileSync(join(import.meta.dir, "..", "..", "README.md"), "utf8");
 const MARKER = "# ao: tasks and projects with curl";
@@ -40,8 +41,11 @@ test.skipIf(!hasTools)("the curl example works as written", async () => {
     expect.stringMatching(/^\[2,"action",\{"action":"pause","reason":"waiting for the design"\}\]$/),
     expect.stringMatching(/^\[3,"status",\{"from":"queued","to":"paused"\}\]$/),
   ]);
-  const project = s.core.sqlite.query<{ name: string; url: string; is_primary: number }, [string]>(
-    "SELECT p.name, r.url, r.is_primary FROM projects p JOIN repositories r ON r.project_id = p.id WHERE p.org_id = ? AND p.name = 'web-shop'",
-  ).get(w.owner.orgId);
+  const project = await s.core.store.read(
+    get<{ name: string; url: string; is_primary: number }>(
+      "SELECT p.name, r.url, r.is_primary FROM projects p JOIN repositories r ON r.project_id = p.id WHERE p.org_id = ? AND p.name = 'web-shop'",
+      w.owner.orgId,
+    ),
+  );
   expect(project).toEqual({ name: "web-shop", url: "git@github.com:acme/web-shop.git", is_primary: 1 });
 });

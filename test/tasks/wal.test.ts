@@ -9,6 +9,10 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { checkpointOnce, startCheckpointer } from "../../src/db/checkpointer";
 import { mountSmallDisk } from "../helpers/disk";
+import { onPostgres } from "../helpers/server";
+
+// The checkpointer runs only beside SQLite's file (its WAL); a PostgreSQL run has nothing of it to test.
+const sqliteOnly = test.skipIf(onPostgres);
 
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -31,7 +35,7 @@ function database() {
   return { path, db, write, salt };
 }
 
-test("past the limit one round starts the log over; below it, it only copies", () => {
+sqliteOnly("past the limit one round starts the log over; below it, it only copies", () => {
   const { path, db, write, salt } = database();
   const other = new Database(path);
   other.exec("PRAGMA busy_timeout = 5000");
@@ -49,7 +53,7 @@ test("past the limit one round starts the log over; below it, it only copies", (
   db.close();
 });
 
-test("the thread takes checkpoints over and gives them back; the log starts over under writes", async () => {
+sqliteOnly("the thread takes checkpoints over and gives them back; the log starts over under writes", async () => {
   const { path, db, write, salt } = database();
   db.exec("PRAGMA wal_autocheckpoint = 1000");
   const cp = startCheckpointer(db, path, 10, (m) => {
@@ -71,7 +75,7 @@ test("the thread takes checkpoints over and gives them back; the log starts over
   db.close();
 });
 
-const disk = mountSmallDisk(8 * 1024 * 1024);
+const disk = onPostgres ? "the checkpointer is SQLite's" : mountSmallDisk(8 * 1024 * 1024);
 afterAll(() => void (typeof disk !== "string" && disk.unmount()));
 test.skipIf(typeof disk === "string")("on a full disk the server checkpoints inline, and the thread takes over again once space is freed", async () => {
   const d = disk as Exclude<typeof disk, string>;
