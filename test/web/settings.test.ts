@@ -56,7 +56,10 @@ describeBrowser("web: settings page", () => {
       await expect(row(page, email).getByLabel(`Role of ${email}`).inputValue()).resolves.toBe("admin");
 
       await row(page, email).getByRole("button", { name: "Remove" }).click();
+      // The row goes as soon as the answer is in; the removal is read back once it is.
+      const removed = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/members/"));
       await page.getByRole("dialog").getByRole("button", { name: "Yes, remove" }).click();
+      expect((await removed).status()).toBe(204);
       await row(page, email).waitFor({ state: "detached" });
       expect((await members(owner))[email]).toBeUndefined();
       expect(problems).toEqual([]);
