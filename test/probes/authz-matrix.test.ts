@@ -3,7 +3,7 @@
 // document; what each needs comes from the table below, and an operation missing from it fails.
 // Bodies are valid for their schema, so the answer depends on the caller alone.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { can, type Permission, type Role } from "../../src/modules/orgs/roles";
 import { bodySchema, validValue, type Schema } from "./schema";
 import { fillPath, makeWorld, type World } from "./world";
@@ -170,7 +170,9 @@ describe("authorization matrix", () => {
         requests++;
         if (signsOut({ method, path }) && r.status < 300) ended.add(caller);
         const row = `${method} ${path} as ${caller}: ${r.status} ${JSON.stringify(r.body)?.slice(0, 160)} (wanted ${want})`;
-        if (r.status >= 500) failures.push(row);
+        // On PostgreSQL the server makes no backups of its own (501 backup_unavailable, by design).
+        const unavailable = onPostgres && path === "/api/v1/admin/backup" && r.status === 501 && r.body?.error?.code === "backup_unavailable";
+        if (r.status >= 500 && !unavailable) failures.push(row);
         else if (want === "pass" && (r.status === 401 || r.status === 403)) failures.push(row);
         else if (want === "refused" && r.status !== 401 && r.status !== 403) failures.push(row);
         else if (typeof want === "number" && r.status !== want) failures.push(row);
