@@ -1,9 +1,10 @@
 // A real `ao worker` given both servers of a two-server service (one PostgreSQL database): while it
 // is idle its server stops and it moves to the other, which offers it new tasks; while it runs a
 // task its server stops and the task's timeline (written while the worker was moving) and its
-// completion land on the other, every event once, in order; tasks created there run on it.
+// completion land on the other, every event once, in order; tasks created there run on it. A new
+// worker whose first server is down pairs with the next.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startCluster, type Cluster } from "../helpers/cluster";
@@ -34,6 +35,7 @@ const NO_REPOSITORY = "the project has no repository: an empty directory";
 let cluster: Cluster;
 let tmp: string;
 let worker: WorkerProcess;
+let newcomer: WorkerProcess | undefined;
 let workerId: string;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
 
@@ -58,7 +60,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await worker?.stop();
+  await Promise.all([worker?.stop(), newcomer?.stop()]);
   await cluster?.stop();
   rmSync(tmp, { recursive: true, force: true });
 });
@@ -119,4 +121,16 @@ describe("a worker with two servers outlives either", () => {
     const next = await createTaskApi(again, p, { title: "after B" });
     expect(await finished(again, next.id)).toMatchObject({ status: "completed", summary: "quick", workerId });
   }, 90_000);
+
+  test("pairing: the first server listed is down; the worker pairs with the next, and its credential names that one", async () => {
+    const [, b, again] = cluster.servers;
+    const dataDir = join(tmp, "newcomer");
+    newcomer = new WorkerProcess(["--server", `${b.url},${again.url}`, "--data-dir", dataDir, "--name", "newcomer", "--exec", "true"]);
+    const [, code] = await newcomer.waitFor(/code: ([A-Z]{4}-[A-Z]{4})/, 20_000);
+    expect(newcomer.output).toContain(`moving from ${b.url} to ${again.url}`);
+    expect(newcomer.output).toContain(`pairing with ${again.url}`);
+    expect((await again.api("POST", "/pairing/approve", { token: p.token, body: { userCode: code, orgId: p.orgId } })).status).toBe(200);
+    const [, id] = await newcomer.waitFor(new RegExp(`connected as (wkr_\\w+) \\(${again.url}\\)`), 30_000);
+    expect(JSON.parse(readFileSync(join(dataDir, "credential.json"), "utf8"))).toMatchObject({ server: again.url, workerId: id, orgId: p.orgId });
+  }, 60_000);
 });
