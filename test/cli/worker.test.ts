@@ -48,8 +48,9 @@ beforeAll(async () => {
   env = { AO_CONFIG_DIR: dir };
   await preparedWorker(s, p.orgId, join(tmp, "worker"));
   worker = startWorker(s, join(tmp, "worker"), ["--exec", `sh ${join(tmp, "agent.sh")}`]);
-  await worker.waitFor(/connected as/);
-}, 30_000);
+  // A worker process probes its tools before it connects: seconds on a busy machine.
+  await worker.waitFor(/connected as/, 30_000);
+}, 60_000);
 
 afterAll(async () => {
   await worker?.stop();
