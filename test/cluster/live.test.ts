@@ -7,6 +7,7 @@ import type { TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
 import { LiveClient } from "./live-client";
+import { dispatcherOf } from "../../src/modules/workers/dispatcher";
 
 let cluster: Cluster;
 let a: TestServer;
@@ -104,8 +105,12 @@ describe("workers on another server", () => {
     const p = await fresh();
     const w = await makeWorker(a, p.orgId);
     const worker = await ProtocolClient.connect(b, w.credential);
+    // B's periodic look at the queues is off: only A's notice can bring the offer.
+    const dispatcher = dispatcherOf(b.core);
+    const fillAll = dispatcher.fillAll;
+    dispatcher.fillAll = function* () {};
     const task = await createTaskApi(a, p, { title: "from A" });
-    const offer = await worker.next("offer", (m) => m.taskId === task.id);
+    const offer = await worker.next("offer", (m) => m.taskId === task.id).finally(() => (dispatcher.fillAll = fillAll));
     const api = workerApi(b, w.credential);
     const claim = await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId });
     expect(claim.status).toBe(200);
