@@ -74,12 +74,12 @@ const ACCESS_CHANGED = "access.changed";
 export function accessChanged(core: Core, userId: string, reason: AccessChange) {
   forgetTokens(core);
   core.events.emit("access.changed", { userId, reason });
-  if (!core.sqlite) core.bus.publish(ACCESS_CHANGED, { from: core.instanceId, userId, reason });
+  if (core.sqlite === null) core.bus.publish(ACCESS_CHANGED, { from: core.instanceId, userId, reason });
 }
 
 /** Emits the other servers' accessChanged here (PostgreSQL; nothing on SQLite), so a revocation stops on every server at once. */
 export function relayAccessChanges(core: Core) {
-  if (core.sqlite) return;
+  if (core.sqlite !== null) return;
   core.bus.on(ACCESS_CHANGED, ({ from, userId, reason }: { from: string; userId: string; reason: AccessChange }) => {
     // The bus delivers to the publishing server too, which emitted already.
     if (from !== core.instanceId) core.events.emit("access.changed", { userId, reason });

@@ -181,7 +181,7 @@ export function changeTask(core: Core, orgId: string | null, taskId: string, dec
  */
 export function publishChanges(core: Core, changes: TaskChange[]): Promise<void> {
   // Several servers (PostgreSQL): the others publish to their own subscribers. SQLite pays nothing.
-  if (!core.sqlite) announce(core, changes);
+  if (core.sqlite === null) announce(core, changes);
   return core.store.read(publication(core, changes)).catch((error) => {
     core.log.error("publishing task changes failed", { error: String((error as Error)?.stack ?? error) });
   });
@@ -299,7 +299,7 @@ function announce(core: Core, changes: TaskChange[]) {
  * the notices that arrive while a batch is read make the next batch.
  */
 export function relayTaskChanges(core: Core) {
-  if (core.sqlite) return;
+  if (core.sqlite !== null) return;
   let waiting: ChangeNotice[] = [];
   let draining = false;
   const drain = async () => {
