@@ -205,14 +205,17 @@ const heardHere = (core: Core, orgId: string, taskId: string) =>
 
 /** Live updates and after-commit listeners for committed changes. */
 function* publication(core: Core, changes: TaskChange[]): Q<void> {
-  const live = changes.map((c): LiveChange => ({ after: c.after, created: c.before === null, recordChanged: isRecordChange(c), events: c.events }));
   // Messages are built only for changes someone is subscribed to: a CI pipeline creating tasks with
   // no page open pays for no names and no JSON (bench/tasks-create.ts).
-  const heard = new Set(live.filter((c) => heardHere(core, c.after.org_id, c.after.id)));
-  const names = yield* namesOf(core, heard);
-  for (let i = 0; i < changes.length; i++) {
-    if (heard.has(live[i])) yield* publishOne(core, live[i], names);
-    if (live[i].recordChanged) core.events.emit("task.changed", changes[i]);
+  const heard = new Map<TaskChange, LiveChange>();
+  for (const c of changes) {
+    if (heardHere(core, c.after.org_id, c.after.id)) heard.set(c, { after: c.after, created: c.before === null, recordChanged: isRecordChange(c), events: c.events });
+  }
+  const names = yield* namesOf(core, heard.values());
+  for (const change of changes) {
+    const live = heard.get(change);
+    if (live) yield* publishOne(core, live, names);
+    if (isRecordChange(change)) core.events.emit("task.changed", change);
   }
 }
 
