@@ -115,6 +115,7 @@ export default (core: Core) =>
         const etag = `"${a.etag}"`;
         const common = { etag, "cache-control": "private, no-cache", "x-content-type-options": "nosniff" };
         if (matches(headers["if-none-match"], etag)) return new Response(null, { status: 304, headers: common });
+        // Bun sends a streamed body chunked, without the Content-Length given here (oven-sh/bun#10507).
         const { body, size } = await openArtifact(core, a);
         return new Response(body, {
           headers: {
@@ -132,7 +133,8 @@ export default (core: Core) =>
         params: ArtifactParams,
         detail: {
           summary: "Download an artifact",
-          description: "With Content-Type, Content-Length, ETag (If-None-Match gives 304) and Content-Disposition.",
+          description:
+            "With Content-Type, Content-Length, ETag (If-None-Match gives 304) and Content-Disposition. On PostgreSQL an artifact larger than 256 KiB streams from the database without Content-Length (chunked).",
           tags,
           responses: {
             200: { description: "The file, with its own content type", content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } } },
