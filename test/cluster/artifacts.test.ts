@@ -10,7 +10,8 @@ import { createAdmin } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
 import { CHUNK_BYTES } from "../../src/modules/tasks/artifact-bodies";
-import { all, get, run } from "../../src/db/query";
+import { all, get, run, type Q } from "../../src/db/query";
+import { storeArtifact } from "../../src/modules/tasks/artifacts";
 
 const LIMIT = 8 * CHUNK_BYTES;
 let cluster: Cluster;
@@ -176,4 +177,22 @@ test("an upload that died with its server is removed by a later upload's write, 
   expect(ids).not.toContain("abandoned");
   expect(ids).toContain("in-progress");
   expect(await chunkCount(["abandoned"])).toBe(0);
+});
+
+test("when the write that records the artifact fails, the chunks written before it are dropped", async () => {
+  const { taskId } = await claimedTask();
+  // The third write fails: two full chunks went before it, each in its own write.
+  let writes = 0;
+  const store = new Proxy(a.core.store, {
+    get(target, key) {
+      if (key === "write") return <T>(program: Q<T>) => (++writes === 3 ? Promise.reject(new Error("the database went away")) : target.write(program));
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  const failing = storeArtifact({ ...a.core, store }, p.orgId, taskId, "lost.bin", binary(2 * CHUNK_BYTES + 5), 1);
+  await expect(failing).rejects.toThrow("the database went away");
+  expect(writes).toBe(4);
+  expect(await bodiesOf(taskId)).toEqual([]);
+  expect(await a.core.store.read(all("SELECT name FROM artifacts WHERE task_id = ?", taskId))).toEqual([]);
 });
