@@ -6,8 +6,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
-import { createAdmin } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
+import { createAdmin, newOrg } from "../helpers/identity";
+import { ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
 import { CHUNK_BYTES } from "../../src/modules/tasks/artifact-bodies";
 import { all, get, run, type Q } from "../../src/db/query";
@@ -17,13 +17,12 @@ const LIMIT = 8 * CHUNK_BYTES;
 let cluster: Cluster;
 let a: TestServer;
 let b: TestServer;
-let p: Awaited<ReturnType<typeof orgWithProject>>;
 const clients: ProtocolClient[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster(2, { workerTimeouts: FAST, artifactLimitBytes: LIMIT });
+  cluster = await startCluster(2, { artifactLimitBytes: LIMIT });
   [a, b] = cluster.servers;
-  p = await orgWithProject(a, await createAdmin(a));
+  await createAdmin(a);
 }, 60_000);
 afterAll(async () => {
   for (const c of clients) c.close();
@@ -32,8 +31,12 @@ afterAll(async () => {
 
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
-/** A task claimed by a worker connected to server A: its lease lets the worker upload through any server. */
+/**
+ * A task claimed by a worker connected to server A (its lease lets the worker upload through any
+ * server), in an organization of its own: no other test's task is offered to its worker.
+ */
 async function claimedTask() {
+  const p = await orgWithProject(a, await newOrg(a));
   const { credential } = await makeWorker(a, p.orgId);
   const c = await ProtocolClient.connect(a, credential);
   clients.push(c);
@@ -48,11 +51,10 @@ async function claimedTask() {
       headers: { authorization: `Bearer ${credential}`, [LEASE_HEADER]: r.body.leaseToken, "content-type": "application/octet-stream" },
       body,
     });
-  return { taskId: task.id, upload };
+  const download = (through: TestServer, name: string, headers: Record<string, string> = {}) =>
+    fetch(`${through.url}/api/v1/orgs/${p.orgId}/tasks/${task.id}/artifacts/${name}`, { headers: { authorization: `Bearer ${p.token}`, ...headers } });
+  return { orgId: p.orgId, taskId: task.id, upload, download };
 }
-
-const download = (through: TestServer, taskId: string, name: string, headers: Record<string, string> = {}) =>
-  fetch(`${through.url}/api/v1/orgs/${p.orgId}/tasks/${taskId}/artifacts/${name}`, { headers: { authorization: `Bearer ${p.token}`, ...headers } });
 
 /** Every byte value, in an order that differs from chunk to chunk. */
 function binary(size: number): Uint8Array {
@@ -77,7 +79,7 @@ const chunkCount = async (bodyIds: string[]) =>
   (await a.core.store.read(get<{ n: number }>("SELECT CAST(count(*) AS INTEGER) AS n FROM artifact_chunks WHERE body_id IN (SELECT value FROM json_each(?))", JSON.stringify(bodyIds))))!.n;
 
 test("uploaded through A, downloaded through B byte for byte: several chunks, every byte value", async () => {
-  const { taskId, upload } = await claimedTask();
+  const { taskId, upload, download } = await claimedTask();
   const bytes = binary(3 * CHUNK_BYTES + 1234);
   const r = await upload(a, "screen.bin", bytes);
   expect(r.status).toBe(201);
@@ -89,7 +91,7 @@ test("uploaded through A, downloaded through B byte for byte: several chunks, ev
   // Nothing of it is on A's disk: B could not have read it there.
   expect(existsSync(join(a.dataDir, "artifacts", taskId, "screen.bin"))).toBe(false);
 
-  const got = await download(b, taskId, "screen.bin");
+  const got = await download(b, "screen.bin");
   expect(got.status).toBe(200);
   expect(got.headers.get("content-type")).toBe("application/octet-stream");
   // Bun 1.4.5 drops the Content-Length of a streamed response and sends it chunked
@@ -102,18 +104,18 @@ test("uploaded through A, downloaded through B byte for byte: several chunks, ev
   expect(Buffer.compare(received, bytes)).toBe(0);
   expect(new Set(received).size).toBe(256);
 
-  const cached = await download(b, taskId, "screen.bin", { "if-none-match": `"${sha256(bytes)}"` });
+  const cached = await download(b, "screen.bin", { "if-none-match": `"${sha256(bytes)}"` });
   expect(cached.status).toBe(304);
 });
 
 test("replaced through B (a streamed upload), A serves the new body and the old one's chunks are gone", async () => {
-  const { taskId, upload } = await claimedTask();
+  const { taskId, upload, download } = await claimedTask();
   expect((await upload(a, "report.bin", binary(2 * CHUNK_BYTES))).status).toBe(201);
   const [first] = await bodiesOf(taskId);
 
   const second = binary(CHUNK_BYTES * 2 + 17).reverse();
   expect((await upload(b, "report.bin", streamOf(second))).status).toBe(201);
-  const got = await download(a, taskId, "report.bin");
+  const got = await download(a, "report.bin");
   expect(Buffer.compare(new Uint8Array(await got.arrayBuffer()), second)).toBe(0);
 
   const bodies = await bodiesOf(taskId);
@@ -124,20 +126,20 @@ test("replaced through B (a streamed upload), A serves the new body and the old 
 });
 
 test("an empty artifact and one of exactly the limit", async () => {
-  const { taskId, upload } = await claimedTask();
+  const { taskId, upload, download } = await claimedTask();
   expect((await upload(a, "empty.txt", new Uint8Array(0))).status).toBe(201);
-  const empty = await download(b, taskId, "empty.txt");
+  const empty = await download(b, "empty.txt");
   expect(empty.status).toBe(200);
   expect(empty.headers.get("content-length")).toBe("0");
   expect(await empty.text()).toBe("");
 
   const full = binary(LIMIT);
   expect((await upload(a, "full.bin", full)).status).toBe(201);
-  expect(Buffer.compare(new Uint8Array(await (await download(b, taskId, "full.bin")).arrayBuffer()), full)).toBe(0);
+  expect(Buffer.compare(new Uint8Array(await (await download(b, "full.bin")).arrayBuffer()), full)).toBe(0);
 });
 
 test("past the limit: 413, whether declared or found while streaming, and nothing is left in the database", async () => {
-  const { taskId, upload } = await claimedTask();
+  const { taskId, upload, download } = await claimedTask();
   const tooBig = binary(LIMIT + 1);
   for (const body of [tooBig, streamOf(tooBig)]) {
     const r = await upload(a, "big.bin", body);
@@ -147,7 +149,7 @@ test("past the limit: 413, whether declared or found while streaming, and nothin
   // The streamed one wrote its first chunks before the limit was passed: they are gone.
   expect(await bodiesOf(taskId)).toEqual([]);
   expect(await a.core.store.read(all("SELECT name FROM artifacts WHERE task_id = ?", taskId))).toEqual([]);
-  expect((await download(b, taskId, "big.bin")).status).toBe(404);
+  expect((await download(b, "big.bin")).status).toBe(404);
 });
 
 test("deleting a task removes its bodies and their chunks", async () => {
@@ -180,7 +182,7 @@ test("an upload that died with its server is removed by a later upload's write, 
 });
 
 test("when the write that records the artifact fails, the chunks written before it are dropped", async () => {
-  const { taskId } = await claimedTask();
+  const { orgId, taskId } = await claimedTask();
   // The third write fails: two full chunks went before it, each in its own write.
   let writes = 0;
   const store = new Proxy(a.core.store, {
@@ -190,7 +192,7 @@ test("when the write that records the artifact fails, the chunks written before 
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-  const failing = storeArtifact({ ...a.core, store }, p.orgId, taskId, "lost.bin", binary(2 * CHUNK_BYTES + 5), 1);
+  const failing = storeArtifact({ ...a.core, store }, orgId, taskId, "lost.bin", binary(2 * CHUNK_BYTES + 5), 1);
   await expect(failing).rejects.toThrow("the database went away");
   expect(writes).toBe(4);
   expect(await bodiesOf(taskId)).toEqual([]);
