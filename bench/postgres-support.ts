@@ -3,7 +3,7 @@
 // auth. Stock durability, unlike the tests' cluster (test/helpers/postgres.ts): fsync,
 // synchronous_commit and full_page_writes stay on; only max_connections is raised (every ao server
 // holds up to 22 connections, graphile-worker 52). Stopped (fast) at exit, its directory removed.
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { freePort } from "./tasks-support";
@@ -24,6 +24,29 @@ function exec(args: string[]) {
   return String(p.stdout);
 }
 
+/**
+ * What a commit's flush costs on this disk now: 8 kB writes each followed by fdatasync (PostgreSQL's
+ * wal_sync_method here) for `ms`, in a file under `dir`; flushes per second.
+ */
+export function fdatasyncPerSec(dir: string, ms = 1000): number {
+  const file = join(dir, `fsync-probe-${process.pid}`);
+  const fd = openSync(file, "w");
+  const block = Buffer.alloc(8192, 1);
+  let n = 0;
+  const start = performance.now();
+  try {
+    while (performance.now() - start < ms) {
+      writeSync(fd, block, 0, block.length, 0);
+      fdatasyncSync(fd);
+      n++;
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+  return (n * 1000) / (performance.now() - start);
+}
+
 export interface BenchPostgres {
   /** The superuser URL of database `name` (default postgres). */
   url(name?: string): string;
@@ -32,6 +55,13 @@ export interface BenchPostgres {
   settings: string;
   /** CPU time (user + system, ms) of the postmaster and all its children, from /proc. */
   cpuMs(): number;
+  /** The directory of the cluster (on the disk its WAL is flushed to). */
+  dir: string;
+  /**
+   * Cluster-wide counters, exact at once (unlike pg_stat_*, flushed late): the next transaction id
+   * (so a difference counts the transactions that wrote) and the WAL position in bytes.
+   */
+  counters(): Promise<{ xids: number; walBytes: number }>;
   /** The file whose first line is the postmaster's pid (the peers harness reads it as PG_PIDFILE). */
   pidfile: string;
   createDatabase(name: string): Promise<string>;
@@ -70,6 +100,18 @@ export async function startPostgres(): Promise<BenchPostgres> {
     version,
     settings: shown.join(" "),
     pidfile,
+    dir,
+    async counters() {
+      const sql = new SQL(url());
+      try {
+        const [row] = (await sql.unsafe(
+          "select pg_snapshot_xmax(pg_current_snapshot())::text as xids, (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal",
+        )) as { xids: string; wal: string }[];
+        return { xids: Number(row.xids), walBytes: Number(row.wal) };
+      } finally {
+        await sql.close();
+      }
+    },
     cpuMs() {
       let ticks = 0;
       for (const d of readdirSync("/proc")) {

@@ -33,7 +33,7 @@ import { SQL } from "bun";
 import { ROOT, conditions, identity, startAo, type AoServer } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { now, startFleet } from "./workers-fleet";
-import { startPostgres } from "./postgres-support";
+import { fdatasyncPerSec, startPostgres } from "./postgres-support";
 
 const { values } = parseArgs({
   options: {
@@ -125,7 +125,7 @@ async function gwReset() {
 }
 
 /** N jobs enqueued first (addJobs), then drained by one worker of the profile. */
-async function gwLifecycle(profile: string, n: number): Promise<Life & { seconds: number }> {
+async function gwLifecycle(profile: string, n: number): Promise<Life> {
   await gwReset();
   await gw(["enqueue", "--n", String(n), "--mode", "batch", "--task", "lifecycle"]);
   const r = await gw(["work", "--phase", "lifecycle", "--n", String(n), "--profile", profile]);
@@ -133,7 +133,7 @@ async function gwLifecycle(profile: string, n: number): Promise<Life & { seconds
   const ms = r.processMs as number;
   return {
     perSec: r.jobsPerSec,
-    seconds: ms / 1000,
+    tasks: n,
     busy: r.cpu.machineBusyPct,
     cpu: `${(((r.cpu.serverCpuPct / 100) * ms) / n).toFixed(3)} ms PostgreSQL + ${(((r.cpu.selfCpuPct / 100) * ms) / n).toFixed(3)} ms worker`,
   };
@@ -146,14 +146,17 @@ async function gwLatency(profile: string): Promise<Lat> {
   const work = gw(["work", "--phase", "latency", "--n", String(rate * seconds), "--seconds", String(seconds), "--profile", profile], ready);
   await Promise.race([isReady, work]);
   await sleep(500);
-  await gw(["produce", "--rate", String(rate), "--seconds", String(seconds)]);
+  const produce = gw(["produce", "--rate", String(rate), "--seconds", String(seconds)]);
   const r = await work;
-  return { p50: r.latency.p50, p99: r.latency.p99, n: r.latency.n };
+  const p = await produce;
+  return { p50: r.latency.p50, p99: r.latency.p99, n: r.latency.n, answerP99: p.addCall.p99 };
 }
 
 // ---------------------------------------------------------------- ao
-type Life = { perSec: number; cpu: string; busy: number };
-type Lat = { p50: number; p99: number; n: number };
+/** A lifecycle run: its rate, the machine's busy time, CPU per lifecycle, and how many lifecycles ran whole in it (drain included). */
+type Life = { perSec: number; cpu: string; busy: number; tasks: number };
+/** A pickup run: its percentiles over n tasks, and the p99 of the create (addJob) calls' answers. */
+type Lat = { p50: number; p99: number; n: number; answerP99: number };
 
 async function startSystem(label: string, servers: AoServer[], usesPostgres: boolean) {
   const urls = servers.map((s) => s.url);
@@ -176,13 +179,14 @@ async function startSystem(label: string, servers: AoServer[], usesPostgres: boo
     const deadline = now() + 60_000;
     while (fleet.completed - base < created && now() < deadline) await sleep(20);
     if (fleet.completed - base < created) console.error(`${label}: ${created - (fleet.completed - base)} tasks still in flight 60 s after the run`);
-    return { perSec: done / elapsed, busy, cpu: `${server.toFixed(3)} ms ${servers.length > 1 ? "servers" : "server"} ${db}`.trim() };
+    return { perSec: done / elapsed, busy, tasks: created, cpu: `${server.toFixed(3)} ms ${servers.length > 1 ? "servers" : "server"} ${db}`.trim() };
   }
 
   async function latency(r: number, secs: number): Promise<Lat> {
     fleet.sim.send({ cmd: "events", n: 0 });
     await fleet.ask({ cmd: "dump" });
     const sentAt = new Map<string, number>();
+    const answered: number[] = [];
     const total = Math.round(r * secs);
     const pending: Promise<void>[] = [];
     const start = now();
@@ -191,7 +195,15 @@ async function startSystem(label: string, servers: AoServer[], usesPostgres: boo
       const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
       for (; i < due; i++) {
         const sent = now();
-        pending.push(fleet.create().then((id) => void sentAt.set(id, sent), () => void fleet.errors++));
+        pending.push(
+          fleet.create().then(
+            (id) => {
+              sentAt.set(id, sent);
+              answered.push(now() - sent);
+            },
+            () => void fleet.errors++,
+          ),
+        );
       }
       await sleep(1);
     }
@@ -208,7 +220,7 @@ async function startSystem(label: string, servers: AoServer[], usesPostgres: boo
     }
     if (offered.size < sentAt.size) console.error(`${label}: ${sentAt.size - offered.size} of ${sentAt.size} tasks not offered 60 s after the last create`);
     const offer = percentiles([...offered.values()]);
-    return { p50: offer.p50, p99: offer.p99, n: offer.n };
+    return { p50: offer.p50, p99: offer.p99, n: offer.n, answerP99: percentiles(answered).p99 };
   }
 
   /** Failed creates, and the workers' refused claims, events and completions (counted by their process). */
@@ -285,8 +297,10 @@ const systems: System[] = [
   })),
 ];
 
-const life = new Map<string, (Life & { load: string })[]>(systems.map((s) => [s.label, []]));
-const lat = new Map<string, (Lat & { load: string })[]>(systems.map((s) => [s.label, []]));
+/** Before each run: the load average (1 min) and the disk's fdatasync rate then. */
+type Before = { load: string; flushes: number };
+const life = new Map<string, (Life & Before & { wal: string })[]>(systems.map((s) => [s.label, []]));
+const lat = new Map<string, (Lat & Before)[]>(systems.map((s) => [s.label, []]));
 const startedAt = new Date();
 const errors: string[] = [];
 try {
@@ -302,16 +316,20 @@ try {
       if (!phases.has(phase)) continue;
       for (const s of order) {
         if (s.usesPostgres) await checkpoint();
-        await sleep(1000);
-        const l = load();
+        // The second of rest between runs doubles as the disk's probe.
+        const before: Before = { flushes: fdatasyncPerSec(pg.dir), load: load() };
+        const note = `load ${before.load}, ${before.flushes.toFixed(0)} fdatasync/s`;
         if (phase === "lifecycle") {
+          const c0 = s.usesPostgres ? await pg.counters() : null;
           const r = await s.lifecycle();
-          life.get(s.label)!.push({ ...r, load: l });
-          console.error(`rep ${rep + 1} lifecycle ${s.label}: ${r.perSec.toFixed(0)}/s (load ${l})`);
+          const c1 = s.usesPostgres ? await pg.counters() : null;
+          const wal = c0 && c1 ? `${((c1.xids - c0.xids) / r.tasks).toFixed(1)} tx, ${((c1.walBytes - c0.walBytes) / 1024 / r.tasks).toFixed(1)} kB` : "-";
+          life.get(s.label)!.push({ ...r, ...before, wal });
+          console.error(`rep ${rep + 1} lifecycle ${s.label}: ${r.perSec.toFixed(0)}/s (${note})`);
         } else {
           const r = await s.latency();
-          lat.get(s.label)!.push({ ...r, load: l });
-          console.error(`rep ${rep + 1} pickup ${s.label}: p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms (load ${l})`);
+          lat.get(s.label)!.push({ ...r, ...before });
+          console.error(`rep ${rep + 1} pickup ${s.label}: p50 ${r.p50.toFixed(2)} p99 ${r.p99.toFixed(2)} ms (${note})`);
         }
       }
     }
@@ -333,28 +351,31 @@ const lines = [
   `ao errors (warm-ups included): ${errors.join("; ")}`,
   "",
 ];
+const cond = (r: Before) => `${r.load}, ${r.flushes.toFixed(0)}/s`;
 if (phases.has("lifecycle")) {
   lines.push(
-    "Lifecycle (create, offer/pickup, claim, 10 events, complete) per second; each run's load average (1 min) before it:",
+    "Lifecycle (create, offer/pickup, claim, 10 events, complete) per second; before each run, the load average (1 min) and the disk's fdatasync/s:",
     "",
-    "| system | each run (load) | median | machine busy (% of one core) | CPU per lifecycle, each run |",
-    "|---|---|---|---|---|",
+    "| system | each run (load, fdatasync/s) | median | machine busy (% of one core) | CPU per lifecycle | PostgreSQL per lifecycle: write transactions, WAL |",
+    "|---|---|---|---|---|---|",
     ...systems.map((s) => {
       const runs = life.get(s.label)!;
-      return `| ${s.label} | ${runs.map((r) => `${r.perSec.toFixed(0)} (${r.load})`).join(" / ")} | **${median(runs.map((r) => r.perSec)).toFixed(0)}** | ${runs.map((r) => r.busy.toFixed(0)).join(" / ")} | ${runs.map((r) => r.cpu).join(" / ")} |`;
+      const each = (g: (r: (typeof runs)[number]) => string) => runs.map(g).join(" / ");
+      return `| ${s.label} | ${each((r) => `${r.perSec.toFixed(0)} (${cond(r)})`)} | **${median(runs.map((r) => r.perSec)).toFixed(0)}** | ${each((r) => r.busy.toFixed(0))} | ${each((r) => r.cpu)} | ${each((r) => r.wal)} |`;
     }),
   );
 }
 if (phases.has("latency")) {
   lines.push(
     "",
-    `Pickup at ${rate}/s for ${seconds} s (ao create -> offer received; graphile-worker addJob -> handler start; from send), ms:`,
+    `Pickup at ${rate}/s for ${seconds} s (ao create -> offer received; graphile-worker addJob -> handler start; from send), ms; the create (addJob) answers' p99 shows whether the sender kept up:`,
     "",
-    "| system | p50 each run | p99 each run (load) | median p50 / p99 |",
-    "|---|---|---|---|",
+    "| system | p50 each run | p99 each run (load, fdatasync/s) | median p50 / p99 | create answered, p99 each run | picked up / sent |",
+    "|---|---|---|---|---|---|",
     ...systems.map((s) => {
       const runs = lat.get(s.label)!;
-      return `| ${s.label} | ${runs.map((r) => f(r.p50)).join(" / ")} | ${runs.map((r) => `${f(r.p99)} (${r.load})`).join(" / ")} | **${f(median(runs.map((r) => r.p50)))} / ${f(median(runs.map((r) => r.p99)))}** |`;
+      const each = (g: (r: (typeof runs)[number]) => string) => runs.map(g).join(" / ");
+      return `| ${s.label} | ${each((r) => f(r.p50))} | ${each((r) => `${f(r.p99)} (${cond(r)})`)} | **${f(median(runs.map((r) => r.p50)))} / ${f(median(runs.map((r) => r.p99)))}** | ${each((r) => f(r.answerP99))} | ${each((r) => `${r.n}/${Math.round(rate * seconds)}`)} |`;
     }),
   );
 }
