@@ -273,6 +273,9 @@ if (wanted.has("gw")) await gw(["setup"]);
 interface System {
   label: string;
   usesPostgres: boolean;
+  /** Not counted: ao's JIT and caches; for graphile-worker, which starts cold in every run as the
+   * harness runs it (a process per run), one lifecycle run that sizes the next. */
+  warmUp(): Promise<void>;
   lifecycle(): Promise<Life>;
   latency(): Promise<Lat>;
 }
@@ -281,14 +284,21 @@ const systems: System[] = [
   ...aoSystems.map((s) => ({
     label: s.label,
     usesPostgres: s.usesPostgres,
+    async warmUp() {
+      if (phases.has("lifecycle")) await s.lifecycle(2);
+      if (phases.has("latency")) await s.latency(rate, 1);
+    },
     lifecycle: () => s.lifecycle(seconds),
     latency: () => s.latency(rate, seconds),
   })),
   ...(wanted.has("gw") ? values["gw-profiles"]!.split(",") : []).map((profile) => ({
     label: `gw ${profile}`,
     usesPostgres: true,
+    async warmUp() {
+      if (phases.has("lifecycle")) await this.lifecycle();
+    },
     async lifecycle() {
-      // The first run guesses 200/s (a loaded machine's rate); each next one drains about
+      // The warm-up guesses 200/s (a loaded machine's rate); each next run drains about
       // `seconds` worth of jobs at the rate just measured.
       const r = await gwLifecycle(profile, gwN.get(profile) ?? Math.round(seconds * 200));
       gwN.set(profile, Math.max(200, Math.round(r.perSec * seconds)));
@@ -305,12 +315,7 @@ const lat = new Map<string, (Lat & Before)[]>(systems.map((s) => [s.label, []]))
 const startedAt = new Date();
 const errors: string[] = [];
 try {
-  // Warm-ups (not counted): ao's JIT and caches. graphile-worker starts cold in every run, as the
-  // harness runs it (a process per run).
-  for (const s of aoSystems) {
-    if (phases.has("lifecycle")) await s.lifecycle(2);
-    if (phases.has("latency")) await s.latency(rate, 1);
-  }
+  for (const s of systems) await s.warmUp();
   for (let rep = 0; rep < reps; rep++) {
     const order = systems.map((_, i) => systems[(i + rep) % systems.length]);
     for (const phase of ["lifecycle", "latency"] as const) {
