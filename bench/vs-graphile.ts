@@ -246,7 +246,7 @@ const teardown = () =>
     rmSync(keyDir, { recursive: true, force: true });
     pg.stop();
   })());
-process.on("SIGINT", () => void teardown().then(() => process.exit(130)));
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void teardown().then(() => process.exit(130)));
 
 // No line per request, as graphile-worker runs without its line per job (NO_LOG_SUCCESS=1).
 const quiet = { AO_LOG_LEVEL: "warn" };
