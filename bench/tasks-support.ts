@@ -37,8 +37,11 @@ export interface AoServer {
 const EMAIL = "bench@example.test";
 const PASSWORD = "bench password 123";
 
-/** `ao serve` from source (or --binary) as a child process; the first admin is made by env. */
-export async function startAo(binary?: string, existingDataDir?: string): Promise<AoServer> {
+/**
+ * `ao serve` from source (or --binary) as a child process; the first admin is made by env. `env`
+ * adds settings, e.g. AO_DATABASE_URL and AO_MASTER_KEY_FILE for servers sharing a PostgreSQL database.
+ */
+export async function startAo(binary?: string, existingDataDir?: string, env: Record<string, string> = {}): Promise<AoServer> {
   const dataDir = existingDataDir ?? mkdtempSync(join(tmpdir(), "ao-bench-"));
   const port = freePort();
   // AO_BENCH_BUN_ARGS: extra Bun flags for a server from source, e.g. a profile of the server alone:
@@ -48,7 +51,7 @@ export async function startAo(binary?: string, existingDataDir?: string): Promis
   const proc = Bun.spawn([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
     cwd: dataDir,
     // Every simulated client comes from loopback: the per-address connection cap would measure itself.
-    env: { ...process.env, AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD, AO_ORG_NAME: "bench", AO_MAX_CONNECTIONS_PER_ADDRESS: "0" },
+    env: { ...process.env, AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD, AO_ORG_NAME: "bench", AO_MAX_CONNECTIONS_PER_ADDRESS: "0", ...env },
     stdin: "ignore",
     stdout: "ignore",
     stderr: "inherit",

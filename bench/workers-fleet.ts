@@ -7,8 +7,13 @@ import type { Paired } from "./workers-support";
 
 export const now = () => performance.timeOrigin + performance.now();
 
-/** Starts the simulated workers (capacity 8 each, no events yet) for `paired`, connected to `url`. */
-export async function startFleet(url: string, who: Identity, paired: Paired[]) {
+/**
+ * Starts the simulated workers (capacity 8 each, no events yet) for `paired`, connected to `url`;
+ * with several URLs (servers on one database) the workers are dealt out over them in turn, and
+ * so are the creates.
+ */
+export async function startFleet(url: string | string[], who: Identity, paired: Paired[]) {
+  const urls = typeof url === "string" ? [url] : url;
   let waiting: ((m: any) => void) | null = null;
   /** Creator loops waiting for room (woken by the workers' completion reports, not by polling). */
   let wakers: (() => void)[] = [];
@@ -28,7 +33,8 @@ export async function startFleet(url: string, who: Identity, paired: Paired[]) {
       }
     },
   });
-  const createUrl = `${url}/api/v1/orgs/${who.orgId}/tasks`;
+  const createUrls = urls.map((u) => `${u}/api/v1/orgs/${who.orgId}/tasks`);
+  let turn = 0;
   const createHeaders = { authorization: `Bearer ${who.apiToken}`, "content-type": "application/json" };
   const body = JSON.stringify({ projectId: who.projectId, title: "bench", prompt: "work" });
   const fleet = {
@@ -41,7 +47,7 @@ export async function startFleet(url: string, who: Identity, paired: Paired[]) {
     ask: (msg: unknown) => new Promise<any>((resolve) => ((waiting = resolve), sim.send(msg))),
     /** Creates one task; its id. */
     async create(): Promise<string> {
-      const res = await fetch(createUrl, { method: "POST", headers: createHeaders, body });
+      const res = await fetch(createUrls[turn++ % createUrls.length], { method: "POST", headers: createHeaders, body });
       const json = (await res.json()) as { id: string };
       if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
       return json.id;
@@ -65,6 +71,6 @@ export async function startFleet(url: string, who: Identity, paired: Paired[]) {
       return { base, created, done: fleet.completed - base, elapsed: (now() - start) / 1000 };
     },
   };
-  await fleet.ask({ cmd: "start", url, paired, capacity: 8, events: 0 });
+  await fleet.ask({ cmd: "start", urls, paired, capacity: 8, events: 0 });
   return fleet;
 }

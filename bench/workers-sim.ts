@@ -1,6 +1,7 @@
 // The simulated workers of bench/workers-dispatch.ts, in a process of their own so the task
 // creator's schedule is not delayed by the workers' traffic. Driven over IPC:
-//   parent -> {cmd: "start", url, paired, capacity, events}   child -> {ready: true}
+//   parent -> {cmd: "start", urls, paired, capacity, events}  child -> {ready: true}
+//             (worker i connects to urls[i % urls.length])
 //   parent -> {cmd: "events", n}                               (events per task from now on)
 //   parent -> {cmd: "dump"}                                    child -> {offered, claimed} (epoch ms)
 //   child -> {completed: n} every 5 ms while tasks complete
@@ -47,7 +48,7 @@ setInterval(() => {
 process.on("message", async (msg: any) => {
   if (msg.cmd === "start") {
     eventsPerTask = msg.events;
-    const workers = (msg.paired as Paired[]).map((p) => new SimWorker(msg.url, p, msg.capacity, (w, m) => void work(w, m).catch(() => errors++)));
+    const workers = (msg.paired as Paired[]).map((p, i) => new SimWorker(msg.urls[i % msg.urls.length], p, msg.capacity, (w, m) => void work(w, m).catch(() => errors++)));
     await Promise.all(workers.map((w) => w.connect()));
     process.send!({ ready: true });
   } else if (msg.cmd === "events") {
