@@ -67,7 +67,9 @@ interface Claimed {
   jobs: JobRow[];
 }
 
-function* claimDue(now: number, claimMs: number): Q<Claimed> {
+function* claimDue(claimMs: number): Q<Claimed> {
+  // Read here, once the write has its turn: a wait for the writers' lock does not eat into the claim.
+  const now = Date.now();
   yield* run(EXPIRED, now);
   const claim = crypto.randomUUID();
   return { claim, jobs: yield* all<JobRow>(CLAIM, claim, now + claimMs, iso(now), now) };
@@ -111,7 +113,7 @@ class Runner {
       if (this.stopped) return;
       const now = Date.now();
       if (!(await this.core.store.read(get(DUE, now, now)))) return;
-      const { claim, jobs } = await this.core.store.write(claimDue(now, this.claimMs()));
+      const { claim, jobs } = await this.core.store.write(claimDue(this.claimMs()));
       if (jobs.length === 0) return;
       const renewing = setInterval(() => void this.renew(claim), Math.max(10, Math.floor(this.claimMs() / 3)));
       try {
@@ -125,7 +127,12 @@ class Runner {
   /** Keeps the batch's claim while its jobs run (a GitHub request has no deadline of its own). */
   private async renew(claim: string) {
     try {
-      await this.core.store.write(run(RENEW, Date.now() + this.claimMs(), claim));
+      const claimMs = this.claimMs();
+      await this.core.store.write(
+        (function* () {
+          return yield* run(RENEW, Date.now() + claimMs, claim);
+        })(),
+      );
     } catch (error) {
       this.core.log.warn("codehost jobs: renewing a claim failed", { error: String(error) });
     }

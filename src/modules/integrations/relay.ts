@@ -179,7 +179,9 @@ export class Relay {
   }
 
   /** Claims up to `free` due rows, at most IN_FLIGHT.perTarget in flight per target. */
-  private *claim(free: number, now: number): Q<DueRow[]> {
+  private *claim(free: number): Q<DueRow[]> {
+    // Read here, once the write has its turn: a wait for the writers' lock does not eat into the claims.
+    const now = Date.now();
     if (free > 0) yield* run(EXPIRED, iso(now), now);
     // Read more than the free slots: some rows may belong to a target that fills up in this pass.
     const counts = this.perTarget();
@@ -199,7 +201,7 @@ export class Relay {
   private async claimAndLaunch() {
     const free = IN_FLIGHT.total - this.inFlight.size;
     if (free > 0) {
-      const claimed = await this.core.store.write(this.claim(free, Date.now()));
+      const claimed = await this.core.store.write(this.claim(free));
       for (const row of claimed) this.launch(row);
     }
     // When every slot is busy, a finishing send wakes the relay; so it does for a full target.
