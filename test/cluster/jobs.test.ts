@@ -8,7 +8,7 @@ import type { TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { deliver, eventually, makeIntegration, makeWorld, putInState, Receiver, svcSignature, type World } from "../integrations/fixtures";
 import { commitFiles, startGitHubStandIn, type GitHubStandIn } from "../helpers/github-standin";
-import { createTaskApi } from "../workers/helpers";
+import { createTaskApi, makeWorker, orgWithProject, ProtocolClient, workerApi } from "../workers/helpers";
 import { Relay, relayOf } from "../../src/modules/integrations/relay";
 import { enqueueJob } from "../../src/modules/codehost/pulls";
 import { all, get, run } from "../../src/db/query";
@@ -226,5 +226,56 @@ describe("codehost jobs on two servers", () => {
     expect(done).toMatchObject({ attempts: 1, claim: null });
     expect(Date.parse(done!.updated_at) - claimedAt).toBeGreaterThanOrEqual(CLAIM_MS);
     expect(pullsOf(branch)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe("readiness runs with several servers", () => {
+  let cluster: Cluster;
+  beforeAll(async () => {
+    cluster = await startCluster(2);
+  }, 60_000);
+  afterAll(() => cluster?.stop());
+
+  test("a server starting fails the runs of workers nobody has seen, not those of a worker connected elsewhere", async () => {
+    const [a, b] = cluster.servers as [TestServer, TestServer];
+    const p = await orgWithProject(a);
+    const repoUrl = "https://git.example.test/cluster/app.git";
+    const added = await a.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } });
+    expect(added.status).toBe(201);
+    const repositoryId = added.body.repository.id as string;
+    const live = await makeWorker(a, p.orgId, { name: "live" });
+    const c = await ProtocolClient.connect(a, live.credential);
+    expect((await workerApi(a, live.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url: repoUrl }] })).status).toBe(200);
+    const asked = await a.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body: {} });
+    expect(asked.status).toBe(202);
+    await c.next("readiness");
+    expect((await workerApi(b, live.credential)("POST", `/worker/readiness/${asked.body.runId}`, { status: "running" })).status).toBe(200);
+
+    // A run of a worker last seen an hour ago, as a crash of every server would leave it.
+    const away = await makeWorker(a, p.orgId, { name: "away" });
+    const hourAgo = new Date(Date.now() - 3600_000).toISOString();
+    await a.core.store.write(
+      (function* () {
+        yield* run("UPDATE workers SET last_seen_at = ? WHERE id = ?", hourAgo, away.workerId);
+        yield* run(
+          `INSERT INTO readiness_runs (id, org_id, project_id, repository_id, worker_id, status, requested_by, created_at, updated_at)
+            VALUES ('rdy_00away', ?, ?, ?, ?, 'running', '{}', ?, ?)`,
+          p.orgId, p.projectId, repositoryId, away.workerId, hourAgo, hourAgo,
+        );
+      })(),
+    );
+
+    const c3 = await cluster.add();
+    const status = (id: string) => c3.core.store.read(get<{ status: string; error: string | null }>("SELECT status, error FROM readiness_runs WHERE id = ?", id));
+    // The start's sweep fails the away worker's run; the same statement left the connected worker's alone.
+    expect(await eventually(async () => ((await status("rdy_00away"))?.status === "failed" ? status("rdy_00away") : null), 10_000)).toMatchObject({
+      error: expect.stringContaining("its worker is away"),
+    });
+    expect(await status(asked.body.runId)).toEqual({ status: "running", error: null });
+    const report = { status: "completed", score: 80, checks: [{ id: "tests", passed: true, detail: "ok" }], report: "# fine" };
+    expect((await workerApi(c3, live.credential)("POST", `/worker/readiness/${asked.body.runId}`, report)).status).toBe(200);
+    const latest = await c3.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token });
+    expect(latest.body).toMatchObject({ runId: asked.body.runId, status: "completed", score: 80 });
+    c.close();
   }, 60_000);
 });
