@@ -1,11 +1,14 @@
-// `ao admin create-user`: creates a user (and org) straight in the data directory's database,
-// for first setup from a shell or recovery when nobody can sign in. Safe while the server runs
-// (SQLite WAL; the write is one transaction).
+// `ao admin create-user`: creates a user (and org) straight in the service's database (the data
+// directory's ao.db, or PostgreSQL with --database-url / AO_DATABASE_URL, migrated first), for
+// first setup from a shell or recovery when nobody can sign in. Safe while servers run: the write
+// is one transaction (SQLite WAL; on PostgreSQL it takes the writers' lock as the servers do).
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openDatabase } from "../db";
-import { SqliteStore } from "../db/store";
+import { SqliteStore, type Store } from "../db/store";
+import type { Db } from "../db";
+import type { Config } from "../server/core";
 import { defaultConfig } from "../server/config";
 import { createFirstAdmin, DEFAULT_ORG_NAME, MIN_PASSWORD_LENGTH } from "../server/bootstrap";
 import { findUserByEmail, hashPasswordSync, insertUser, type IdentityStore } from "../modules/auth/users";
@@ -14,11 +17,13 @@ import { ROLES, type Role } from "../modules/orgs/roles";
 import type { Q } from "../db/query";
 
 const USAGE = `usage: ao admin create-user --email EMAIL --password PASSWORD [--name NAME]
-                             [--org NAME [--role owner|admin|member|viewer]] [--admin] [--data-dir DIR]
+                             [--org NAME [--role owner|admin|member|viewer]] [--admin]
+                             [--data-dir DIR | --database-url URL]
 
 The first user of an instance is always an administrator and owner of --org (default "${DEFAULT_ORG_NAME}").
 Later users join --org with --role (default member; owner when this command creates the org).
-An existing user is only added to --org (or has their role there changed).`;
+An existing user is only added to --org (or has their role there changed).
+--database-url (default AO_DATABASE_URL) writes to that PostgreSQL database instead of DIR/ao.db.`;
 
 export async function admin(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
@@ -36,6 +41,7 @@ export async function admin(args: string[]): Promise<number> {
       role: { type: "string" },
       admin: { type: "boolean", default: false },
       "data-dir": { type: "string" },
+      "database-url": { type: "string" },
     },
     strict: true,
   });
@@ -44,10 +50,14 @@ export async function admin(args: string[]): Promise<number> {
   if (values.role !== undefined && !(ROLES as readonly string[]).includes(values.role)) return fail(`--role must be one of ${ROLES.join(", ")}`);
   const role = values.role as Role | undefined;
 
-  const config = defaultConfig({ dataDir: values["data-dir"] });
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const db = openDatabase(join(config.dataDir, "ao.db"));
-  const store: IdentityStore = { db, store: new SqliteStore(db.$client), config };
+  let config: Config;
+  try {
+    config = defaultConfig({ dataDir: values["data-dir"], databaseUrl: values["database-url"] });
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  const opened = await openStore(config.databaseUrl, config.dataDir);
+  const store: IdentityStore = { config, db: opened.db, store: opened.store };
   try {
     const existing = await store.store.read(findUserByEmail(store, email));
     if (existing) {
@@ -66,8 +76,22 @@ export async function admin(args: string[]): Promise<number> {
     const result = await store.store.write(newUser(store, { email, passwordHash, name: values.name, isAdmin: values.admin }, values.org, role));
     return done({ user: { id: result.user.id, email: result.user.email, isAdmin: result.user.isAdmin }, org: result.org, role: result.role, created: true });
   } finally {
-    db.$client.close();
+    await opened.close();
   }
+}
+
+/** The database `ao serve` would use with the same settings, migrated. */
+async function openStore(databaseUrl: string | null, dataDir: string): Promise<{ db: Db; store: Store; close(): Promise<void> }> {
+  if (databaseUrl) {
+    // Loaded only for PostgreSQL: the command on SQLite starts as fast as before.
+    const [{ openPostgres }, { PgStore, pgDrizzle }] = await Promise.all([import("../db/postgres"), import("../db/pg-store")]);
+    await (await openPostgres(databaseUrl)).close();
+    const store = new PgStore({ url: databaseUrl, max: 2 });
+    return { store, db: pgDrizzle(store) as unknown as Db, close: () => store.close() };
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const db = openDatabase(join(dataDir, "ao.db"));
+  return { db, store: new SqliteStore(db.$client), close: async () => db.$client.close() };
 }
 
 /** A later user, in the org named `orgName` when given (see join_), in one transaction. */

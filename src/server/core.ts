@@ -30,8 +30,12 @@ export interface Config {
   allowPrivateCallbacks: boolean;
   /** Worker timings; tests shorten them. */
   workerTimeouts: { offerMs: number; offlineMs: number; heartbeatMs: number };
-  /** Outbound callbacks: delays before each retry (the list length + 1 is the number of tries) and the per-try timeout; tests shorten them. */
-  callbacks: { retryDelaysMs: number[]; timeoutMs: number };
+  /**
+   * Outbound callbacks: delays before each retry (the list length + 1 is the number of tries) and
+   * the per-try timeout; claimMs: how long a relay's claim of a try holds before another server's
+   * relay may take the delivery over (default: the timeout plus a margin). Tests shorten them.
+   */
+  callbacks: { retryDelaysMs: number[]; timeoutMs: number; claimMs?: number };
   /** Client live-updates socket: time to authenticate, and how often open sockets re-check their credential; tests shorten them. */
   liveTimeouts: { authMs: number; recheckMs: number };
   /** How long an access token lasts (900 s; tests shorten it). */
@@ -48,9 +52,10 @@ export interface Config {
   /**
    * GitHub (SPEC §10): AO_GITHUB_URL (web, default https://github.com) and AO_GITHUB_API_URL
    * (default https://api.github.com; GHES: https://HOST/api/v3). retryBaseMs: the first backoff of
-   * a pull request or review GitHub refused for the moment (5xx, rate limit), doubling per try.
+   * a pull request or review GitHub refused for the moment (5xx, rate limit), doubling per try;
+   * claimMs: how long a job's claim holds unrenewed before another server may take the job over.
    */
-  github: { url: string; apiUrl: string; retryBaseMs: number; maxTries: number };
+  github: { url: string; apiUrl: string; retryBaseMs: number; maxTries: number; claimMs?: number };
 }
 
 /** Live fan-out. One small interface so a cross-process driver can replace Bun's in-process pub/sub. */

@@ -107,11 +107,19 @@ export const codehostJobs = sqliteTable(
     kind: text("kind").$type<CodehostJobKind>().notNull(),
     payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     status: text("status").$type<CodehostJobStatus>().notNull(),
+    // While working: the claim of the runner doing it (renewed as it works), and next_attempt_at
+    // is when the claim runs out (another server's runner may take it then).
+    claim: text("claim"),
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: integer("next_attempt_at").notNull(),
     lastError: text("last_error"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
-  (t) => [index("codehost_jobs_due").on(t.nextAttemptAt).where(sql`status = 'pending'`), index("codehost_jobs_task").on(t.taskId, t.kind)],
+  (t) => [
+    index("codehost_jobs_due").on(t.nextAttemptAt).where(sql`status = 'pending'`),
+    // Jobs being worked on, for the look for claims that ran out (a server died mid-job).
+    index("codehost_jobs_working").on(t.nextAttemptAt).where(sql`status = 'working'`),
+    index("codehost_jobs_task").on(t.taskId, t.kind),
+  ],
 );

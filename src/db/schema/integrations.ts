@@ -80,6 +80,9 @@ export const deliveries = sqliteTable(
     // The JSON body, frozen when the row is written (the task as it was at that change).
     payload: text("payload").notNull(),
     status: text("status").$type<DeliveryStatus>().notNull(),
+    // While delivering: the claim of the relay sending it (a try's result is recorded only under
+    // it), and next_attempt_at is when the claim runs out (another server's relay may take it then).
+    claim: text("claim"),
     attempts: integer("attempts").notNull().default(0),
     // Attempts in the current round: drives the backoff; a redelivery starts a new round.
     roundAttempts: integer("round_attempts").notNull().default(0),

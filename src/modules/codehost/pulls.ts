@@ -1,7 +1,9 @@
 // Pull requests and reviews as a task's result, written at GitHub through the app's installation.
-// Each is a row of codehost_jobs, claimed by this server's runner and retried with backoff when
+// Each is a row of codehost_jobs, claimed by one server's runner and retried with backoff when
 // GitHub answers 5xx or a rate limit (Retry-After and x-ratelimit-reset honoured), so neither a
 // restart nor a bad minute at GitHub loses it. Each back-off is logged and put on the task's timeline.
+// A claim holds for claimMs and the runner renews it while the job runs; a claim that ran out (its
+// server died mid-job) is taken over by any server's runner.
 import type { Core } from "../../server/core";
 import { guarded } from "../../server/core";
 import { codehostJobs, type CodehostJobKind } from "../../db/schema";
@@ -17,6 +19,7 @@ import { all, exec, get, run, type Q } from "../../db/query";
 
 const POLL_MS = 1000;
 const MAX_BACKOFF_MS = 3600_000;
+const CLAIM_MS = 60_000;
 
 interface JobRow {
   id: string;
@@ -28,14 +31,20 @@ interface JobRow {
 }
 
 // A read first: the poll writes nothing while nothing is due (a full disk, a busy database).
-const DUE = "SELECT count(*) AS n FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?";
+// While a job is working, next_attempt_at is when its claim runs out.
+const DUE = `SELECT 1 AS due FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ?
+  UNION ALL SELECT 1 AS due FROM codehost_jobs WHERE status = 'working' AND next_attempt_at <= ? LIMIT 1`;
+// A claim not renewed in time: its runner is gone, so the job is due again.
+const EXPIRED = "UPDATE codehost_jobs SET status = 'pending', claim = NULL WHERE status = 'working' AND next_attempt_at <= ?";
 // Exactly once: a job is claimed by the UPDATE that moves it from pending to working; the outer
 // status test is checked again on the row itself should another server have claimed it meanwhile.
-const CLAIM = `UPDATE codehost_jobs SET status = 'working', updated_at = ?
+const CLAIM = `UPDATE codehost_jobs SET status = 'working', claim = ?, next_attempt_at = ?, updated_at = ?
   WHERE status = 'pending' AND id IN (SELECT id FROM codehost_jobs WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT 8)
   RETURNING id, org_id, task_id, kind, payload, attempts`;
-const FINISH = "UPDATE codehost_jobs SET status = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?";
-const LATER = "UPDATE codehost_jobs SET status = 'pending', next_attempt_at = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ?";
+const RENEW = "UPDATE codehost_jobs SET next_attempt_at = ? WHERE status = 'working' AND claim = ?";
+// Under the claim only: a runner whose claim was taken over leaves the job to the new one.
+const FINISH = "UPDATE codehost_jobs SET status = ?, claim = NULL, updated_at = ?, last_error = ?, attempts = ? WHERE id = ? AND claim = ?";
+const LATER = "UPDATE codehost_jobs SET status = 'pending', claim = NULL, next_attempt_at = ?, updated_at = ?, last_error = ?, attempts = ? WHERE id = ? AND claim = ?";
 const EXISTING = "SELECT id FROM codehost_jobs WHERE task_id = ? AND kind = ? AND status IN ('pending', 'working')";
 const REPOSITORY = "SELECT url, branch FROM repositories WHERE id = ? AND org_id = ?";
 const PRIMARY = "SELECT id, url, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id LIMIT 1";
@@ -44,9 +53,26 @@ const POLICY = "SELECT policy FROM projects WHERE id = ?";
 type Repository = { url: string; branch: string };
 const primaryOf = (projectId: string) => get<Repository & { id: string }>(PRIMARY, projectId);
 
-/** A job left working by a stopped server is due again (at least once; opening is idempotent below). */
+/**
+ * SQLite has one server: at its start a job left working was left by a crash and is due again at
+ * once (at least once; opening is idempotent below). On PostgreSQL it waits for its claim to run out.
+ */
 function* recover(): Q<void> {
-  if (yield* get("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1")) yield* run("UPDATE codehost_jobs SET status = 'pending' WHERE status = 'working'");
+  if (yield* get("SELECT 1 FROM codehost_jobs WHERE status = 'working' LIMIT 1")) yield* run("UPDATE codehost_jobs SET status = 'pending', claim = NULL WHERE status = 'working'");
+}
+
+/** A claimed batch of jobs. */
+interface Claimed {
+  claim: string;
+  jobs: JobRow[];
+}
+
+function* claimDue(claimMs: number): Q<Claimed> {
+  // Read here, once the write has its turn: a wait for the writers' lock does not eat into the claim.
+  const now = Date.now();
+  yield* run(EXPIRED, now);
+  const claim = crypto.randomUUID();
+  return { claim, jobs: yield* all<JobRow>(CLAIM, claim, now + claimMs, iso(now), now) };
 }
 
 const runners = new WeakMap<Core, Runner>();
@@ -58,7 +84,10 @@ class Runner {
   private readonly recovered: Promise<void>;
 
   constructor(private readonly core: Core) {
-    this.recovered = core.store.write(recover()).catch((error) => core.log.error("codehost jobs: recovering working jobs failed", { error: String(error) }));
+    this.recovered =
+      core.store.dialect === "sqlite"
+        ? core.store.write(recover()).catch((error) => core.log.error("codehost jobs: recovering working jobs failed", { error: String(error) }))
+        : Promise.resolve();
     this.timer = setInterval(guarded(core.log, "codehost jobs", () => this.wake()), POLL_MS);
     core.onClose.push(() => {
       this.stopped = true;
@@ -74,38 +103,68 @@ class Runner {
       .finally(() => (this.busy = false));
   }
 
+  private claimMs(): number {
+    return this.core.config.github.claimMs ?? CLAIM_MS;
+  }
+
   private async drain() {
     await this.recovered;
     for (;;) {
       if (this.stopped) return;
       const now = Date.now();
-      if ((await this.core.store.read(get<{ n: number }>(DUE, now)))!.n === 0) return;
-      const jobs = await this.core.store.write(all<JobRow>(CLAIM, iso(), now));
+      if (!(await this.core.store.read(get(DUE, now, now)))) return;
+      const { claim, jobs } = await this.core.store.write(claimDue(this.claimMs()));
       if (jobs.length === 0) return;
-      await Promise.all(jobs.map((job) => this.run(job)));
+      const renewing = setInterval(() => void this.renew(claim), Math.max(10, Math.floor(this.claimMs() / 3)));
+      try {
+        await Promise.all(jobs.map((job) => this.run(job, claim)));
+      } finally {
+        clearInterval(renewing);
+      }
     }
   }
 
-  private async run(job: JobRow) {
+  /** Keeps the batch's claim while its jobs run (a GitHub request has no deadline of its own). */
+  private async renew(claim: string) {
+    try {
+      const claimMs = this.claimMs();
+      await this.core.store.write(
+        (function* () {
+          return yield* run(RENEW, Date.now() + claimMs, claim);
+        })(),
+      );
+    } catch (error) {
+      this.core.log.warn("codehost jobs: renewing a claim failed", { error: String(error) });
+    }
+  }
+
+  /** Writes a job's end or next try under its claim; false when another server took the job over meanwhile. */
+  private async finish(job: JobRow, claim: string, write: Q<{ changes: number }>): Promise<boolean> {
+    if ((await this.core.store.write(write)).changes === 1) return true;
+    this.core.log.warn("codehost jobs: the claim ran out and another server took the job over; its result is not recorded here", { taskId: job.task_id, kind: job.kind });
+    return false;
+  }
+
+  private async run(job: JobRow, claim: string) {
     const core = this.core;
     const attempts = job.attempts + 1;
     try {
       const payload = JSON.parse(job.payload) as Record<string, unknown>;
       const done = job.kind === "open_pull_request" ? await openPullRequest(core, job, payload) : await postReview(core, job);
-      await core.store.write(run(FINISH, "done", iso(), done, attempts, job.id));
+      await this.finish(job, claim, run(FINISH, "done", iso(), done, attempts, job.id, claim));
     } catch (err) {
       const trouble = troubleOf(err);
       const what = job.kind === "open_pull_request" ? "opening the pull request" : "posting the review";
       if (trouble.transient && attempts < core.config.github.maxTries) {
         const backoff = Math.min(MAX_BACKOFF_MS, core.config.github.retryBaseMs * 2 ** (attempts - 1));
         const delay = Math.min(MAX_BACKOFF_MS, Math.max(backoff, trouble.retryAfterMs ?? 0));
-        await core.store.write(run(LATER, Date.now() + delay, iso(), trouble.message, attempts, job.id));
+        if (!(await this.finish(job, claim, run(LATER, Date.now() + delay, iso(), trouble.message, attempts, job.id, claim)))) return;
         const seconds = Math.ceil(delay / 1000);
         core.log.warn(`GitHub: ${what} backs off`, { taskId: job.task_id, attempt: attempts, retryInSec: seconds, reason: trouble.message });
         note(core, job, { action: "backing_off", message: `${what}: ${trouble.message}; backing off, next try in ${seconds} s`, attempt: attempts, retryInSec: seconds });
         return;
       }
-      await core.store.write(run(FINISH, "failed", iso(), trouble.message, attempts, job.id));
+      if (!(await this.finish(job, claim, run(FINISH, "failed", iso(), trouble.message, attempts, job.id, claim)))) return;
       core.log.warn(`GitHub: ${what} failed`, { taskId: job.task_id, attempt: attempts, reason: trouble.message });
       note(core, job, { action: "failed", message: `${what} failed: ${trouble.message}`, attempt: attempts });
     }

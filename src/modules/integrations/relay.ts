@@ -1,7 +1,9 @@
 // The in-process relay: sends the outbox's due rows, signed, and records each try. Woken right
 // after a commit that wrote rows (and polled every second as a safety net). Only 2xx is success;
-// redirects are not followed; 410 disables the target; Retry-After is honoured; rows left
-// "delivering" by a crash are due again at startup (at-least-once, with a stable delivery id).
+// redirects are not followed; 410 disables the target; Retry-After is honoured. Every server
+// runs a relay: a try is claimed for a while (claimMs) by the relay that sends it, and a claim
+// that ran out (its server died mid-send) is taken over by any relay (at-least-once, with a
+// stable delivery id). With SQLite there is one server, so a start takes back every claim at once.
 import { isIP } from "node:net";
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
@@ -12,6 +14,8 @@ import { all, get, run, type Q } from "../../db/query";
 
 interface DueRow {
   id: string;
+  /** This relay's claim of the try (set when claimed). */
+  claim: string;
   target_type: "integration" | "plugin";
   target_id: string;
   event: string;
@@ -45,22 +49,30 @@ export const DELIVERY_TRIES_KEPT = 20;
 type TryOutcome = "succeeded" | "retrying" | "failed";
 const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 
-const RECOVER = "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'";
+/** What a try may take beyond its request's timeout: reading the target, DNS, recording the result. */
+const CLAIM_MARGIN_MS = 30_000;
+
+// SQLite: one server, so at its start nothing else sends; every row in flight was left by a crash.
+const RECOVER = "UPDATE deliveries SET status = 'pending', claim = NULL, next_attempt_at = ?, updated_at = ? WHERE status = 'delivering'";
+// While a row is delivering, next_attempt_at is when its claim runs out: past it, the relay that
+// claimed it is taken as dead (it would have recorded its try by then) and the row is due again.
+const EXPIRED = "UPDATE deliveries SET status = 'pending', claim = NULL, updated_at = ? WHERE status = 'delivering' AND next_attempt_at <= ?";
 // The second parameter is a JSON list of targets that have IN_FLIGHT.perTarget callbacks in flight.
-const DUE = `SELECT id, target_type, target_id, event, payload, round_attempts FROM deliveries
+const DUE = `SELECT id, '' AS claim, target_type, target_id, event, payload, round_attempts FROM deliveries
   WHERE status = 'pending' AND next_attempt_at <= ? AND target_id NOT IN (SELECT value FROM json_each(?))
   ORDER BY next_attempt_at LIMIT ?`;
 // Only a row still pending is taken: two relays (two servers) never send the same try.
-const CLAIM = "UPDATE deliveries SET status = 'delivering', updated_at = ? WHERE id = ? AND status = 'pending'";
+const CLAIM = "UPDATE deliveries SET status = 'delivering', claim = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? AND status = 'pending'";
 const NEXT_DUE = "SELECT MIN(next_attempt_at) AS next_at FROM deliveries WHERE status = 'pending' AND target_id NOT IN (SELECT value FROM json_each(?))";
 const INTEGRATION = `SELECT callback_url AS url, secret_sealed, enabled, CASE WHEN callback_disabled_at IS NULL THEN 0 ELSE 1 END AS gone
   FROM integrations WHERE id = ?`;
 const PLUGIN = "SELECT url, secret_sealed, enabled, 0 AS gone FROM plugins WHERE id = ?";
-const RECORD = `UPDATE deliveries SET status = ?, attempts = attempts + 1, round_attempts = round_attempts + 1, last_status_code = ?, last_error = ?,
-  last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING attempts`;
+// Only under the claim: a relay whose claim ran out and was taken over leaves the row to the new one.
+const RECORD = `UPDATE deliveries SET status = ?, claim = NULL, attempts = attempts + 1, round_attempts = round_attempts + 1, last_status_code = ?, last_error = ?,
+  last_latency_ms = ?, last_attempt_at = ?, delivered_at = ?, next_attempt_at = ?, updated_at = ? WHERE id = ? AND claim = ? RETURNING attempts`;
 const INSERT_TRY = "INSERT INTO delivery_tries (delivery_id, attempt, at, outcome, status_code, error, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?)";
 const PRUNE_TRIES = "DELETE FROM delivery_tries WHERE delivery_id = ? AND attempt <= ?";
-const BACK_TO_PENDING = "UPDATE deliveries SET status = 'pending', updated_at = ? WHERE id = ? AND status = 'delivering'";
+const BACK_TO_PENDING = "UPDATE deliveries SET status = 'pending', claim = NULL, next_attempt_at = ?, updated_at = ? WHERE id = ? AND claim = ?";
 const DISABLE_INTEGRATION = "UPDATE integrations SET callback_disabled_at = ?, updated_at = ? WHERE id = ?";
 const DISABLE_PLUGIN = "UPDATE plugins SET enabled = 0, updated_at = ? WHERE id = ?";
 const FAIL_PENDING = "UPDATE deliveries SET status = 'failed', last_error = ?, updated_at = ? WHERE target_id = ? AND status = 'pending'";
@@ -86,7 +98,7 @@ export class Relay {
 
   constructor(private readonly core: Core) {}
 
-  /** The first pass makes rows a crash left in flight due again (in a tick, so a locked database delays it, never stops startup). */
+  /** On SQLite the first pass makes rows a crash left in flight due again (in a tick, so a locked database delays it, never stops startup). */
   start() {
     this.wake();
   }
@@ -138,10 +150,8 @@ export class Relay {
   private async tick() {
     if (this.stopped) return;
     try {
-      if (!this.recovered) {
-        await this.core.store.write(run(RECOVER, Date.now(), iso()));
-        this.recovered = true;
-      }
+      if (!this.recovered && this.core.store.dialect === "sqlite") await this.core.store.write(run(RECOVER, Date.now(), iso()));
+      this.recovered = true;
       await this.claimAndLaunch();
     } catch (err) {
       // A busy or locked database (a backup, another writer) must delay callbacks, never end the server.
@@ -162,17 +172,27 @@ export class Relay {
     return JSON.stringify([...counts].filter(([, n]) => n >= IN_FLIGHT.perTarget).map(([id]) => id));
   }
 
+  /** How long a claim holds: a live relay records its try well within it. */
+  private claimMs(): number {
+    const { timeoutMs, claimMs } = this.core.config.callbacks;
+    return claimMs ?? timeoutMs + CLAIM_MARGIN_MS;
+  }
+
   /** Claims up to `free` due rows, at most IN_FLIGHT.perTarget in flight per target. */
-  private *claim(free: number, now: number): Q<DueRow[]> {
+  private *claim(free: number): Q<DueRow[]> {
+    // Read here, once the write has its turn: a wait for the writers' lock does not eat into the claims.
+    const now = Date.now();
+    if (free > 0) yield* run(EXPIRED, iso(now), now);
     // Read more than the free slots: some rows may belong to a target that fills up in this pass.
     const counts = this.perTarget();
     const chosen: DueRow[] = [];
     for (const row of yield* all<DueRow>(DUE, now, this.saturated(counts), free * IN_FLIGHT.perTarget)) {
       const n = counts.get(row.target_id) ?? 0;
       if (n >= IN_FLIGHT.perTarget) continue;
-      if ((yield* run(CLAIM, iso(now), row.id)).changes !== 1) continue; // another relay took it
+      const claim = crypto.randomUUID();
+      if ((yield* run(CLAIM, claim, now + this.claimMs(), iso(now), row.id)).changes !== 1) continue; // another relay took it
       counts.set(row.target_id, n + 1);
-      chosen.push(row);
+      chosen.push({ ...row, claim });
       if (chosen.length === free) break;
     }
     return chosen;
@@ -181,7 +201,7 @@ export class Relay {
   private async claimAndLaunch() {
     const free = IN_FLIGHT.total - this.inFlight.size;
     if (free > 0) {
-      const claimed = await this.core.store.write(this.claim(free, Date.now()));
+      const claimed = await this.core.store.write(this.claim(free));
       for (const row of claimed) this.launch(row);
     }
     // When every slot is busy, a finishing send wakes the relay; so it does for a full target.
@@ -277,10 +297,10 @@ export class Relay {
   }
 
   /**
-   * The try's result must reach the row, or the row would stay "delivering" until a restart: a
-   * busy or locked database delays the write (retried every second), never ends the relay. If
-   * the relay stops first, the row stays "delivering" and the next start sends it again with
-   * the same id (at least once).
+   * The try's result must reach the row, or the row would stay "delivering" until its claim runs
+   * out: a busy or locked database delays the write (retried every second), never ends the relay.
+   * If the relay stops first, the row stays "delivering" and is sent again with the same id (at
+   * least once) by the next start (SQLite) or by any relay once the claim ran out.
    */
   private async recordUntilWritten(row: DueRow, outcome: Outcome, stop: AbortSignal) {
     for (;;) {
@@ -290,7 +310,7 @@ export class Relay {
         return;
       } catch (err) {
         if (this.stopped) {
-          this.core.log.warn("callback relay stopped before it could record a try; the next start sends it again", { deliveryId: row.id, error: String(err) });
+          this.core.log.warn("callback relay stopped before it could record a try; it is sent again", { deliveryId: row.id, error: String(err) });
           return;
         }
         this.core.log.warn("callback relay could not record a try; retrying", { deliveryId: row.id, error: String(err) });
@@ -309,23 +329,24 @@ export class Relay {
   private *record(row: DueRow, outcome: Outcome): Q<"delivered" | "failed" | "retrying" | null> {
     const nowMs = Date.now();
     const now = iso(nowMs);
-    const write = function* (result: TryOutcome, code: number | null, error: string | null, latencyMs: number | null, deliveredAt: string | null, nextAt: number): Q<void> {
-      const updated = yield* get<{ attempts: number }>(RECORD, result === "retrying" ? "pending" : result, code, error, latencyMs, now, deliveredAt, nextAt, now, row.id);
-      if (!updated) return; // the delivery went with its org meanwhile
+    const write = function* (result: TryOutcome, code: number | null, error: string | null, latencyMs: number | null, deliveredAt: string | null, nextAt: number): Q<boolean> {
+      const updated = yield* get<{ attempts: number }>(RECORD, result === "retrying" ? "pending" : result, code, error, latencyMs, now, deliveredAt, nextAt, now, row.id, row.claim);
+      // The delivery went with its org meanwhile, or the claim ran out and another relay has it.
+      if (!updated) return false;
       const { attempts } = updated;
       yield* run(INSERT_TRY, row.id, attempts, now, result, code, error, latencyMs);
       yield* run(PRUNE_TRIES, row.id, attempts - DELIVERY_TRIES_KEPT);
+      return true;
     };
     switch (outcome.kind) {
       case "interrupted":
-        // Stopped mid-send: not counted; the next start sends it again with the same id.
-        yield* run(BACK_TO_PENDING, now, row.id);
+        // Stopped mid-send: not counted; due again at once, with the same id, for any relay.
+        yield* run(BACK_TO_PENDING, nowMs, now, row.id, row.claim);
         return null;
       case "succeeded":
-        yield* write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs);
-        return "delivered";
+        return (yield* write("succeeded", outcome.code, null, outcome.latencyMs, now, nowMs)) ? "delivered" : null;
       case "failed":
-        yield* write("failed", outcome.code, outcome.error, outcome.latencyMs, null, nowMs);
+        if (!(yield* write("failed", outcome.code, outcome.error, outcome.latencyMs, null, nowMs))) return null;
         if (outcome.disableTarget) {
           if (row.target_type === "integration") yield* run(DISABLE_INTEGRATION, now, now, row.target_id);
           else yield* run(DISABLE_PLUGIN, now, row.target_id);
@@ -336,13 +357,11 @@ export class Relay {
         const delays = this.core.config.callbacks.retryDelaysMs;
         const tried = row.round_attempts + 1;
         if (tried > delays.length) {
-          yield* write("failed", outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, null, nowMs);
-          return "failed";
+          return (yield* write("failed", outcome.code, `${outcome.error ?? "failed"}; gave up after ${tried} tries`, outcome.latencyMs, null, nowMs)) ? "failed" : null;
         }
         // ±20% jitter spreads retries of many callbacks that failed together.
         const delay = Math.max(delays[tried - 1] * (0.8 + Math.random() * 0.4), outcome.retryAfterMs ?? 0);
-        yield* write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay));
-        return "retrying";
+        return (yield* write("retrying", outcome.code, outcome.error, outcome.latencyMs, null, Math.round(nowMs + delay))) ? "retrying" : null;
       }
     }
   }

@@ -68,7 +68,11 @@ export async function loseAttempts(core: Core, workerId: string, reason: string,
 }
 
 const FAIL_RUNS_OF = "UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE worker_id = ? AND status IN ('queued', 'running')";
-const FAIL_UNFINISHED_RUNS = "UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? WHERE status IN ('queued', 'running')";
+// Runs whose worker no server has seen since the cutoff (last_seen_at is ISO text: it sorts as time).
+const FAIL_UNFINISHED_RUNS = `UPDATE readiness_runs SET status = 'failed', error = ?, updated_at = ?, finished_at = ?
+  WHERE status IN ('queued', 'running') AND worker_id IN (SELECT id FROM workers WHERE last_seen_at IS NULL OR last_seen_at < ?)`;
+/** The server holding a worker's socket writes its last_seen_at every 5 s (presence.ts); this leaves room for that. */
+const SEEN_MARGIN_MS = 10_000;
 
 /** Readiness runs waiting on a worker that is gone will not finish: they fail with the reason. */
 export function* failReadinessRuns(_core: Core, workerId: string, reason: string): Q<void> {
@@ -76,8 +80,14 @@ export function* failReadinessRuns(_core: Core, workerId: string, reason: string
   yield* run(FAIL_RUNS_OF, reason, now, now, workerId);
 }
 
-/** At startup: unfinished runs lost their request with the previous process (it lived in memory); they fail, to be asked again. */
-export function* failInterruptedReadinessRuns(_core: Core): Q<void> {
-  const now = iso();
-  yield* run(FAIL_UNFINISHED_RUNS, "the server restarted before the run finished; ask again", now, now);
+/**
+ * At startup: unfinished runs of workers that no server has heard from for the offline timeout
+ * will not finish; they fail, to be asked again. The others go on: their worker is connected to
+ * another server, or reconnects, and reports the run over HTTP whichever server answers.
+ */
+export function* failInterruptedReadinessRuns(core: Core): Q<void> {
+  const nowMs = Date.now();
+  const now = iso(nowMs);
+  const cutoff = iso(nowMs - core.config.workerTimeouts.offlineMs - SEEN_MARGIN_MS);
+  yield* run(FAIL_UNFINISHED_RUNS, "the server restarted before the run finished, and its worker is away; ask again", now, now, cutoff);
 }
