@@ -1,6 +1,8 @@
-// Messages for one worker (controls, readiness requests): sent at once when it is connected and
-// has said hello, otherwise kept in the database (the last 100) and sent at its next hello. So a
-// person's answer to a worker that is away survives a restart of the server.
+// Messages for one worker (controls, readiness and clone requests): sent at once when it is
+// connected here and has said hello, otherwise kept in the database (the last 100) and sent at its
+// next hello, or at once by the server it is connected to when told so on the bus (presence.ts,
+// "worker.mail"). So a person's answer reaches a worker on another server, and one that is away
+// gets it after a restart of the server.
 import { all, pure, run, type Q } from "../../db/query";
 import type { Control, ControlAction, ServerMessage } from "../../protocol/messages";
 import type { Conn } from "./dispatcher";
@@ -11,8 +13,8 @@ const KEEP = 100;
 // Mail for a worker that no longer exists has nobody to reach: dropped, not an error.
 const PUT = "INSERT INTO worker_mail (worker_id, message, created_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)";
 const TRIM = "DELETE FROM worker_mail WHERE worker_id = ? AND id NOT IN (SELECT id FROM worker_mail WHERE worker_id = ? ORDER BY id DESC LIMIT ?)";
-// Taken in one statement: what a flush reads is gone, even if two hellos race.
-const TAKE = "DELETE FROM worker_mail WHERE worker_id = ? RETURNING id, message";
+const WAITING = "SELECT id, message FROM worker_mail WHERE worker_id = ? ORDER BY id";
+const TAKEN = "DELETE FROM worker_mail WHERE worker_id = ? AND id <= ?";
 const FORGET = "DELETE FROM worker_mail WHERE worker_id = ?";
 
 export class Mailbox {
@@ -43,11 +45,23 @@ export class Mailbox {
     return false;
   }
 
-  /** After a hello: what waited for this worker goes out, in order. */
-  *flush(conn: Conn): Q<void> {
-    const rows = yield* all<{ id: number; message: string }>(TAKE, conn.workerId);
-    rows.sort((a, b) => a.id - b.id);
-    for (const row of rows) this.send(conn, JSON.parse(row.message) as ServerMessage);
+  /**
+   * After a hello, or when told that mail waits: what waited for this worker goes out, in order;
+   * returns what was sent. Run it in a write: writers take turns (on every server), and each
+   * flush sends before it commits, so two flushes that race never send one message twice, nor
+   * out of order. What could not be sent (the socket is closing) stays for the next hello.
+   */
+  *flush(conn: Conn): Q<ServerMessage[]> {
+    const sent: ServerMessage[] = [];
+    let last: number | null = null;
+    for (const row of yield* all<{ id: number | bigint; message: string }>(WAITING, conn.workerId)) {
+      const message = JSON.parse(row.message) as ServerMessage;
+      if (!this.send(conn, message)) break;
+      sent.push(message);
+      last = Number(row.id);
+    }
+    if (last !== null) yield* run(TAKEN, conn.workerId, last);
+    return sent;
   }
 
   /** A revoked worker's mail is dropped. */
