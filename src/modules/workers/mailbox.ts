@@ -13,8 +13,16 @@ const KEEP = 100;
 // Mail for a worker that no longer exists has nobody to reach: dropped, not an error.
 const PUT = "INSERT INTO worker_mail (worker_id, message, created_at) SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)";
 const TRIM = "DELETE FROM worker_mail WHERE worker_id = ? AND id NOT IN (SELECT id FROM worker_mail WHERE worker_id = ? ORDER BY id DESC LIMIT ?)";
-const WAITING = "SELECT id, message FROM worker_mail WHERE worker_id = ? ORDER BY id";
-const TAKEN = "DELETE FROM worker_mail WHERE worker_id = ? AND id <= ?";
+// Taken in one statement: what a flush reads is gone, even if two flushes race.
+const TAKE = "DELETE FROM worker_mail WHERE worker_id = ? RETURNING id, message, created_at";
+const PUT_BACK = "INSERT INTO worker_mail (id, worker_id, message, created_at) SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM workers WHERE id = ?)";
+
+/** Mail taken out of the mailbox, to send after the commit. */
+export interface Taken {
+  id: number;
+  message: string;
+  createdAt: string;
+}
 const FORGET = "DELETE FROM worker_mail WHERE worker_id = ?";
 
 export class Mailbox {
@@ -46,22 +54,25 @@ export class Mailbox {
   }
 
   /**
-   * After a hello, or when told that mail waits: what waited for this worker goes out, in order;
-   * returns what was sent. Run it in a write: writers take turns (on every server), and each
-   * flush sends before it commits, so two flushes that race never send one message twice, nor
-   * out of order. What could not be sent (the socket is closing) stays for the next hello.
+   * After a hello, or when told that mail waits: takes what waited for this worker, in order (run
+   * it in a write: writers take turns, on every server, so two flushes that race never take one
+   * message twice). Send what it returns after the commit with `sendTaken`.
    */
-  *flush(conn: Conn): Q<ServerMessage[]> {
-    const sent: ServerMessage[] = [];
-    let last: number | null = null;
-    for (const row of yield* all<{ id: number | bigint; message: string }>(WAITING, conn.workerId)) {
-      const message = JSON.parse(row.message) as ServerMessage;
-      if (!this.send(conn, message)) break;
-      sent.push(message);
-      last = Number(row.id);
-    }
-    if (last !== null) yield* run(TAKEN, conn.workerId, last);
-    return sent;
+  *take(workerId: string): Q<Taken[]> {
+    const rows = yield* all<{ id: number | bigint; message: string; created_at: string }>(TAKE, workerId);
+    return rows.map((r) => ({ id: Number(r.id), message: r.message, createdAt: r.created_at })).sort((a, b) => a.id - b.id);
+  }
+
+  /** Sends taken mail in order, until a send fails (the socket is closing); returns how many were sent. */
+  sendTaken(conn: Conn, taken: Taken[]): number {
+    let n = 0;
+    while (n < taken.length && this.send(conn, JSON.parse(taken[n].message) as ServerMessage)) n++;
+    return n;
+  }
+
+  /** Mail that could not be sent goes back under its own ids (before any newer mail), for the next hello. */
+  *putBack(workerId: string, taken: Taken[]): Q<void> {
+    for (const mail of taken) yield* run(PUT_BACK, mail.id, workerId, mail.message, mail.createdAt, workerId);
   }
 
   /** A revoked worker's mail is dropped. */

@@ -18,7 +18,7 @@
 // `departed` map is for SQLite only.
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
-import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt } from "../../protocol/messages";
+import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt, type ServerMessage } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
 import { failInterruptedReadinessRuns, failReadinessRuns, giveUpAttempts, loseAttempts, publishLost } from "./recovery";
@@ -142,9 +142,17 @@ export class Presence {
     void this.dispatcher.background("re-offering after a stale connection", reoffer);
   }
 
-  /** Sends what waits in the worker's mailbox (a write: see Mailbox.flush). */
-  private flushMail(conn: Conn) {
-    return this.core.store.write(this.dispatcher.mailbox.flush(conn));
+  /**
+   * Sends what waits in the worker's mailbox. Flushes of one worker run on the server it is
+   * connected to, one after another (writers take turns): each sends what it took as soon as its
+   * commit is in, before the next one's transaction has begun, so the mail leaves in order.
+   */
+  private async flushMail(conn: Conn): Promise<ServerMessage[]> {
+    const mailbox = this.dispatcher.mailbox;
+    const taken = await this.core.store.write(mailbox.take(conn.workerId));
+    const sent = mailbox.sendTaken(conn, taken);
+    if (sent < taken.length) await this.core.store.write(mailbox.putBack(conn.workerId, taken.slice(sent)));
+    return taken.slice(0, sent).map((mail) => JSON.parse(mail.message) as ServerMessage);
   }
 
   /**
@@ -160,6 +168,11 @@ export class Presence {
     if (this.dispatcher.isConnected(row.id)) return true;
     if (!this.shared || row.revoked_at || !row.last_seen_at || this.whereabouts.get(row.id) === null) return false;
     return Date.parse(row.last_seen_at) > Date.now() - this.silentAfterMs();
+  }
+
+  /** Whether this server gives up silent workers (always on SQLite; the leader with several servers). */
+  leads(): boolean {
+    return this.leader?.isLeader() ?? true;
   }
 
   /** With several servers: how long a worker may go without a last_seen_at write before it counts as gone. */
