@@ -8,7 +8,7 @@
 // ("worker.updated", for live subscribers). On SQLite there is one server and none of it runs.
 //
 // Lost workers, with several servers: the server a worker is connected to writes its last_seen_at
-// every LAST_SEEN_EVERY (a quarter of the offline timeout, at most 5 s) and when its socket closes;
+// every lastSeenEvery (a quarter of the offline timeout, at most 5 s) and when its socket closes;
 // one server, the "presence" leader (server/leader.ts), gives up the attempts (and readiness runs)
 // of workers not heard of for the offline timeout plus that flush interval. The database decides,
 // not one server's memory, so a worker that moved to another server keeps its attempts, and one
