@@ -20,11 +20,14 @@ async function addRepo(p: { orgId: string; projectId: string; token: string }, u
   return r.body.repository.id as string;
 }
 
-/** Everything a route of these could change, for before/after comparisons. */
+/**
+ * Everything a route of these could change, for before/after comparisons (but a connected worker's
+ * last_seen_at, which moves by itself: on PostgreSQL it is written several times a second here).
+ */
 async function snapshot() {
   const q = (sql: string) => s.core.store.read(all(sql));
   return JSON.stringify(await Promise.all([
-    q("SELECT * FROM workers ORDER BY id"),
+    q("SELECT * FROM workers ORDER BY id").then((rows) => rows.map((r) => ({ ...(r as object), last_seen_at: undefined }))),
     q("SELECT * FROM worker_repositories ORDER BY worker_id, repository_id"),
     q("SELECT * FROM discovered_repositories ORDER BY id"),
     q("SELECT * FROM readiness_runs ORDER BY id"),

@@ -93,8 +93,8 @@ export function* requestClone(core: Core, orgId: string, projectId: string, repo
   const workers: { workerId: string; status: "cloning"; delivered: boolean }[] = [];
   for (const workerId of new Set(workerIds)) {
     yield* upsertClone(core, { workerId, repositoryId, orgId, status: "cloning", path: null, error: null, at: now });
-    // Not kept in the mailbox: a worker that is away gets it from the database at its next hello.
-    workers.push({ workerId, status: "cloning", delivered: dispatcher.sendNow(workerId, message) });
+    // Kept in the mailbox too (presence.ts sends it once): a worker on another server gets it at once.
+    workers.push({ workerId, status: "cloning", delivered: yield* dispatcher.mailbox.deliver(workerId, message) });
   }
   return { repositoryId, workers };
 }

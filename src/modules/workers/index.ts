@@ -45,7 +45,7 @@ function wire(core: Core) {
       ...(input !== undefined ? { input } : {}),
       ...(reason !== undefined ? { reason } : action === "restart" ? { reason: "restarted" } : {}),
     });
-    void core.store.write(mail).catch((err) => core.log.error("keeping a control failed", { taskId: before.id, error: String((err as Error)?.stack ?? err) }));
+    void core.store.write(mail).then((sent) => sent || presence.mailWaiting(holder)).catch((err) => core.log.error("keeping a control failed", { taskId: before.id, error: String((err as Error)?.stack ?? err) }));
   });
   core.events.on("project.policyChanged", ({ projectId }) => {
     // A raised (or removed) daily budget releases the project's queue at once.

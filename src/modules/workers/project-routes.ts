@@ -8,6 +8,7 @@ import { Project } from "../projects/model";
 import { cloneStatuses, requestClone } from "./clones";
 import { acceptDiscovered, dismissDiscovered, listDiscovered } from "./discovered";
 import { latestReadiness, requestReadiness } from "./readiness";
+import { presenceOf } from "./presence";
 import {
   AcceptBody,
   CloneAccepted,
@@ -32,7 +33,11 @@ export default (core: Core) =>
     .use(authPlugin(core))
     .post(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clone",
-      async ({ orgId, params, body, status }) => status(202, await core.store.write(requestClone(core, orgId, params.projectId, params.repositoryId, body.workerIds))),
+      async ({ orgId, params, body, status }) => {
+        const accepted = await core.store.write(requestClone(core, orgId, params.projectId, params.repositoryId, body.workerIds));
+        for (const w of accepted.workers) if (!w.delivered) presenceOf(core).mailWaiting(w.workerId);
+        return status(202, accepted);
+      },
       {
         permission: "project.update",
         params: RepositoryParams,
@@ -57,7 +62,11 @@ export default (core: Core) =>
     )
     .post(
       "/orgs/:orgId/projects/:projectId/readiness",
-      async ({ orgId, params, body, actor, status }) => status(202, await core.store.write(requestReadiness(core, orgId, params.projectId, body?.workerId, actor))),
+      async ({ orgId, params, body, actor, status }) => {
+        const accepted = await core.store.write(requestReadiness(core, orgId, params.projectId, body?.workerId, actor));
+        presenceOf(core).mailWaiting(accepted.workerId);
+        return status(202, accepted);
+      },
       {
         permission: "project.update",
         params: ProjectParams,

@@ -45,7 +45,8 @@ const INSERT = `INSERT INTO workers (id, org_id, name, hostname, labels, policy,
   VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?)`;
 const HELD = "SELECT id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval') ORDER BY id";
 const HELLO = "UPDATE workers SET tools = ?, agents = ?, providers = ?, version = ?, capacity = ?, last_seen_at = ?, updated_at = ? WHERE id = ?";
-const SEEN = "UPDATE workers SET last_seen_at = ? WHERE id = ?";
+// Never back in time: a stale socket closing on one server must not undo a newer write by another.
+const SEEN = "UPDATE workers SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)";
 
 export interface NewWorker {
   orgId: string;
@@ -137,7 +138,7 @@ export function* recordHello(_core: Core, workerId: string, hello: Pick<Hello, "
 }
 
 export function* recordLastSeen(_core: Core, workerId: string, at: string): Q<void> {
-  yield* run(SEEN, at, workerId);
+  yield* run(SEEN, at, workerId, at);
 }
 
 export const parseLabels = (row: WorkerRow): string[] => JSON.parse(row.labels) as string[];
