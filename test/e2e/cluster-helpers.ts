@@ -62,6 +62,9 @@ export class AoProcess {
   }
 }
 
+/** A pattern matching `text` as written (URLs in the output have dots). */
+export const literally = (text: string) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+
 export interface Served {
   proc: AoProcess;
   url: string;

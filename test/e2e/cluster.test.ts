@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildExecutable } from "../../scripts/build";
 import { freshDatabase } from "../helpers/postgres";
+import { saveCredential } from "../../src/worker/credential";
 import { alive } from "./worker-helpers";
-import { AoProcess, api, ok, startServe, Subscriber, until, type Served } from "./cluster-helpers";
+import { AoProcess, api, literally, ok, startServe, Subscriber, until, type Served } from "./cluster-helpers";
 
 const PASSWORD = "cluster admin password";
 const TASKS = 200;
@@ -60,15 +61,18 @@ function startWorker(name: "a" | "b", servers: string[]): AoProcess {
   return new AoProcess(ao, args, { OUT: join(tmp, "out") });
 }
 
-/** Pairs by device code: the code read off the worker's output, approved by a person through `via`. */
-async function pairWorker(name: "a" | "b", server: Served, via: Served, access: string): Promise<AoProcess> {
-  const w = startWorker(name, [server.url]);
-  const [, code] = await w.waitFor(/code: ([A-Z]{4}-[A-Z]{4})/, 20_000);
-  await ok(via.url, "POST", "/pairing/approve", { token: access, body: { userCode: code, orgId } });
-  // The worker polls every 5 s (the interval the server asks for).
-  const [, id] = await w.waitFor(/connected as (wkr_\w+)/, 30_000);
-  ids[name] = id;
-  return w;
+/**
+ * Pairs a worker by device code as `ao worker` would (its request to `server`, a person's approval
+ * through `via`, its poll) and keeps the credential in the worker's data directory, so the worker
+ * starts paired instead of sleeping through its 5 s poll interval (test/e2e/worker.test.ts pairs
+ * from the worker's own output).
+ */
+async function pairWorker(name: "a" | "b", server: Served, via: Served, access: string) {
+  const started = await ok(server.url, "POST", "/worker/pair", { body: { name: `worker-${name}`, hostname: "cluster-e2e", labels: [`on-${name}`] } });
+  await ok(via.url, "POST", "/pairing/approve", { token: access, body: { userCode: started.userCode, orgId } });
+  const paired = await ok(server.url, "POST", "/worker/pair/poll", { body: { deviceCode: started.deviceCode } });
+  saveCredential(join(tmp, `worker-${name}`), { server: server.url, workerId: paired.workerId, orgId, credential: paired.credential });
+  ids[name] = paired.workerId;
 }
 
 const createTask = (s: Served, projectId: string, title: string) =>
@@ -143,7 +147,10 @@ beforeAll(async () => {
   project.onB = await newProject(a, "on-b", ["on-b"]);
 
   // Each worker pairs with one server and is approved by a person on the other.
-  [workers.a, workers.b] = await Promise.all([pairWorker("a", a, b, session.accessToken), pairWorker("b", b, a, session.accessToken)]);
+  await Promise.all([pairWorker("a", a, b, session.accessToken), pairWorker("b", b, a, session.accessToken)]);
+  workers.a = startWorker("a", [a.url]);
+  workers.b = startWorker("b", [b.url]);
+  await Promise.all([workers.a.waitFor(new RegExp(`connected as ${ids.a}`), 20_000), workers.b.waitFor(new RegExp(`connected as ${ids.b}`), 20_000)]);
   live = { a: await Subscriber.open(a.url, token, orgId), b: await Subscriber.open(b.url, token, orgId) };
 }, 120_000);
 
@@ -263,10 +270,10 @@ describe("two servers on one database, a worker on each", () => {
     // The worker on A again, now given both URLs (one credential for the whole service).
     await workers.a!.stop();
     workers.a = startWorker("a", [a.url, b.url]);
-    await workers.a.waitFor(/connected as/, 20_000);
+    await workers.a.waitFor(literally(`connected as ${ids.a} (${a.url})`), 20_000);
     const wa = workers.a;
 
-    // Creates go on, alternately to A and B, 4 at a time, until B has acknowledged 20 after the kill.
+    // Creates go on, alternately to A and B, 4 at a time, until B has acknowledged 12 after the kill.
     const acked: { id: string; via: "a" | "b" }[] = [];
     const unanswered: string[] = [];
     let killed = false;
@@ -274,7 +281,7 @@ describe("two servers on one database, a worker on each", () => {
     let n = 0;
     const creating = Promise.all(
       Array.from({ length: 4 }, async () => {
-        while (!(killed && afterKill >= 20) && n < 400) {
+        while (!(killed && afterKill >= 12) && n < 400) {
           const via = n++ % 2 === 0 ? "a" : "b";
           const wasKilled = killed;
           try {
@@ -292,7 +299,7 @@ describe("two servers on one database, a worker on each", () => {
     );
     const from = wa.output.length;
     await wa.waitFor(/running tsk_\w+ attempt 1: load/, 30_000, from);
-    await until(() => acked.filter((x) => x.via === "a").length >= 15, 30_000, "15 creates acknowledged by A", 10);
+    await until(() => acked.filter((x) => x.via === "a").length >= 10, 30_000, "10 creates acknowledged by A", 10);
     killed = true;
     a.proc.proc.kill("SIGKILL");
     await a.proc.exited;
@@ -301,7 +308,7 @@ describe("two servers on one database, a worker on each", () => {
 
     // The worker that was on A notices and goes on with B.
     await wa.waitFor(/disconnected; reconnecting/, 15_000, from);
-    await wa.waitFor(/connected as/, 30_000, wa.output.indexOf("disconnected; reconnecting", from));
+    await wa.waitFor(literally(`connected as ${ids.a} (${b.url})`), 30_000, from);
 
     await settled(b, project.any, 90_000);
     const done = new Map((await tasksOf(b, project.any)).map((t) => [t.id, t]));
