@@ -152,7 +152,7 @@ beforeAll(async () => {
   workers.b = startWorker("b", [b.url]);
   await Promise.all([workers.a.waitFor(new RegExp(`connected as ${ids.a}`), 20_000), workers.b.waitFor(new RegExp(`connected as ${ids.b}`), 20_000)]);
   live = { a: await Subscriber.open(a.url, token, orgId), b: await Subscriber.open(b.url, token, orgId) };
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   live?.a.close();
@@ -173,7 +173,7 @@ describe("two servers on one database, a worker on each", () => {
       expect(r.status).toBe(201);
       created.push({ id: r.body.id, via });
     });
-    await settled(b, project.any, 120_000);
+    await settled(b, project.any, 150_000);
     const done = await tasksOf(b, project.any);
     expect(done).toHaveLength(TASKS);
     expect(done.filter((t) => t.status !== "completed")).toEqual([]);
@@ -197,7 +197,7 @@ describe("two servers on one database, a worker on each", () => {
     expect(Object.keys(tally).sort()).toEqual([ids.a, ids.b].sort());
     const crossed = created.filter(({ id, via }) => done.find((t) => t.id === id)!.workerId !== ids[via]);
     expect(crossed.length).toBeGreaterThan(0);
-  }, 120_000);
+  }, 180_000);
 
   test("live subscribers on A and on B saw every task.updated and task.event of those tasks once", async () => {
     expect(timelines.size).toBe(TASKS);
@@ -262,8 +262,9 @@ describe("two servers on one database, a worker on each", () => {
 
     const r = await fetch(`${b.url}/api/v1/orgs/${orgId}/tasks/${id}/artifacts/blob.bin`, { headers: { authorization: `Bearer ${token}` } });
     expect(r.status).toBe(200);
-    expect(r.headers.get("content-length")).toBe(String(blob.length));
     expect(Buffer.from(await r.arrayBuffer()).equals(Buffer.from(blob))).toBe(true);
+    // The documented headers hold whichever server keeps the bytes.
+    expect(r.headers.get("content-length")).toBe(String(blob.length));
   }, 60_000);
 
   test("kill -9 of A under load: every acknowledged create exists and finishes; A's worker continues on B", async () => {
