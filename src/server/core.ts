@@ -7,7 +7,8 @@ import type { Bus } from "./bus";
 import type { Q } from "../db/query";
 import type { Sealer } from "../lib/seal";
 import type { Sockets } from "./sockets";
-import type { TaskChange } from "../modules/tasks/store";
+import type { TaskBefore, TaskChange } from "../modules/tasks/store";
+import type { TaskRow } from "../modules/tasks/record";
 import type { Action } from "../modules/tasks/machine";
 import type { Actor } from "../modules/auth/principal";
 import type { LogFormat, LogLevel } from "./log";
@@ -126,6 +127,12 @@ export class CoreEvents {
 export interface CoreEventMap {
   /** A task was created or its record changed (not emitted for events-only appends). */
   "task.changed": TaskChange;
+  /**
+   * Another server on the database committed a task change of the record (PostgreSQL): what this
+   * server's dispatcher needs of it. `after` is the row read on arrival (possibly newer than the
+   * change); `before` is null for a create. Not "task.changed": its listeners write, once, on the origin.
+   */
+  "task.changedElsewhere": { before: TaskBefore | null; after: TaskRow };
   /** A person applied an action; the worker running the task may need a control message. */
   "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
   /** A project's policy was written: budgets and preferred agents are read afresh, the queue looked at again. */

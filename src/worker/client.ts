@@ -1,5 +1,8 @@
 // HTTP client of the worker protocol. State changes are retried on network errors and 5xx with
 // backoff (they are idempotent on the server: events by seq, terminal transitions by state).
+// Given several servers of one service (one database), a request that gets no answer moves the
+// client on to the next server, round robin, and its retry goes there: an answer that was lost
+// after the write committed is harmless for the same reason.
 import type { ClaimResult, CloneReport, EventsRequest, PairResult, PairStarted, ReadinessReport, ReposReport, TransitionRequest, UsageReport } from "../protocol/requests";
 import { LEASE_HEADER } from "../protocol/requests";
 
@@ -23,31 +26,57 @@ export function backoff(attempt: number, baseMs = 500, capMs = 30_000): number {
 
 export class WorkerClient {
   credential: string | null = null;
+  readonly servers: string[];
+  private current = 0;
+  /** Told when the client moves on to another server. */
+  onSwitch: (from: string, to: string) => void = () => {};
 
-  constructor(readonly server: string) {}
+  constructor(servers: string | string[]) {
+    this.servers = typeof servers === "string" ? [servers] : servers;
+    if (this.servers.length === 0) throw new Error("a worker client needs a server");
+  }
+
+  /** The server requests (and the worker's socket) go to now. */
+  get server(): string {
+    return this.servers[this.current];
+  }
+
+  /**
+   * Moves on to the next server after `failed` gave no answer. Requests that fail together move
+   * once: when the client has left `failed` already, it stays where it is.
+   */
+  failover(failed: string) {
+    if (this.servers.length === 1 || this.server !== failed) return;
+    this.current = (this.current + 1) % this.servers.length;
+    this.onSwitch(failed, this.server);
+  }
 
   async request<T>(method: string, path: string, body?: unknown, opts: { retries?: number; headers?: Record<string, string>; raw?: Blob | string } = {}): Promise<T> {
     const retries = opts.retries ?? 0;
     for (let attempt = 0; ; attempt++) {
+      const server = this.server;
       let res: Response;
+      let text: string;
       try {
         const headers: Record<string, string> = { ...opts.headers };
         if (this.credential) headers.authorization = `Bearer ${this.credential}`;
         if (body !== undefined) headers["content-type"] = "application/json";
-        res = await fetch(`${this.server}/api/v1${path}`, {
+        res = await fetch(`${server}/api/v1${path}`, {
           method,
           headers,
           body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
           signal: AbortSignal.timeout(60_000),
         });
+        // An answer cut off midway is no answer either.
+        text = await res.text();
       } catch (err) {
+        this.failover(server);
         if (attempt < retries) {
           await sleep(backoff(attempt, 250, 5000));
           continue;
         }
-        throw new HttpError(0, "network", `cannot reach ${this.server}: ${(err as Error).message}`);
+        throw new HttpError(0, "network", `cannot reach ${server}: ${(err as Error).message}`);
       }
-      const text = await res.text();
       let parsed: any = null;
       try {
         parsed = text ? JSON.parse(text) : null;

@@ -1,5 +1,6 @@
 // The worker's credential: paired once by device code, then kept in <data-dir>/credential.json
-// with mode 0600 (the directory 0700). A credential for another server is not reused.
+// with mode 0600 (the directory 0700). It names the server that gave it; it is reused while that
+// server is among the worker's servers (all of one service), never for another service.
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -15,12 +16,12 @@ export interface StoredCredential {
 
 export const credentialPath = (dataDir: string) => join(dataDir, "credential.json");
 
-export function loadCredential(dataDir: string, server: string): StoredCredential | null {
+export function loadCredential(dataDir: string, servers: string[]): StoredCredential | null {
   const path = credentialPath(dataDir);
   if (!existsSync(path)) return null;
   try {
     const c = JSON.parse(readFileSync(path, "utf8")) as StoredCredential;
-    return c.server === server && typeof c.credential === "string" ? c : null;
+    return servers.includes(c.server) && typeof c.credential === "string" ? c : null;
   } catch {
     return null;
   }
@@ -37,12 +38,13 @@ export function saveCredential(dataDir: string, c: StoredCredential) {
 
 /**
  * Pairs by device code: prints the code and the link, polls until a person decides. A code that
- * expires is replaced by a new one; a denial ends the worker.
+ * expires is replaced by a new one; a denial ends the worker. With several servers it pairs with
+ * the first that answers (any of them can finish it: the code is in their shared database).
  */
 export async function pair(client: WorkerClient, options: WorkerOptions, say: (line: string) => void): Promise<StoredCredential> {
   for (;;) {
     const started = await client.pair({ name: options.name, hostname: hostname().slice(0, 255) || "unknown", labels: options.labels });
-    say(`ao worker: pairing with ${options.server}`);
+    say(`ao worker: pairing with ${client.server}`);
     say(`  code: ${started.userCode}`);
     say(`  open: ${started.verificationUriComplete}`);
     say("  waiting for a person to approve it...");
@@ -52,7 +54,7 @@ export async function pair(client: WorkerClient, options: WorkerOptions, say: (l
       await sleep(interval * 1000);
       try {
         const result = await client.pollPairing(started.deviceCode);
-        const stored = { server: options.server, workerId: result.workerId, orgId: result.orgId, credential: result.credential };
+        const stored = { server: client.server, workerId: result.workerId, orgId: result.orgId, credential: result.credential };
         saveCredential(options.dataDir, stored);
         say(`ao worker: paired as ${result.workerId} (org ${result.orgId})`);
         return stored;

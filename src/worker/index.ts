@@ -49,8 +49,9 @@ export async function worker(args: string[]): Promise<number> {
     throw err;
   }
   const say = (line: string) => console.log(line);
-  const client = new WorkerClient(options.server);
-  let stored = loadCredential(options.dataDir, options.server);
+  const client = new WorkerClient(options.servers);
+  client.onSwitch = (from, to) => say(`ao worker: moving from ${from} to ${to}`);
+  let stored = loadCredential(options.dataDir, options.servers);
   if (!stored) {
     try {
       stored = await pair(client, options, say);

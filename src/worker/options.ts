@@ -5,7 +5,8 @@ import { join, resolve } from "node:path";
 import { AGENT_NAMES } from "../protocol/requests";
 
 export interface WorkerOptions {
-  server: string;
+  /** Servers of one ao service (one database), in order: the worker uses one and moves to the next when it stops answering. */
+  servers: string[];
   name: string;
   labels: string[];
   dataDir: string;
@@ -22,11 +23,14 @@ export interface WorkerOptions {
   killGraceMs: number;
 }
 
-export const USAGE = `usage: ao worker --server URL [--name N] [--labels a,b] [--data-dir D] [--workspace DIR]
-                 [--capacity N] [--agent NAME[,NAME...]|auto] [--exec 'COMMAND'] [--agent-args 'ARGS']
-                 [--kill-grace-ms MS]
+export const USAGE = `usage: ao worker --server URL[,URL...] [--name N] [--labels a,b] [--data-dir D]
+                 [--workspace DIR] [--capacity N] [--agent NAME[,NAME...]|auto] [--exec 'COMMAND']
+                 [--agent-args 'ARGS'] [--kill-grace-ms MS]
 
 Pairs with the server on first start (prints a code to approve in the web app), then takes tasks.
+Several servers of one ao service (one database): repeat --server or separate the URLs with
+commas (AO_SERVER too); the worker uses the first that answers and moves on to the next when the
+one it uses stops answering.
 Agents: exec, claude, codex; several separated by commas, or auto for every one found (exec when
 --exec is given, claude and codex when on PATH). Each task runs with the agent it names, else the
 project's preferredAgent, else the first one listed. --agent-args goes with one coding agent.
@@ -47,7 +51,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   const { values } = parseArgs({
     args,
     options: {
-      server: { type: "string" },
+      server: { type: "string", multiple: true },
       name: { type: "string" },
       labels: { type: "string" },
       "data-dir": { type: "string" },
@@ -62,8 +66,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     strict: true,
   });
   if (values.help) throw new UsageError(USAGE, true);
-  const server = (values.server ?? env.AO_SERVER ?? "").replace(/\/+$/, "");
-  if (!/^https?:\/\/[^/]+/.test(server)) throw new UsageError(`--server URL is required (http:// or https://)\n\n${USAGE}`);
+  const servers = parseServers(values.server ?? (env.AO_SERVER ? [env.AO_SERVER] : []));
   const dataDir = resolve(values["data-dir"] ?? env.AO_WORKER_DATA_DIR ?? join(homedir(), ".local", "share", "ao-worker"));
   const capacity = Number(values.capacity ?? env.AO_WORKER_CAPACITY ?? "1");
   if (!Number.isInteger(capacity) || capacity < 1 || capacity > 64) throw new UsageError("--capacity must be an integer from 1 to 64");
@@ -90,7 +93,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
   if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");
   return {
-    server,
+    servers,
     name: (values.name ?? env.AO_WORKER_NAME ?? hostname()).slice(0, 100),
     labels,
     dataDir,
@@ -102,4 +105,14 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     agentArgs: rawArgs === undefined ? null : rawArgs.split(/\s+/).filter(Boolean),
     killGraceMs,
   };
+}
+
+/** Every --server value, split at commas; each an http(s) URL without its trailing slashes, none twice. */
+function parseServers(values: string[]): string[] {
+  const servers = values.flatMap((v) => v.split(",")).map((v) => v.trim().replace(/\/+$/, "")).filter(Boolean);
+  if (servers.length === 0) throw new UsageError(`--server URL is required (http:// or https://)\n\n${USAGE}`);
+  for (const s of servers) if (!/^https?:\/\/[^/]+/.test(s)) throw new UsageError(`--server ${s} is not an http:// or https:// URL`);
+  const twice = servers.find((s, i) => servers.indexOf(s) !== i);
+  if (twice) throw new UsageError(`--server ${twice} is given twice`);
+  return servers;
 }

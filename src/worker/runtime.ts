@@ -1,6 +1,6 @@
-// The worker's main loop: one socket to the server (reconnected with jittered backoff), hello and
-// heartbeats, offers claimed up to --capacity, controls routed to their attempt, clone and
-// readiness requests served, the workspace reported.
+// The worker's main loop: one socket to the server (reconnected with jittered backoff, to the next
+// of several servers when it drops), hello and heartbeats, offers claimed up to --capacity,
+// controls routed to their attempt, clone and readiness requests served, the workspace reported.
 import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { CLOSE, PROTOCOL_VERSION, type Control, type Offer, type ReadinessRequest, type ServerMessage } from "../protocol/messages";
@@ -22,6 +22,8 @@ const MAX_KEPT = 20;
 
 export class WorkerRuntime {
   private ws: WebSocket | null = null;
+  /** The server the socket goes to (requests may have moved on already). */
+  private wsServer = "";
   /** Keyed by task and attempt: a restarted task's new attempt may start while the old one is still stopping. */
   private readonly attempts = new Map<string, Attempt>();
   private claiming = 0;
@@ -69,7 +71,8 @@ export class WorkerRuntime {
 
   private connect() {
     if (this.stopped) return;
-    const url = this.options.server.replace(/^http/, "ws") + "/api/v1/worker/ws";
+    const server = (this.wsServer = this.client.server);
+    const url = server.replace(/^http/, "ws") + "/api/v1/worker/ws";
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.client.credential}` } } as unknown as string[]);
     this.ws = ws;
     ws.onopen = () => {
@@ -92,6 +95,8 @@ export class WorkerRuntime {
       this.heartbeat = null;
       if (e.code === CLOSE.revoked) return void this.stop(3, "ao worker: this worker's credential was revoked; pair it again to use it");
       if (e.code === CLOSE.unsupportedVersion) return void this.stop(4, "ao worker: the server speaks another protocol version; upgrade ao");
+      // Any server of the service will do, and this one may be gone: the next is tried first.
+      this.client.failover(server);
       void this.reconnectLater();
     };
     ws.onerror = () => {};
@@ -123,7 +128,10 @@ export class WorkerRuntime {
         this.failures = 0;
         if (this.heartbeat) clearInterval(this.heartbeat);
         this.heartbeat = setInterval(() => this.send({ type: "heartbeat", running: this.running() }), m.heartbeatMs);
-        this.say(m.status === "active" ? `ao worker: connected as ${m.workerId}` : "ao worker: connected; waiting for approval by the organization");
+        this.say(
+          (m.status === "active" ? `ao worker: connected as ${m.workerId}` : "ao worker: connected; waiting for approval by the organization") +
+            (this.client.servers.length > 1 ? ` (${this.wsServer})` : ""),
+        );
         void this.report();
         return;
       case "offer":

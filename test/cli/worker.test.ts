@@ -1,5 +1,6 @@
 // The command line as a person uses it with a real `ao worker --exec` doing the work:
 // --wait exits 0 (completed), 3 (needs input, answered with `ao task input`), 1 (failed).
+// `ao worker` itself refuses a bad list of servers with exit 2 and documents several in --help.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +8,7 @@ import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, login } from "../helpers/identity";
 import { orgWithProject } from "../workers/helpers";
-import { preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { preparedWorker, startWorker, WorkerProcess } from "../e2e/worker-helpers";
 import { newConfigDir, runCli, seedSession } from "./helpers";
 
 const AGENT = `
@@ -47,8 +48,9 @@ beforeAll(async () => {
   env = { AO_CONFIG_DIR: dir };
   await preparedWorker(s, p.orgId, join(tmp, "worker"));
   worker = startWorker(s, join(tmp, "worker"), ["--exec", `sh ${join(tmp, "agent.sh")}`]);
-  await worker.waitFor(/connected as/);
-}, 30_000);
+  // A worker process probes its tools before it connects: seconds on a busy machine.
+  await worker.waitFor(/connected as/, 30_000);
+}, 60_000);
 
 afterAll(async () => {
   await worker?.stop();
@@ -91,4 +93,25 @@ describe("ao task create --wait with a real worker", () => {
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ title: "broken", status: "failed" });
   }, 30_000);
+});
+
+describe("ao worker --server", () => {
+  test.each([
+    ["the same server twice", ["--server", "http://ao1:7070", "--server", "http://ao1:7070/"], "--server http://ao1:7070 is given twice"],
+    ["one of them not http", ["--server", "http://ao1:7070,ao2:7070"], "--server ao2:7070 is not an http:// or https:// URL"],
+  ])("%s: exit 2 and why", async (_name, args, message) => {
+    const w = new WorkerProcess([...args, "--exec", "true", "--data-dir", join(tmp, "refused")]);
+    // The output is read until its line ends: the exit may come before the last of the pipe.
+    await w.waitFor(/\n/);
+    expect(await w.exited).toBe(2);
+    expect(w.output).toBe(`${message}\n`);
+  });
+
+  test("--help shows several servers", async () => {
+    const w = new WorkerProcess(["--help"]);
+    await w.waitFor(/AO_WORKER_AGENT_ARGS\.\n/);
+    expect(await w.exited).toBe(0);
+    expect(w.output).toStartWith("usage: ao worker --server URL[,URL...] ");
+    expect(w.output).toContain("repeat --server or separate the URLs with\ncommas (AO_SERVER too)");
+  });
 });

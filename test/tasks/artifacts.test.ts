@@ -1,9 +1,10 @@
 // Artifacts: stored through storeArtifact (the worker upload route calls it), downloaded through
-// GET /orgs/:orgId/tasks/:taskId/artifacts/:name.
+// GET /orgs/:orgId/tasks/:taskId/artifacts/:name. Their bodies are files on SQLite and chunks in
+// the database on PostgreSQL (multi-chunk bodies and several servers: test/cluster/artifacts.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { makeTask, makeWorld, type World } from "./fixtures";
 import { contentTypeOf, safeArtifactName, storeArtifact } from "../../src/modules/tasks/artifacts";
 import { ApiError } from "../../src/server/errors";
@@ -26,6 +27,25 @@ const download = (name: string, opts: { token?: string; headers?: Record<string,
     headers: { authorization: `Bearer ${opts.token ?? w.viewer.accessToken}`, ...opts.headers },
   });
 
+/** The bytes kept for an artifact, wherever this server keeps them; null when there are none. */
+async function storedBytes(name: string): Promise<Buffer | null> {
+  if (!onPostgres) {
+    const path = join(s.dataDir, "artifacts", taskId, name);
+    return existsSync(path) ? readFileSync(path) : null;
+  }
+  const row = await s.core.store.read(get<{ body_id: string }>("SELECT body_id FROM artifacts WHERE task_id = ? AND name = ?", taskId, name));
+  if (!row) return null;
+  const chunks = await s.core.store.read(all<{ data: Uint8Array }>("SELECT data FROM artifact_chunks WHERE body_id = ? ORDER BY n", row.body_id));
+  return Buffer.concat(chunks.map((c) => c.data));
+}
+
+/** What uploads left aside: temporary files, or bodies in the database that no artifact has. */
+async function leftovers(): Promise<string[]> {
+  if (!onPostgres) return readdirSync(join(s.dataDir, "artifacts", taskId)).filter((f) => f.startsWith("."));
+  const orphans = "SELECT id FROM artifact_bodies b WHERE task_id = ? AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.body_id = b.id)";
+  return (await s.core.store.read(all<{ id: string }>(orphans, taskId))).map((r) => r.id);
+}
+
 async function errorOf(p: Promise<unknown>): Promise<ApiError> {
   try {
     await p;
@@ -47,13 +67,13 @@ function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 }
 
 describe("store and download", () => {
-  test("a PNG from an ArrayBuffer: file, row, event, record, download with headers", async () => {
+  test("a PNG from an ArrayBuffer: body, row, event, record, download with headers", async () => {
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
     const before = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${taskId}`, { token: w.owner.accessToken })).body;
     await Bun.sleep(2);
     const info = await storeArtifact(s.core, w.owner.orgId, taskId, "screenshot.png", png.buffer, 1);
     expect(info).toMatchObject({ name: "screenshot.png", contentType: "image/png", size: 12, etag: sha256(png) });
-    expect(readFileSync(join(s.dataDir, "artifacts", taskId, "screenshot.png"))).toEqual(Buffer.from(png));
+    expect(await storedBytes("screenshot.png")).toEqual(Buffer.from(png));
 
     const task = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${taskId}`, { token: w.owner.accessToken })).body;
     expect(task.artifacts).toEqual([{ name: "screenshot.png", contentType: "image/png", size: 12, createdAt: info.createdAt }]);
@@ -108,16 +128,16 @@ describe("store and download", () => {
     expect(await r.text()).toBe("version 2");
   });
 
-  test("parallel uploads of one name: the row's ETag matches the file that stays", async () => {
+  test("parallel uploads of one name: the row's ETag matches the body that stays", async () => {
     await Promise.all(
       Array.from({ length: 8 }, (_, i) => storeArtifact(s.core, w.owner.orgId, taskId, "race.txt", new Blob([`content ${i}`.repeat(i + 1)]), 1)),
     );
     const row = (await s.core.store.read(get<{ etag: string; size: number }>("SELECT etag, size FROM artifacts WHERE task_id = ? AND name = 'race.txt'", taskId)))!;
-    const file = readFileSync(join(s.dataDir, "artifacts", taskId, "race.txt"));
-    expect(sha256(file)).toBe(row.etag);
-    expect(file.length).toBe(row.size);
-    // No temp files are left behind.
-    expect(readdirSync(join(s.dataDir, "artifacts", taskId)).filter((f) => f.startsWith("."))).toEqual([]);
+    const body = (await storedBytes("race.txt"))!;
+    expect(sha256(body)).toBe(row.etag);
+    expect(body.length).toBe(row.size);
+    // Nothing is left behind: no temporary file, no replaced body.
+    expect(await leftovers()).toEqual([]);
   });
 });
 
@@ -172,15 +192,15 @@ describe("refusals", () => {
     }
   });
 
-  test("over the size limit -> 413; nothing stored, no temp file left", async () => {
+  test("over the size limit -> 413; nothing stored, nothing left aside", async () => {
     const big = new Uint8Array(LIMIT + 1);
     for (const body of [big, new Blob([big]), streamOf([big.slice(0, LIMIT / 2), big.slice(LIMIT / 2)])]) {
       const err = await errorOf(storeArtifact(s.core, w.owner.orgId, taskId, "big.bin", body, 1));
       expect(err.status).toBe(413);
       expect(err.code).toBe("payload_too_large");
     }
-    expect(existsSync(join(s.dataDir, "artifacts", taskId, "big.bin"))).toBe(false);
-    expect(readdirSync(join(s.dataDir, "artifacts", taskId)).filter((f) => f.startsWith("."))).toEqual([]);
+    expect(await storedBytes("big.bin")).toBeNull();
+    expect(await leftovers()).toEqual([]);
     expect(await s.core.store.read(get("SELECT 1 FROM artifacts WHERE name = 'big.bin'"))).toBeUndefined();
     // Exactly the limit is fine.
     expect((await storeArtifact(s.core, w.owner.orgId, taskId, "exact.bin", new Uint8Array(LIMIT), 1)).size).toBe(LIMIT);

@@ -1,12 +1,13 @@
 // The worker protocol against a real server: socket auth, offers, atomic claims, lease fencing,
 // idempotent events, transitions, controls, artifacts, and bad input of every kind.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers/server";
+import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { all } from "../../src/db/query";
 
 let s: TestServer;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
@@ -347,8 +348,14 @@ describe("leases, events and transitions", () => {
     expect((await put("x.txt", "x", "stale")).status).toBe(409);
     const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
     expect(t.body.artifacts.map((a: any) => a.name)).toEqual(["data.json", "report.md"]);
-    expect(readdirSync(join(s.dataDir, "artifacts", task.id)).sort()).toEqual(["data.json", "report.md"]);
-    expect(readdirSync(join(s.dataDir, "artifacts")).every((n) => n.startsWith("tsk_"))).toBe(true);
+    if (onPostgres) {
+      // The bodies are in the database (chunks), one for each artifact: the refused uploads left none.
+      const bodies = await s.core.store.read(all("SELECT stored FROM artifact_bodies WHERE task_id = ?", task.id));
+      expect(bodies).toEqual([{ stored: 1 }, { stored: 1 }]);
+    } else {
+      expect(readdirSync(join(s.dataDir, "artifacts", task.id)).sort()).toEqual(["data.json", "report.md"]);
+      expect(readdirSync(join(s.dataDir, "artifacts")).every((n) => n.startsWith("tsk_"))).toBe(true);
+    }
     const dl = await fetch(`${s.url}/api/v1/orgs/${p.orgId}/tasks/${task.id}/artifacts/report.md`, { headers: { authorization: `Bearer ${p.token}` } });
     expect(await dl.text()).toBe("# Report\n");
     c.close();

@@ -82,7 +82,10 @@ describe("reconnect backoff", () => {
 describe("options", () => {
   test.each([
     ["no server", [], /--server URL is required/],
-    ["not http", ["--server", "ftp://x"], /--server URL is required/],
+    ["not http", ["--server", "ftp://x"], /--server ftp:\/\/x is not an http/],
+    ["one of several not http", ["--server", "http://a,b:7070"], /--server b:7070 is not an http/],
+    ["only commas", ["--server", " , "], /--server URL is required/],
+    ["a server twice", ["--server", "http://a:7070", "--server", "http://b:7070,http://a:7070/"], /--server http:\/\/a:7070 is given twice/],
     ["capacity 0", ["--server", "http://x", "--capacity", "0"], /--capacity/],
     ["capacity 65", ["--server", "http://x", "--capacity", "65"], /--capacity/],
     ["capacity 1.5", ["--server", "http://x", "--capacity", "1.5"], /--capacity/],
@@ -103,14 +106,22 @@ describe("options", () => {
 
   test("defaults and environment variables", () => {
     const o = parseWorkerOptions(["--server", "http://ao.lan:7070/", "--data-dir", "/tmp/w", "--labels", "Linux, gpu", "--exec", "make"], {});
-    expect(o).toMatchObject({ server: "http://ao.lan:7070", dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000 });
+    expect(o).toMatchObject({ servers: ["http://ao.lan:7070"], dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000 });
     const e = parseWorkerOptions([], { AO_SERVER: "https://ao.example", AO_WORKER_CAPACITY: "4", AO_WORKER_WORKSPACE: "/srv/ws", AO_WORKER_AGENT: "codex", AO_WORKER_AGENT_ARGS: "--sandbox  read-only" });
-    expect(e).toMatchObject({ server: "https://ao.example", capacity: 4, workspace: "/srv/ws", agent: "codex", agents: ["codex"], agentArgs: ["--sandbox", "read-only"] });
+    expect(e).toMatchObject({ servers: ["https://ao.example"], capacity: 4, workspace: "/srv/ws", agent: "codex", agents: ["codex"], agentArgs: ["--sandbox", "read-only"] });
     // Several agents, in the order of preference given (repeats dropped); auto; none named.
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "codex, claude,exec,codex", "--exec", "make"], {}).agents).toEqual(["codex", "claude", "exec"]);
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "auto"], {}).agents).toEqual(["auto"]);
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "exec,claude", "--exec", "make", "--agent-args=-v"], {}).agentArgs).toEqual(["-v"]);
     expect(parseWorkerOptions(["--server", "http://x"], {}).agents).toBeNull();
+  });
+
+  test("several servers: --server repeated or with commas, or AO_SERVER with commas; in the order given", () => {
+    const servers = ["http://a:7070", "https://b.example", "http://c:7070"];
+    expect(parseWorkerOptions(["--server", "http://a:7070/", "--server", "https://b.example , http://c:7070"], {}).servers).toEqual(servers);
+    expect(parseWorkerOptions([], { AO_SERVER: "http://a:7070,https://b.example/,http://c:7070" }).servers).toEqual(servers);
+    // The flag wins over the variable, as for every option.
+    expect(parseWorkerOptions(["--server", "http://x"], { AO_SERVER: "http://a,http://b" }).servers).toEqual(["http://x"]);
   });
 });
 
@@ -124,8 +135,10 @@ describe("credential and inventory", () => {
       expect(statSync(join(dir, "credential.json")).mode & 0o777).toBe(0o600);
       expect(statSync(dir).mode & 0o777).toBe(0o700);
       expect(readdirSync(dir)).toEqual(["credential.json"]);
-      expect(loadCredential(dir, "http://a")).toEqual(c);
-      expect(loadCredential(dir, "http://b")).toBeNull();
+      expect(loadCredential(dir, ["http://a"])).toEqual(c);
+      expect(loadCredential(dir, ["http://b"])).toBeNull();
+      // Any of several servers of the service: found whichever of them gave it.
+      expect(loadCredential(dir, ["http://b", "http://a"])).toEqual(c);
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
@@ -235,7 +248,7 @@ describe("agents left behind by a worker that died", () => {
       const pid = child.pid!;
       expect(processStart(pid)).toBeString();
       const options = parseWorkerOptions(["--server", "http://127.0.0.1:9", "--data-dir", tmp, "--exec", "true"], {});
-      const start = () => new WorkerRuntime(options, new WorkerClient(options.server), { name: "x", start: () => { throw new Error("unused"); } }, () => {});
+      const start = () => new WorkerRuntime(options, new WorkerClient(options.servers), { name: "x", start: () => { throw new Error("unused"); } }, () => {});
       // The same pid, but another process's start time (a reboot reused the number): left alone.
       mkdirSync(join(tmp, "runs", "tsk_1-a1"), { recursive: true });
       writeFileSync(join(tmp, "runs", "tsk_1-a1", "agent.pid"), JSON.stringify({ pid, start: "1" }));

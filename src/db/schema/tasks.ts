@@ -1,4 +1,4 @@
-import { sqliteTable, text, integer, real, primaryKey, index, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sqliteTable, text, integer, real, blob, primaryKey, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { sql } from "drizzle-orm";
 import { orgs } from "./identity";
 
@@ -133,8 +133,39 @@ export const artifacts = sqliteTable(
     etag: text("etag").notNull(),
     attempt: integer("attempt").notNull().default(0),
     createdAt: text("created_at").notNull(),
+    /** Its body in artifact_bodies (PostgreSQL); null on SQLite, where the body is a file. */
+    bodyId: text("body_id"),
   },
   (t) => [primaryKey({ columns: [t.taskId, t.name] })],
+);
+
+/**
+ * Artifact bodies kept in the database, on PostgreSQL, where every server must read what any
+ * server stored (on SQLite they are files under <dataDir>/artifacts and these tables stay empty).
+ * An upload writes its chunks first, each in a short write of its own, then records the artifact
+ * pointing at its body and marks the body stored; a body never stored is an upload in progress or
+ * one that died with its server.
+ */
+export const artifactBodies = sqliteTable(
+  "artifact_bodies",
+  {
+    id: text("id").primaryKey(),
+    taskId: text("task_id").notNull().references(() => tasks.id, { onDelete: "cascade" }),
+    stored: integer("stored").notNull().default(0),
+    /** ms */
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("artifact_bodies_task").on(t.taskId), index("artifact_bodies_unstored").on(t.createdAt).where(sql`stored = 0`)],
+);
+
+export const artifactChunks = sqliteTable(
+  "artifact_chunks",
+  {
+    bodyId: text("body_id").notNull().references(() => artifactBodies.id, { onDelete: "cascade" }),
+    n: integer("n").notNull(),
+    data: blob("data", { mode: "buffer" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.bodyId, t.n] })],
 );
 
 /**

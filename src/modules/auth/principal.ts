@@ -62,13 +62,28 @@ export function forgetTokens(core: Core) {
   forgetEverywhere(core);
 }
 
+/** The bus channel of accessChanged: every server's sockets of the user re-check at once. */
+const ACCESS_CHANGED = "access.changed";
+
 /**
  * Announces, after the commit, that the user's access was revoked, removed or changed: the token
- * cache forgets first, so the listeners (live sockets re-checking) read afresh.
+ * cache forgets first, so the listeners (live sockets re-checking) read afresh. On PostgreSQL the
+ * other servers hear it on the bus after their caches.forget (one publisher's messages arrive in
+ * order), and emit the same event (relayAccessChanges).
  */
 export function accessChanged(core: Core, userId: string, reason: AccessChange) {
   forgetTokens(core);
   core.events.emit("access.changed", { userId, reason });
+  if (core.sqlite === null) core.bus.publish(ACCESS_CHANGED, { from: core.instanceId, userId, reason });
+}
+
+/** Emits the other servers' accessChanged here (PostgreSQL; nothing on SQLite), so a revocation stops on every server at once. */
+export function relayAccessChanges(core: Core) {
+  if (core.sqlite !== null) return;
+  core.bus.on(ACCESS_CHANGED, ({ from, userId, reason }: { from: string; userId: string; reason: AccessChange }) => {
+    // The bus delivers to the publishing server too, which emitted already.
+    if (from !== core.instanceId) core.events.emit("access.changed", { userId, reason });
+  });
 }
 
 /** Resolves a personal API token, or null when it is unknown, malformed or expired. */

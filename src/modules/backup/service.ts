@@ -41,7 +41,7 @@ export interface PreparedBackup {
 
 /** Why a PostgreSQL instance is not backed up here: its database is not a file this process can copy. */
 export const POSTGRES_BACKUP =
-  "ao runs on PostgreSQL (AO_DATABASE_URL): back up the database with PostgreSQL's tools (pg_dump, or base backups with WAL archiving), and keep a copy of the master key file (AO_MASTER_KEY_FILE) and of the artifacts directory with it; nothing was written";
+  "ao runs on PostgreSQL (AO_DATABASE_URL): back up the database with PostgreSQL's tools (pg_dump, or base backups with WAL archiving), and keep a copy of the master key file (AO_MASTER_KEY_FILE) with it (the artifacts are in the database); nothing was written";
 
 /**
  * Takes the database copy now and returns the archive to stream. The key is read from keyPath

@@ -3,6 +3,8 @@
 import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import type { Socket } from "../../server/sockets";
+import { relayAccessChanges } from "../auth/principal";
+import { relayTaskChanges } from "../tasks/store";
 import { authenticate, handle, isFailure, newState, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
 
 export const LIVE_PATH = "/api/v1/ws";
@@ -41,10 +43,14 @@ export default (core: Core) => {
     for (const ws of open) recheck(ws);
   }, core.config.liveTimeouts.recheckMs);
   core.onClose.push(() => clearInterval(timer));
-  // Revocation reaches the sockets in the same moment (the periodic re-check is a safety net only).
+  // Revocation reaches the sockets in the same moment (the periodic re-check is a safety net only),
+  // on every server: the other servers' revocations arrive on the bus.
   core.events.on("access.changed", ({ userId }) => {
     for (const ws of open) if (stateOf(ws).principal?.userId === userId) recheck(ws);
   });
+  relayAccessChanges(core);
+  // Several servers: the task changes made on the others reach this server's subscribers.
+  relayTaskChanges(core);
 
   core.sockets.register(LIVE_PATH, {
     async upgrade(request) {

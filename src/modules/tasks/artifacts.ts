@@ -1,17 +1,16 @@
-// Artifacts (screenshots, reports): files under <dataDir>/artifacts/<taskId>/<name>, a row in the
-// artifacts table and an `artifact` timeline event. The file is written first (async, to a temp
-// file), then renamed and recorded in one synchronous transaction, so the row, the file and the
-// ETag always agree, even when the same name is uploaded twice at once.
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
-import { join } from "node:path";
+// Artifacts (screenshots, reports): a row in the artifacts table, an `artifact` timeline event and
+// a body, kept where artifact-bodies.ts says (a file on SQLite, chunks in the database on
+// PostgreSQL). The body is received first, then put in place and recorded in one write, so the
+// row, the body and the ETag always agree, even when the same name is uploaded twice at once.
 import type { Core } from "../../server/core";
-import { ApiError, insufficientStorage, invalid, isStorageFull, notFound, payloadTooLarge } from "../../server/errors";
+import { invalid, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
-import { randomSecret } from "../../lib/tokens";
 import type { ArtifactInfo } from "./record";
+import { openBody, receiveBody, type ArtifactBody } from "./artifact-bodies";
 import { commitChange, findTask, taskById, txChangeTask, type EventActor } from "./store";
-import { get, run } from "../../db/query";
+import { get, run, type Q } from "../../db/query";
+
+export type { ArtifactBody } from "./artifact-bodies";
 
 export const MAX_ARTIFACT_NAME = 128;
 // Letters, digits and . _ + - only, not starting with a dot or dash: no traversal, no dotfiles,
@@ -73,51 +72,14 @@ export function dispositionOf(name: string, contentType: string): string {
   return `${INLINE.test(contentType) ? "inline" : "attachment"}; filename="${name}"`;
 }
 
-export const artifactDir = (core: Core, taskId: string) => join(core.config.dataDir, "artifacts", taskId);
-export const artifactPath = (core: Core, taskId: string, name: string) => join(artifactDir(core, taskId), name);
-
-export type ArtifactBody = ReadableStream<Uint8Array> | ArrayBuffer | Uint8Array | Blob;
-
-/**
- * Streams the body to `path`, hashing and counting; throws 413 (and leaves nothing) past `limit`.
- * Every write is awaited through a file handle (a FileSink buffers and reports a full disk later,
- * as an unhandled rejection that ended the process), then the file is fsynced and its size on disk
- * checked against the bytes received before anyone may record it.
- */
-async function writeLimited(path: string, body: ArtifactBody, limit: number): Promise<{ size: number; sha256: string }> {
-  const hasher = new Bun.CryptoHasher("sha256");
-  const file = await open(path, "wx", 0o644);
-  let size = 0;
-  try {
-    const put = async (bytes: Uint8Array) => {
-      size += bytes.byteLength;
-      if (size > limit) throw payloadTooLarge(limit);
-      hasher.update(bytes);
-      for (let done = 0; done < bytes.byteLength; ) done += (await file.write(bytes, done)).bytesWritten;
-    };
-    if (body instanceof ReadableStream) {
-      for await (const chunk of body) await put(chunk);
-    } else {
-      const declared = body instanceof Blob ? body.size : body.byteLength;
-      if (declared > limit) throw payloadTooLarge(limit);
-      await put(body instanceof Blob ? new Uint8Array(await body.arrayBuffer()) : body instanceof Uint8Array ? body : new Uint8Array(body));
-    }
-    await file.sync();
-    if ((await file.stat()).size !== size) throw insufficientStorage("the artifact could not be stored whole");
-  } finally {
-    await file.close();
-  }
-  return { size, sha256: hasher.digest("hex") };
-}
-
 export interface StoredArtifact extends ArtifactInfo {
   etag: string;
 }
 
-const UPSERT = `INSERT INTO artifacts (task_id, name, content_type, size, etag, attempt, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+const UPSERT = `INSERT INTO artifacts (task_id, name, content_type, size, etag, attempt, created_at, body_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (task_id, name) DO UPDATE SET content_type = excluded.content_type, size = excluded.size,
-    etag = excluded.etag, attempt = excluded.attempt, created_at = excluded.created_at`;
-const SELECT_ONE = "SELECT content_type, size, etag, created_at FROM artifacts WHERE task_id = ? AND name = ?";
+    etag = excluded.etag, attempt = excluded.attempt, created_at = excluded.created_at, body_id = excluded.body_id`;
+const SELECT_ONE = "SELECT content_type, size, etag, created_at, body_id FROM artifacts WHERE task_id = ? AND name = ?";
 
 /**
  * Stores an artifact of a task (orgId null: the caller already checked access, e.g. by lease).
@@ -129,64 +91,57 @@ export async function storeArtifact(
   orgId: string | null,
   taskId: string,
   name: string,
-  body: ArtifactBody,
+  content: ArtifactBody,
   attempt: number,
   actor: EventActor | null = null,
 ): Promise<StoredArtifact> {
   assertSafeName(name);
   const task = await core.store.read(taskById(core, taskId));
   if (!task || (orgId !== null && task.org_id !== orgId)) throw notFound("task");
-  const dir = artifactDir(core, taskId);
-  const tmp = join(dir, `.upload-${randomSecret(16)}`);
-  let written: { size: number; sha256: string };
-  try {
-    mkdirSync(dir, { recursive: true });
-    written = await writeLimited(tmp, body, core.config.artifactLimitBytes);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    if (isStorageFull(err) || (err instanceof ApiError && err.status === 507)) {
-      core.log.error("a write failed: the disk is full", { cause: String((err as { code?: string }).code ?? "ENOSPC"), path: "artifact upload" });
-      throw err instanceof ApiError ? err : insufficientStorage();
-    }
-    if (err instanceof ApiError) throw err;
-    throw new ApiError(400, "validation_failed", "the artifact body could not be read");
-  }
+  const body = await receiveBody(core, taskId, name, content, core.config.artifactLimitBytes);
   const contentType = contentTypeOf(name);
   const createdAt = iso();
-  const final = join(dir, name);
-  // The file of the same name that this upload replaces, kept until the row commits: when the
-  // commit fails (a full disk again), it goes back, so the row and the file still agree.
-  const previous = join(dir, `.previous-${randomSecret(16)}`);
-  let replaced = false;
   try {
     await commitChange(
       core,
       txChangeTask(core, orgId, taskId, function* () {
-        yield* run(UPSERT, taskId, name, contentType, written.size, written.sha256, attempt, createdAt);
-        if (existsSync(final)) {
-          renameSync(final, previous);
-          replaced = true;
-        }
-        renameSync(tmp, final);
-        return { events: [{ type: "artifact", actor, data: { name, contentType, size: written.size }, attempt }], touch: true };
+        const bodyId = yield* body.place();
+        yield* run(UPSERT, taskId, name, contentType, body.size, body.sha256, attempt, createdAt, bodyId);
+        return { events: [{ type: "artifact", actor, data: { name, contentType, size: body.size }, attempt }], touch: true };
       }),
     );
   } catch (err) {
-    if (existsSync(final) && !existsSync(tmp)) rmSync(final, { force: true });
-    if (replaced) renameSync(previous, final);
+    await body.undo();
     throw err;
   } finally {
-    rmSync(tmp, { force: true });
-    rmSync(previous, { force: true });
+    body.done();
   }
-  return { name, contentType, size: written.size, createdAt, etag: written.sha256 };
+  return { name, contentType, size: body.size, createdAt, etag: body.sha256 };
 }
 
-/** What a download needs: the row and the file (null when there is no such artifact). */
-export function* findArtifact(core: Core, orgId: string, taskId: string, name: string) {
+export interface FoundArtifact {
+  taskId: string;
+  name: string;
+  contentType: string;
+  size: number;
+  etag: string;
+  createdAt: string;
+  /** Its chunks in the database, or null for a file. */
+  bodyId: string | null;
+}
+
+/** What a download needs: the row and where its body is (404 when there is no such artifact). */
+export function* findArtifact(core: Core, orgId: string, taskId: string, name: string): Q<FoundArtifact> {
   assertSafeName(name);
   if (!(yield* findTask(core, orgId, taskId))) throw notFound("task");
-  const row = yield* get<{ content_type: string; size: number; etag: string; created_at: string }>(SELECT_ONE, taskId, name);
+  const row = yield* get<{ content_type: string; size: number; etag: string; created_at: string; body_id: string | null }>(SELECT_ONE, taskId, name);
   if (!row) throw notFound("artifact");
-  return { name, contentType: row.content_type, size: row.size, etag: row.etag, createdAt: row.created_at, path: artifactPath(core, taskId, name) };
+  return { taskId, name, contentType: row.content_type, size: row.size, etag: row.etag, createdAt: row.created_at, bodyId: row.body_id };
+}
+
+/** The artifact's bytes and their length; 404 when its body is gone. */
+export async function openArtifact(core: Core, a: FoundArtifact): Promise<{ body: Blob | ReadableStream<Uint8Array>; size: number }> {
+  const body = await openBody(core, a.taskId, a.name, a.bodyId, a.size);
+  if (!body) throw notFound("artifact");
+  return { body, size: body instanceof Blob ? body.size : a.size };
 }

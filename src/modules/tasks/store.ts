@@ -180,38 +180,62 @@ export function changeTask(core: Core, orgId: string | null, taskId: string, dec
  * reads synchronously), as the group commit relies on.
  */
 export function publishChanges(core: Core, changes: TaskChange[]): Promise<void> {
+  // Several servers (PostgreSQL): the others publish to their own subscribers. SQLite pays nothing.
+  if (core.sqlite === null) announce(core, changes);
   return core.store.read(publication(core, changes)).catch((error) => {
     core.log.error("publishing task changes failed", { error: String((error as Error)?.stack ?? error) });
   });
 }
 
+/** What the live messages of one committed change are made from, on its server or another. */
+interface LiveChange {
+  after: TaskRow;
+  /** A new task: its record has no artifacts and no usage yet, so neither is read. */
+  created: boolean;
+  /** Its record changed (task.updated), not only its timeline. */
+  recordChanged: boolean;
+  events: TaskEvent[];
+}
+
+const isRecordChange = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
+
+/** Whether anyone on this server listens to the task: messages are built only for them. */
+const heardHere = (core: Core, orgId: string, taskId: string) =>
+  core.hub.hasSubscribers(`org:${orgId}`) || core.hub.hasSubscribers(`task:${taskId}`);
+
 /** Live updates and after-commit listeners for committed changes. */
 function* publication(core: Core, changes: TaskChange[]): Q<void> {
-  const recordChanged = (c: TaskChange) => c.before === null || c.after.updated_at !== c.before.updated_at;
   // Messages are built only for changes someone is subscribed to: a CI pipeline creating tasks with
   // no page open pays for no names and no JSON (bench/tasks-create.ts).
-  const topicsOf = (c: TaskChange) => [`org:${c.after.org_id}`, `task:${c.after.id}`];
-  const heard = new Set(changes.filter((c) => topicsOf(c).some((t) => core.hub.hasSubscribers(t))));
-  // The names of every record and actor, one query per kind for the whole batch (a group commit
-  // of creates); none for worker log lines (no actor, no record change).
-  const names = yield* resolveNames(
-    core,
-    [...heard].flatMap((c) => [...(recordChanged(c) ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]),
-  );
+  const heard = new Map<TaskChange, LiveChange>();
+  for (const c of changes) {
+    if (heardHere(core, c.after.org_id, c.after.id)) heard.set(c, { after: c.after, created: c.before === null, recordChanged: isRecordChange(c), events: c.events });
+  }
+  const names = yield* namesOf(core, heard.values());
   for (const change of changes) {
-    if (heard.has(change)) yield* publishOne(core, change, recordChanged(change), topicsOf(change), names);
-    if (recordChanged(change)) core.events.emit("task.changed", change);
+    const live = heard.get(change);
+    if (live) yield* publishOne(core, live, names);
+    if (isRecordChange(change)) core.events.emit("task.changed", change);
   }
 }
 
+/**
+ * The names of every record and actor, one query per kind for the whole batch (a group commit of
+ * creates); none for worker log lines (no actor, no record change).
+ */
+function namesOf(core: Core, heard: Iterable<LiveChange>): Q<Names> {
+  return resolveNames(core, [...heard].flatMap((c) => [...(c.recordChanged ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]));
+}
+
 /** The live messages of one change, to the task's org and its own topic. */
-function* publishOne(core: Core, change: TaskChange, recordChanged: boolean, topics: string[], names: Names): Q<void> {
-  const { after, before, events } = change;
-  if (recordChanged) {
+function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
+  const { after, events } = change;
+  const topics = [`org:${after.org_id}`, `task:${after.id}`];
+  if (change.recordChanged) {
     // A new task has no artifacts yet: skip the query on the create hot path.
-    const artifacts = before === null ? [] : yield* artifactsOf(core, after.id);
+    const artifacts = change.created ? [] : yield* artifactsOf(core, after.id);
     // A new task has no usage yet either; a changed one shows what the readers show.
-    const extras = before === null ? {} : (yield* decorations(core, [after]))(after);
+    const extras = change.created ? {} : (yield* decorations(core, [after]))(after);
     const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: { ...toTaskRecord(after, artifacts, names), ...extras } });
     for (const t of topics) core.hub.publish(t, message);
   }
@@ -220,3 +244,123 @@ function* publishOne(core: Core, change: TaskChange, recordChanged: boolean, top
     for (const t of topics) core.hub.publish(t, message);
   }
 }
+
+// --- Several servers (PostgreSQL) -----------------------------------------------------------
+//
+// Each committed change is announced on the bus in one small message (ids and a seq range, never
+// rows). Every other server reads what it names and publishes to its own subscribers exactly the
+// messages the origin published to its own (publishOne above), so a subscriber on any server gets
+// every task.updated and every task.event once. Events are exact: the seq range names rows that
+// never change. The record is read on arrival, so a task.updated may show a newer state than the
+// change that caused it (the later change's own message follows, and shows the same or newer).
+// The "task.changed" listeners (integrations, callbacks, code hosts) write, so they run once, on
+// the origin; the other servers' dispatchers hear "task.changedElsewhere" instead.
+
+/** The bus channel of committed task changes. */
+const CHANGED = "task.changed";
+
+/** What a change's holder and queue place were before it: what a dispatcher needs of the old row. */
+export type TaskBefore = Pick<TaskRow, "status" | "worker_id" | "attempt">;
+
+/** A committed change on the bus: server, org, task, record changed, events' seq range, the row before (null: created). */
+type ChangeNotice = {
+  from: string;
+  o: string;
+  t: string;
+  r: 0 | 1;
+  s: [number, number] | null;
+  b: TaskBefore | null;
+};
+
+const SELECT_EVENT_RANGE = "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq BETWEEN ? AND ? ORDER BY seq";
+
+/** Sends one notice per change that anyone could hear of. Never throws (the changes have committed). */
+function announce(core: Core, changes: TaskChange[]) {
+  try {
+    for (const c of changes) {
+      const recordChanged = isRecordChange(c);
+      if (!recordChanged && c.events.length === 0) continue;
+      const { before, after, events } = c;
+      const notice: ChangeNotice = {
+        from: core.instanceId,
+        o: after.org_id,
+        t: after.id,
+        r: recordChanged ? 1 : 0,
+        s: events.length > 0 ? [events[0].seq, events[events.length - 1].seq] : null,
+        b: before && { status: before.status, worker_id: before.worker_id, attempt: before.attempt },
+      };
+      core.bus.publish(CHANGED, notice);
+    }
+  } catch (error) {
+    core.log.error("announcing task changes failed", { error: String((error as Error)?.stack ?? error) });
+  }
+}
+
+/**
+ * Hears the other servers' task changes (PostgreSQL; nothing on SQLite). Notices are handled one
+ * batch at a time, in the order they arrived, so a subscriber gets each task's messages in order;
+ * the notices that arrive while a batch is read make the next batch.
+ */
+export function relayTaskChanges(core: Core) {
+  if (core.sqlite !== null) return;
+  let waiting: ChangeNotice[] = [];
+  let draining = false;
+  const drain = async () => {
+    draining = true;
+    while (waiting.length > 0) {
+      const batch = waiting;
+      waiting = [];
+      await core.store.read(relayed(core, batch)).catch((error) => {
+        core.log.error("relaying task changes failed", { error: String((error as Error)?.stack ?? error) });
+      });
+    }
+    draining = false;
+  };
+  core.bus.on(CHANGED, (notice: ChangeNotice) => {
+    // The bus delivers to the publishing server too: its own changes were published at commit.
+    if (notice.from === core.instanceId) return;
+    waiting.push(notice);
+    if (!draining) void drain();
+  });
+  // A lost LISTEN connection loses the notices sent meanwhile; NOTIFY keeps none to re-read, so
+  // subscribers here may have missed messages (their clients re-read a task on reconnecting).
+  core.bus.onReconnect(() => core.log.warn("the bus reconnected: live subscribers here may have missed task changes"));
+}
+
+/** Reads what the notices name and publishes it here; the dispatcher hears the record changes. */
+function* relayed(core: Core, notices: ChangeNotice[]): Q<void> {
+  const rows = new Map<string, TaskRow | undefined>();
+  const changes: { notice: ChangeNotice; live: LiveChange; heard: boolean }[] = [];
+  for (const notice of notices) {
+    const heard = heardHere(core, notice.o, notice.t);
+    // Worker log lines nobody here follows cost nothing.
+    if (!heard && !notice.r) continue;
+    // A batch reads each task once: the row is the newest either way.
+    if (!rows.has(notice.t)) rows.set(notice.t, yield* get<TaskRow>(SELECT_TASK, notice.t));
+    const after = rows.get(notice.t);
+    if (!after) continue;
+    const events = heard && notice.s ? (yield* all<EventRow>(SELECT_EVENT_RANGE, notice.t, notice.s[0], notice.s[1])).map(toEvent) : [];
+    changes.push({ notice, heard, live: { after, created: notice.b === null, recordChanged: notice.r === 1, events } });
+  }
+  const names = yield* namesOf(core, changes.filter((c) => c.heard).map((c) => c.live));
+  for (const { notice, live, heard } of changes) {
+    if (heard) yield* publishOne(core, live, names);
+    if (notice.r) core.events.emit("task.changedElsewhere", { before: notice.b, after: live.after });
+  }
+}
+
+interface EventRow {
+  seq: number;
+  type: string;
+  at: string;
+  actor: string | null;
+  data: string | null;
+}
+
+const toEvent = (e: EventRow): TaskEvent => ({
+  seq: e.seq,
+  type: e.type,
+  at: e.at,
+  ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
+  data: e.data === null ? null : JSON.parse(e.data),
+});

@@ -12,6 +12,7 @@ import type { Socket } from "../../server/sockets";
 import { randomSecret } from "../../lib/tokens";
 import { iso } from "../../lib/time";
 import type { TaskRow } from "../tasks/record";
+import type { TaskBefore } from "../tasks/store";
 import type { Offer, ServerMessage } from "../../protocol/messages";
 import { eligible, requiredLabels } from "./eligibility";
 import { Mailbox } from "./mailbox";
@@ -365,8 +366,12 @@ export class Dispatcher {
 
   // --- task changes --------------------------------------------------------------------------
 
-  /** Keeps holdings and offers in step with a committed task change (listener of core "task.changed"). */
-  *onTaskChanged(before: TaskRow | null, after: TaskRow): Q<void> {
+  /**
+   * Keeps holdings and offers in step with a committed task change (listener of core "task.changed",
+   * and of "task.changedElsewhere": a change on another server may free a slot of a worker here or
+   * queue a task for one; its `after` may be newer than the change, which only moves this on).
+   */
+  *onTaskChanged(before: TaskBefore | null, after: TaskRow): Q<void> {
     const wasHeldBy = before && isHeld(before) ? before.worker_id : null;
     const heldBy = isHeld(after) ? after.worker_id : null;
     if (wasHeldBy && (wasHeldBy !== heldBy || before!.attempt !== after.attempt)) {
