@@ -7,7 +7,7 @@ type Command = (args: string[]) => Promise<number | void>;
 const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }> = {
   serve: { summary: "run the server", run: async () => (await import("./cli/serve")).serve },
   healthcheck: { summary: "exit 0 when the local server answers /api/v1/health", run: async () => (await import("./cli/serve")).healthcheck },
-  admin: { summary: "instance administration: admin create-user --email --password [--org --role] [--admin]", run: async () => (await import("./cli/admin")).admin },
+  admin: { summary: "instance administration: admin create-user --email --password [--org --role] [--admin] [--database-url]", run: async () => (await import("./cli/admin")).admin },
   backup: { summary: "backup --output FILE [--data-dir DIR]: a consistent copy of a data directory, while the server runs", run: async () => (await import("./cli/backup")).backup },
   restore: { summary: "restore FILE --data-dir NEWDIR: a backup into an empty data directory", run: async () => (await import("./cli/backup")).restore },
   doctor: { summary: "check a data directory and the running server, and say what to fix", run: async () => (await import("./cli/doctor")).doctor },

@@ -130,7 +130,7 @@ describe("ao admin create-user", () => {
     return { code, out, err };
   };
 
-  // The command writes ao.db in the data directory (src/cli/admin.ts opens SQLite only).
+  // Without --database-url the command writes ao.db in the data directory; test/cli/admin.test.ts covers PostgreSQL.
   test.skipIf(onPostgres)("first user: administrator and owner; later users join an org with a role; errors exit 2", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "ao-cli-"));
     try {
