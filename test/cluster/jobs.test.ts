@@ -278,4 +278,25 @@ describe("readiness runs with several servers", () => {
     expect(latest.body).toMatchObject({ runId: asked.body.runId, status: "completed", score: 80 });
     c.close();
   }, 60_000);
+
+  test("a run asked through one server goes to a worker connected to another, named or chosen", async () => {
+    const [a, b] = cluster.servers as [TestServer, TestServer];
+    const p = await orgWithProject(a);
+    const repoUrl = "https://git.example.test/cluster/elsewhere.git";
+    expect((await a.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } })).status).toBe(201);
+    const w = await makeWorker(a, p.orgId, { name: "on-a" });
+    const c = await ProtocolClient.connect(a, w.credential);
+    expect((await workerApi(a, w.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url: repoUrl }] })).status).toBe(200);
+    // B has no socket of this worker: it knows it is online from the hello A announced and last_seen_at.
+    for (const body of [{ workerId: w.workerId }, {}]) {
+      const asked = (await eventually(async () => {
+        const r = await b.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body });
+        return r.status === 202 ? r : null;
+      }, 10_000))!;
+      expect(asked.body).toMatchObject({ workerId: w.workerId, status: "queued" });
+      const message = await c.next("readiness");
+      expect(message).toMatchObject({ runId: asked.body.runId, url: repoUrl });
+    }
+    c.close();
+  }, 60_000);
 });

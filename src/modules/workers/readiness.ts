@@ -32,9 +32,9 @@ interface RunRow {
 
 const PROJECT = "SELECT id, archived FROM projects WHERE id = ? AND org_id = ?";
 const PRIMARY = `SELECT id, url, name, branch FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1`;
-const HOLDERS = `SELECT wr.worker_id FROM worker_repositories wr JOIN workers w ON w.id = wr.worker_id
+const HOLDERS = `SELECT w.id, w.last_seen_at, w.revoked_at FROM worker_repositories wr JOIN workers w ON w.id = wr.worker_id
   WHERE wr.repository_id = ? AND wr.status = 'cloned' AND w.revoked_at IS NULL AND w.approved_at IS NOT NULL ORDER BY wr.updated_at DESC`;
-const WORKER = "SELECT id, revoked_at, approved_at FROM workers WHERE id = ? AND org_id = ?";
+const WORKER = "SELECT id, last_seen_at, revoked_at FROM workers WHERE id = ? AND org_id = ?";
 const INSERT = `INSERT INTO readiness_runs (id, org_id, project_id, repository_id, worker_id, status, requested_by, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?)`;
 const LATEST = "SELECT * FROM readiness_runs WHERE project_id = ? ORDER BY id DESC LIMIT 1";
@@ -66,24 +66,28 @@ export function* requestReadiness(core: Core, orgId: string, projectId: string, 
   if (!project) throw notFound("project");
   const repo = yield* get<{ id: string; url: string; name: string; branch: string }>(PRIMARY, projectId);
   if (!repo) throw conflict("the project has no repository to assess");
-  const dispatcher = presenceOf(core).dispatcher;
-  const holders = (yield* all<{ worker_id: string }>(HOLDERS, repo.id)).map((h) => h.worker_id);
+  const presence = presenceOf(core);
+  type Holder = Pick<WorkerRow, "id" | "last_seen_at" | "revoked_at">;
+  const rows = yield* all<Holder>(HOLDERS, repo.id);
+  const holders = rows.map((h) => h.id);
   let chosen: string;
   if (workerId) {
-    const w = yield* get<{ id: string }>(WORKER, workerId, orgId);
+    const w = yield* get<Holder>(WORKER, workerId, orgId);
     if (!w) throw invalid("workerId does not name a worker of this organization", [{ field: "workerId", message: "unknown worker" }]);
     if (!holders.includes(workerId)) throw conflict("that worker does not have the project; clone its repository there first", { workerId });
-    // A run left waiting for a worker that may never return would stay queued for good.
-    if (!dispatcher.isConnected(workerId)) throw conflict("that worker is offline; start it or pick another", { workerId, workersWithProject: holders });
+    // A run left waiting for a worker that may never return would stay queued for good. Online
+    // means connected to any server of the service; the request reaches it through its mail.
+    if (!presence.isOnline(w)) throw conflict("that worker is offline; start it or pick another", { workerId, workersWithProject: holders });
     chosen = workerId;
   } else {
-    const online = holders.find((id) => dispatcher.isConnected(id));
+    // One connected here first (the request goes out at once), else one connected to another server.
+    const online = rows.find((h) => presence.dispatcher.isConnected(h.id)) ?? rows.find((h) => presence.isOnline(h));
     if (!online) {
       throw conflict(holders.length ? "no worker that has the project is online" : "no worker has the project; clone its repository to one first", {
         workersWithProject: holders,
       });
     }
-    chosen = online;
+    chosen = online.id;
   }
   const runId = newId("rdy");
   const now = iso();
@@ -98,7 +102,7 @@ export function* requestReadiness(core: Core, orgId: string, projectId: string, 
     name: repo.name,
     testTimeoutMs: READINESS_TEST_TIMEOUT_MS,
   };
-  yield* dispatcher.mailbox.deliver(chosen, message);
+  yield* presence.dispatcher.mailbox.deliver(chosen, message);
   return { runId, workerId: chosen, status: "queued" as const };
 }
 
