@@ -171,9 +171,41 @@ describe("server restart", () => {
       expect(await status(t1.id)).toMatchObject({ status: "paused", attempt: 1, workerId: back.workerId });
       const ev = await workerApi(s2, back.credential)("POST", `/worker/tasks/${t1.id}/events`, { leaseToken: c1.leaseToken, events: [{ seq: 1, type: "log", data: {} }] });
       expect(ev.status).toBe(200);
-      const latest = (await s2.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token })).body;
-      expect(latest).toMatchObject({ runId: run.body.runId, status: "failed", error: "the worker was offline for more than 1 s" });
+      // The run fails when its worker is given up: with t2 when the worker still held it at the
+      // restart, or on its own timeout when t2 was already lost (its heartbeats stopped naming it).
+      const readiness = async () => (await s2.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token })).body;
+      await until(async () => (await readiness()).status === "failed", FAST.offlineMs * 10);
+      expect(await readiness()).toMatchObject({ runId: run.body.runId, status: "failed", error: "the worker was offline for more than 1 s" });
       c2.close();
+    } finally {
+      await s2.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("server restart, readiness only", () => {
+  test("a worker that held only a readiness run gets the offline timeout to come back, then its run fails", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-restart-"));
+    const s1 = await startTestServer({ workerTimeouts: FAST, dataDir });
+    const p = await orgWithProject(s1, await newOrg(s1));
+    const w = await makeWorker(s1, p.orgId);
+    const repoUrl = "https://git.example.test/restart/only.git";
+    expect((await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories`, { token: p.token, body: { url: repoUrl } })).status).toBe(201);
+    const c = await ProtocolClient.connect(s1, w.credential);
+    await workerApi(s1, w.credential)("POST", "/worker/repos", { repos: [{ path: "/ws/app", url: repoUrl }] });
+    const run = await s1.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token, body: {} });
+    expect(run.status).toBe(202);
+    await c.next("readiness");
+    // The server stops while the worker is still seen (no time for the start's sweep to fail the run).
+    await s1.stop();
+    c.close();
+    const s2 = await startTestServer({ workerTimeouts: FAST, dataDir, databaseUrl: s1.core.config.databaseUrl });
+    try {
+      const latest = async () => (await s2.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/readiness`, { token: p.token })).body;
+      expect(await latest()).toMatchObject({ runId: run.body.runId, status: "queued" });
+      await until(async () => (await latest()).status === "failed", FAST.offlineMs * 20);
+      expect(await latest()).toMatchObject({ runId: run.body.runId, error: "the worker was offline for more than 1 s" });
     } finally {
       await s2.stop();
       rmSync(dataDir, { recursive: true, force: true });

@@ -35,6 +35,8 @@ type HeldRow = Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">;
 const HELD_ROWS = "SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
 const TASK = "SELECT id, attempt, status, worker_id FROM tasks WHERE id = ?";
 const HOLDERS = "SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+/** Workers with a readiness run under way: like holders, they get the offline timeout to come back. */
+const RUNNERS = "SELECT DISTINCT worker_id FROM readiness_runs WHERE status IN ('queued', 'running')";
 /** Workers that hold attempts or readiness runs and were last heard of before a time. */
 const SILENT = `SELECT id FROM workers WHERE (last_seen_at IS NULL OR last_seen_at < ?) AND id IN (
   SELECT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')
@@ -84,7 +86,8 @@ export class Presence {
   /** After a server restart every holder gets the full offline timeout to come back (several servers: see leadingSince). */
   private *recover(now: number): Q<void> {
     if (!this.shared) {
-      for (const { worker_id } of yield* all<{ worker_id: string }>(HOLDERS)) if (!this.dispatcher.isConnected(worker_id)) this.departed.set(worker_id, now);
+      const away = [...(yield* all<{ worker_id: string }>(HOLDERS)), ...(yield* all<{ worker_id: string }>(RUNNERS))];
+      for (const { worker_id } of away) if (!this.dispatcher.isConnected(worker_id)) this.departed.set(worker_id, now);
     }
     yield* failInterruptedReadinessRuns(this.core);
   }
