@@ -26,13 +26,21 @@ type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: st
 
 export function workerSocket(core: Core): SocketHandler {
   const presence = presenceOf(core);
+  // The handlers still running: a stopping server lets them finish (the disconnections that its
+  // stop caused included) before it closes the database under them.
+  const running = new Set<Promise<void>>();
   const serially = (data: WorkerSocketData, what: string, handle: (conn: Conn) => Promise<void>) => {
     const conn = data.conn;
     if (!conn) return;
-    data.queue = data.queue
+    const queue = (data.queue = data.queue
       .then(() => handle(conn))
-      .catch((err) => core.log.error(`worker ${what} failed`, { workerId: conn.workerId, error: String((err as Error)?.stack ?? err) }));
+      .catch((err) => core.log.error(`worker ${what} failed`, { workerId: conn.workerId, error: String((err as Error)?.stack ?? err) })));
+    running.add(queue);
+    void queue.finally(() => running.delete(queue));
   };
+  core.onClose.push(async () => {
+    while (running.size > 0) await Promise.allSettled([...running]);
+  });
   return {
     async upgrade(request) {
       try {
