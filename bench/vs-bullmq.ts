@@ -20,6 +20,7 @@ import { parseArgs } from "node:util";
 import { ROOT, conditions, freePort, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { now, startFleet } from "./workers-fleet";
+import { peerRole } from "./peers-support";
 
 const { values } = parseArgs({
   options: {
@@ -94,26 +95,8 @@ process.on("SIGINT", () => void teardown().then(() => process.exit(130)));
 const peerEnv = { ...process.env, REDIS_PORT: String(redisPort), REDIS_PIDFILE: redisPidfile };
 
 /** Runs one role of bull.mjs; resolves with its RESULT line. `onReady` hears its READY line. */
-async function bull(argv: string[], onReady?: () => void): Promise<any> {
-  const child = Bun.spawn([NODE, join(PEERS, "bull.mjs"), ...argv], { cwd: PEERS, env: peerEnv, stdout: "pipe", stderr: "inherit" });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
-  let result: any = null;
-  let buf = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of child.stdout as ReadableStream<Uint8Array>) {
-    buf += decoder.decode(chunk);
-    let i;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line === "READY") onReady?.();
-      else if (line.startsWith("RESULT ")) result = JSON.parse(line.slice(7));
-      else if (line.trim()) console.error(`  [bull ${argv[0]}] ${line}`);
-    }
-  }
-  clearTimeout(timer);
-  if ((await child.exited) !== 0) throw new Error(`bull.mjs ${argv.join(" ")} exited ${child.exitCode}`);
-  return result;
+function bull(argv: string[], onReady?: () => void): Promise<any> {
+  return peerRole(PEERS, "bull.mjs", argv, peerEnv, onReady);
 }
 
 async function bullReset() {

@@ -34,6 +34,7 @@ import { ROOT, conditions, identity, startAo, type AoServer } from "./tasks-supp
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { now, startFleet } from "./workers-fleet";
 import { fdatasyncPerSec, startPostgres } from "./postgres-support";
+import { peerRole } from "./peers-support";
 
 const { values } = parseArgs({
   options: {
@@ -96,26 +97,8 @@ const gwUrl = wanted.has("gw") ? await pg.createDatabase("gw") : "";
 const peerEnv = { ...process.env, DATABASE_URL: gwUrl, PG_PIDFILE: pg.pidfile, NO_LOG_SUCCESS: "1" };
 
 /** Runs one role of gw.mjs; resolves with its RESULT line. `onReady` hears its READY line. */
-async function gw(argv: string[], onReady?: () => void): Promise<any> {
-  const child = Bun.spawn([NODE, join(PEERS, "gw.mjs"), ...argv], { cwd: PEERS, env: peerEnv, stdout: "pipe", stderr: "inherit" });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 300_000);
-  let result: any = null;
-  let buf = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of child.stdout as ReadableStream<Uint8Array>) {
-    buf += decoder.decode(chunk);
-    let i;
-    while ((i = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (line === "READY") onReady?.();
-      else if (line.startsWith("RESULT ")) result = JSON.parse(line.slice(7));
-      else if (line.trim()) console.error(`  [gw ${argv[0]}] ${line}`);
-    }
-  }
-  clearTimeout(timer);
-  if ((await child.exited) !== 0) throw new Error(`gw.mjs ${argv.join(" ")} exited ${child.exitCode}`);
-  return result;
+function gw(argv: string[], onReady?: () => void): Promise<any> {
+  return peerRole(PEERS, "gw.mjs", argv, peerEnv, onReady);
 }
 
 /** Empties the job tables and CHECKPOINTs (the harness's reset), then 1 s idle. */

@@ -4,7 +4,7 @@ import type { Core } from "../../server/core";
 import { invalid, notFound } from "../../server/errors";
 import type { TaskKind, TaskStatus } from "../../db/schema";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
-import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
+import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
 import { artifactsOf, findTask } from "./store";
 import { decorations } from "./decorate";
@@ -32,13 +32,6 @@ interface ArtifactRow {
   created_at: string;
 }
 
-interface EventRow {
-  seq: number;
-  type: string;
-  at: string;
-  actor: string | null;
-  data: string | null;
-}
 
 // One statement for any page size: the ids arrive as a JSON array.
 const ARTIFACTS_OF_MANY =
@@ -112,13 +105,7 @@ export function* listEvents(core: Core, orgId: string, taskId: string, q: { afte
   const after = q.after ?? cursorSeq(q.cursor);
   const probe = yield* all<EventRow>(SELECT_EVENTS, taskId, after, limit + 1);
   const rows = probe.length > limit ? probe.slice(0, limit) : probe;
-  const events: TaskEvent[] = rows.map((e) => ({
-    seq: e.seq,
-    type: e.type,
-    at: e.at,
-    ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
-    data: e.data === null ? null : JSON.parse(e.data),
-  }));
+  const events = rows.map(eventOfRow);
   const names = yield* resolveNames(core, events.map((e) => e.actor));
   const items = events.map((e) => namedEvent(e, names));
   return { items, nextCursor: probe.length > limit ? String(rows[rows.length - 1].seq) : null };

@@ -112,3 +112,21 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
 }
 
 export type TaskRecord = ReturnType<typeof toTaskRecord>;
+
+/** A task_events row as the queries select it (seq, type, at, actor, data). */
+export interface EventRow {
+  seq: number;
+  type: string;
+  at: string;
+  actor: string | null;
+  data: string | null;
+}
+
+/** The event a task_events row stores (actor and data are JSON text there). */
+export const eventOfRow = (e: EventRow): TaskEvent => ({
+  seq: e.seq,
+  type: e.type,
+  at: e.at,
+  ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
+  data: e.data === null ? null : JSON.parse(e.data),
+});

@@ -6,7 +6,7 @@ import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
 import { all, get, run, type Q } from "../../db/query";
-import { namedEvent, toTaskRecord, type ArtifactInfo, type TaskEvent, type TaskRow } from "./record";
+import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskEvent, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
 import { decorations } from "./decorate";
 
@@ -339,7 +339,7 @@ function* relayed(core: Core, notices: ChangeNotice[]): Q<void> {
     if (!rows.has(notice.t)) rows.set(notice.t, yield* get<TaskRow>(SELECT_TASK, notice.t));
     const after = rows.get(notice.t);
     if (!after) continue;
-    const events = heard && notice.s ? (yield* all<EventRow>(SELECT_EVENT_RANGE, notice.t, notice.s[0], notice.s[1])).map(toEvent) : [];
+    const events = heard && notice.s ? (yield* all<EventRow>(SELECT_EVENT_RANGE, notice.t, notice.s[0], notice.s[1])).map(eventOfRow) : [];
     changes.push({ notice, heard, live: { after, created: notice.b === null, recordChanged: notice.r === 1, events } });
   }
   const names = yield* namesOf(core, changes.filter((c) => c.heard).map((c) => c.live));
@@ -349,18 +349,3 @@ function* relayed(core: Core, notices: ChangeNotice[]): Q<void> {
   }
 }
 
-interface EventRow {
-  seq: number;
-  type: string;
-  at: string;
-  actor: string | null;
-  data: string | null;
-}
-
-const toEvent = (e: EventRow): TaskEvent => ({
-  seq: e.seq,
-  type: e.type,
-  at: e.at,
-  ...(e.actor ? { actor: JSON.parse(e.actor) } : {}),
-  data: e.data === null ? null : JSON.parse(e.data),
-});
