@@ -84,6 +84,8 @@ describeBrowser("web: the app", () => {
       ]);
       await expect(page.locator("#org-switch option").allTextContents()).resolves.toEqual(["admin-org"]);
       await expect(page.locator("#waiting-count").count()).resolves.toBe(0);
+      // The org's subscription is answered (a change made before it would reach no socket).
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
       putInState(s, a.id, "needs_input");
       await page.locator("#waiting-count", { hasText: /^1$/ }).waitFor();
       putInState(s, b.id, "needs_approval");
