@@ -50,8 +50,11 @@ describeBrowser("web: workers page", () => {
       await expect(page.locator(".worker-card .worker-name").first().textContent()).resolves.toBe("build-box");
       const pending = card(page, "build-box");
       await pending.locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
+      // The card changes before the answer (optimistic): read the worker back once it came.
+      const answered = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`${waiting.workerId}/approve`));
       await pending.getByRole("button", { name: "Approve" }).click();
       await pending.locator(".worker-status", { hasText: "offline" }).waitFor();
+      expect((await answered).status()).toBe(200);
       const approved = await worker(s, owner, waiting.workerId);
       expect(approved.status).toBe("offline");
       expect((await s.api("GET", `/orgs/${owner.orgId}/workers/${busy.workerId}`, { token: owner.accessToken })).body.status).toBe("online");
@@ -78,8 +81,11 @@ describeBrowser("web: workers page", () => {
       expect([after.name, after.labels]).toEqual(["gpu-box-2", ["gpu", "cuda-12"]]);
 
       await renamed.getByRole("button", { name: "Revoke" }).click();
+      // The card shows "revoked" before the answer (optimistic): read the worker back once it came.
+      const revoked = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes(busy.workerId));
       await page.getByRole("dialog").getByRole("button", { name: "Yes, revoke" }).click();
       await renamed.locator(".worker-status", { hasText: "revoked" }).waitFor();
+      expect((await revoked).status()).toBe(200);
       expect((await worker(s, owner, busy.workerId)).status).toBe("revoked");
       expect((await s.api("GET", "/worker/me", { token: busy.credential })).status).toBe(401);
       expect(problems).toEqual([]);
