@@ -262,6 +262,7 @@ describe("leases, events and transitions", () => {
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p, { kind: "plan" });
     const { claim } = await claimNext(c, w.credential, task.id);
+    c.running.push({ taskId: task.id, attempt: claim.attempt }); // its heartbeats report it, so it is not taken as lost
     const tr = (plan: unknown) =>
       workerApi(s, w.credential)("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: claim.leaseToken, to: "completed", ...(plan === undefined ? {} : { plan }) });
     const item = { title: "step", prompt: "do it" };
@@ -296,19 +297,22 @@ describe("leases, events and transitions", () => {
     const api = workerApi(s, w.credential);
     const task = await createTaskApi(s, p);
     const { claim } = await claimNext(c, w.credential, task.id);
+    c.running.push({ taskId: task.id, attempt: claim.attempt }); // its heartbeats report it, so it is not taken as lost
     await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "pause" } });
     expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "pause", attempt: 1 });
     await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "resume" } });
     expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "resume", attempt: 1 });
     await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "restart" } });
     expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "cancel", attempt: 1 });
+    c.running = []; // it stopped the attempt
     const again = await c.next("offer", (m) => m.taskId === task.id);
     expect(again.attempt).toBe(2);
     expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: claim.leaseToken, events: [{ seq: 1, type: "log", data: {} }] })).status).toBe(409);
     const second = await api("POST", `/worker/tasks/${task.id}/claim`, { offerId: again.offerId });
     expect(second.body.attempt).toBe(2);
+    c.running = [{ taskId: task.id, attempt: 2 }];
     await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/actions`, { token: p.token, body: { action: "cancel", reason: "enough" } });
-    expect(await c.next("control", (m) => m.taskId === task.id)).toMatchObject({ action: "cancel", attempt: 2, reason: "enough" });
+    expect(await c.next("control", (m) => m.taskId === task.id && m.attempt === 2)).toMatchObject({ action: "cancel", attempt: 2, reason: "enough" });
     const stale = await api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: second.body.leaseToken, to: "failed" });
     expect(stale.status).toBe(409);
     expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token })).body.status).toBe("cancelled");
@@ -321,6 +325,7 @@ describe("leases, events and transitions", () => {
     const c = await ProtocolClient.connect(s, w.credential);
     const task = await createTaskApi(s, p);
     const { claim } = await claimNext(c, w.credential, task.id);
+    c.running.push({ taskId: task.id, attempt: claim.attempt }); // its heartbeats report it, so it is not taken as lost
     const put = (name: string, body: string | Uint8Array, lease = claim.leaseToken) =>
       fetch(`${s.url}/api/v1/worker/tasks/${task.id}/artifacts/${name}`, {
         method: "PUT",
