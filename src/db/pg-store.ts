@@ -185,13 +185,14 @@ async function send(conn: Connection, sql: string, params: readonly unknown[], a
     return (asValues ? q.values() : q) as Promise<Rows | Values>;
   };
   if (!conn.inWrite || !t.writes) return portable(await query(), asValues);
-  // The savepoint and its release go out with the statement, in one round trip. If the statement fails, the transaction is aborted and the
-  // release queued behind it fails too ("current transaction is aborted"): the savepoint is still
-  // there, and rolling back to it makes the transaction usable again. The program sees the
-  // statement's own error.
+  // The savepoint and its release go out with the statement, in one round trip. If the statement
+  // fails, the transaction is aborted and the release queued behind it fails too ("current
+  // transaction is aborted"): the savepoint is still there, and rolling back to it makes the
+  // transaction usable again. The program sees the statement's own error.
   const [savepoint, result, release] = await Promise.allSettled([SAVEPOINT(conn.sql), query(), RELEASE(conn.sql)]);
   if (result.status === "rejected") {
-    await ROLLBACK_TO(conn.sql);
+    // Released too, so that no savepoint of this name is left for a later rollback to find.
+    await Promise.all([ROLLBACK_TO(conn.sql), RELEASE(conn.sql)]);
     throw result.reason;
   }
   // Only a broken connection fails these once the statement succeeded: the transaction is lost.
