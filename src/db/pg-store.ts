@@ -11,6 +11,12 @@ import { driveAsync, type Op, type Q } from "./query";
 import * as schema from "./schema";
 import { ormResult, type Store } from "./store";
 
+// The statements that frame a transaction's work are tagged templates, not unsafe(): Bun sends a
+// query given to unsafe() without parameters by the simple protocol, alone, once every earlier
+// one has answered, while a tagged one goes by the extended protocol and is pipelined with its
+// neighbours (a savepoint, a statement and its release: one round trip).
+type Statement = (sql: SQL) => Promise<unknown>;
+
 /**
  * Every write transaction takes this lock first (the first 8 bytes of sha256("ao writers")), so
  * writers run one at a time across every server on the database, as SQLite's IMMEDIATE
@@ -18,7 +24,7 @@ import { ormResult, type Store } from "./store";
  * free?) and rely on no other writer coming in between; finer locks can come later, service by
  * service.
  */
-const LOCK_WRITERS = "SELECT pg_advisory_xact_lock(7981027316222869001)";
+const LOCK_WRITERS: Statement = (sql) => sql`SELECT pg_advisory_xact_lock(7981027316222869001)`;
 
 /**
  * A write that fails inside a write transaction is rolled back alone, as on SQLite, so a program
@@ -26,9 +32,17 @@ const LOCK_WRITERS = "SELECT pg_advisory_xact_lock(7981027316222869001)";
  * whole transaction at the first error. Plain SELECTs go without (their failures are bugs, not
  * answers): after one, the transaction only rolls back.
  */
-const SAVEPOINT = "SAVEPOINT ao_statement";
-const RELEASE = "RELEASE SAVEPOINT ao_statement";
-const ROLLBACK_TO = "ROLLBACK TO SAVEPOINT ao_statement";
+const SAVEPOINT: Statement = (sql) => sql`SAVEPOINT ao_statement`;
+const RELEASE: Statement = (sql) => sql`RELEASE SAVEPOINT ao_statement`;
+const ROLLBACK_TO: Statement = (sql) => sql`ROLLBACK TO SAVEPOINT ao_statement`;
+
+/** Each program of a writeEach runs under this savepoint (the statements' own nest inside it). */
+const SAVEPOINT_WRITE: Statement = (sql) => sql`SAVEPOINT ao_write`;
+const RELEASE_WRITE: Statement = (sql) => sql`RELEASE SAVEPOINT ao_write`;
+const ROLLBACK_TO_WRITE: Statement = (sql) => sql`ROLLBACK TO SAVEPOINT ao_write`;
+
+/** What one program of a writeEach came to: its value, or the error it threw (its writes undone). */
+export type Outcome<T> = { value: T } | { error: unknown };
 
 /** The result types that SQLite gives as numbers: int8 (count(*), sum), numeric (avg), bool. */
 const INT8 = 20;
@@ -171,17 +185,20 @@ async function send(conn: Connection, sql: string, params: readonly unknown[], a
     return (asValues ? q.values() : q) as Promise<Rows | Values>;
   };
   if (!conn.inWrite || !t.writes) return portable(await query(), asValues);
-  // The savepoint goes out with the statement (Bun pipelines the queries of a connection).
-  const savepoint = conn.sql.unsafe(SAVEPOINT);
-  let result: Rows | Values;
-  try {
-    [, result] = await Promise.all([savepoint, query()]);
-  } catch (error) {
-    await conn.sql.unsafe(ROLLBACK_TO);
-    throw error;
+  // The savepoint and its release go out with the statement, in one round trip. If the statement
+  // fails, the transaction is aborted and the release queued behind it fails too ("current
+  // transaction is aborted"): the savepoint is still there, and rolling back to it makes the
+  // transaction usable again. The program sees the statement's own error.
+  const [savepoint, result, release] = await Promise.allSettled([SAVEPOINT(conn.sql), query(), RELEASE(conn.sql)]);
+  if (result.status === "rejected") {
+    // Released too, so that no savepoint of this name is left for a later rollback to find.
+    await Promise.all([ROLLBACK_TO(conn.sql), RELEASE(conn.sql)]);
+    throw result.reason;
   }
-  await conn.sql.unsafe(RELEASE);
-  return portable(result, asValues);
+  // Only a broken connection fails these once the statement succeeded: the transaction is lost.
+  if (savepoint.status === "rejected") throw savepoint.reason;
+  if (release.status === "rejected") throw release.reason;
+  return portable(result.value, asValues);
 }
 
 export type PgDrizzle = SqliteRemoteDatabase<typeof schema>;
@@ -234,13 +251,47 @@ export class PgStore implements Store {
   }
 
   write<T>(program: Q<T>): Promise<T> {
-    const turn = this.writers.then(() =>
-      this.sql.begin(async (tx) => {
-        await tx.unsafe(LOCK_WRITERS);
-        const conn = { sql: tx, inWrite: true };
-        return driveAsync(program, (op) => this.exec(conn, op));
-      }),
-    );
+    return this.transaction(async (conn) => {
+      await LOCK_WRITERS(conn.sql);
+      return driveAsync(program, (op) => this.exec(conn, op));
+    });
+  }
+
+  /**
+   * Runs several programs in ONE write transaction (a group commit), each under its own savepoint:
+   * a program that throws is rolled back alone and its outcome is its error; the others commit
+   * together. Rejects when the transaction itself fails (the commit, say): then none happened.
+   * A lone program runs as write() does, without a savepoint.
+   */
+  writeEach<T>(programs: Q<T>[]): Promise<Outcome<T>[]> {
+    if (programs.length === 1) return this.write(programs[0]!).then((value) => [{ value }], (error: unknown) => [{ error }]);
+    return this.transaction(async (conn) => {
+      const outcomes: Outcome<T>[] = [];
+      // What ends the previous program's savepoint goes out with the next one's (one round trip);
+      // the first savepoint goes with the lock.
+      let before = [LOCK_WRITERS];
+      for (const program of programs) {
+        await Promise.all([...before, SAVEPOINT_WRITE].map((statement) => statement(conn.sql)));
+        try {
+          outcomes.push({ value: await driveAsync(program, (op) => this.exec(conn, op)) });
+          before = [RELEASE_WRITE];
+        } catch (error) {
+          outcomes.push({ error });
+          before = [ROLLBACK_TO_WRITE, RELEASE_WRITE];
+        }
+      }
+      // The commit releases the last savepoint; a refused last program is undone first.
+      if (before.length > 1) await ROLLBACK_TO_WRITE(conn.sql);
+      return outcomes;
+    });
+  }
+
+  /**
+   * A write transaction on a connection of its own. This process's writers take their turns
+   * here, one at a time, before they take a connection (see `writers`).
+   */
+  private transaction<T>(body: (conn: Connection) => Promise<T>): Promise<T> {
+    const turn = this.writers.then(() => this.sql.begin((tx) => body({ sql: tx, inWrite: true })));
     this.writers = turn.catch(() => {});
     return turn as Promise<T>;
   }

@@ -4,12 +4,15 @@
 // savepoint: one refused write (unknown project, stale lease) rolls back alone. Every caller still
 // gets its answer only after the commit, so nothing is acknowledged that is not durable. Under no
 // load a batch is a single write that waits only for the end of the current turn.
-// SQLite only: each write is a program run synchronously inside the bun:sqlite transaction. On
-// PostgreSQL every write is its own transaction (no batching yet).
+// On SQLite each write is a program run synchronously inside the bun:sqlite transaction. On
+// PostgreSQL (every write transaction takes the one writers' lock, so they run one at a time
+// across servers) a batch is one PgStore.writeEach: the writes that arrive while a batch waits
+// for the lock or runs make the next one.
 import type { Database } from "bun:sqlite";
 import type { Core } from "../../server/core";
 import type { Q } from "../../db/query";
-import { commitChange, publishChanges, txChangeTask, type Decide, type TaskChange } from "./store";
+import { PgStore } from "../../db/pg-store";
+import { publishChanges, txChangeTask, type Decide, type TaskChange } from "./store";
 import { txCreateTask, type NewTask } from "./service";
 
 const MAX_BATCH = 256;
@@ -92,10 +95,59 @@ function flush(core: Core, b: Batcher) {
   });
 }
 
-/** Runs `write` in the group commit of this event-loop turn; resolves after the commit. */
+interface PgBatcher {
+  /** The writes waiting for the next batch. */
+  queue: Pending[];
+  /** A batch is waiting for the lock or running (until its commit). */
+  busy: boolean;
+}
+
+const pgBatchers = new WeakMap<Core, PgBatcher>();
+
+/**
+ * Starts the next batch unless one is under way. A write that comes when none is goes on the next
+ * microtask (the writes of one turn go together); the ones that come meanwhile wait for the batch
+ * before to commit, which under load is what makes batches large.
+ */
+function flushPg(core: Core, store: PgStore, b: PgBatcher) {
+  if (b.busy || b.queue.length === 0) return;
+  const batch = b.queue.splice(0, MAX_BATCH);
+  b.busy = true;
+  store.writeEach(batch.map((p) => p.write)).then(
+    async (outcomes) => {
+      // Committed: the next batch may take the lock while this one's changes are published.
+      b.busy = false;
+      flushPg(core, store, b);
+      await publishChanges(core, outcomes.flatMap((o) => ("value" in o ? [o.value] : [])));
+      batch.forEach((p, i) => {
+        const o = outcomes[i]!;
+        if ("value" in o) p.resolve(o.value);
+        else p.reject(o.error);
+      });
+    },
+    (error: unknown) => {
+      // The transaction itself failed: none of them happened.
+      b.busy = false;
+      flushPg(core, store, b);
+      for (const p of batch) p.reject(error);
+    },
+  );
+}
+
+function groupCommitPg(core: Core, store: PgStore, write: Q<TaskChange>): Promise<TaskChange> {
+  let b = pgBatchers.get(core);
+  if (!b) pgBatchers.set(core, (b = { queue: [], busy: false }));
+  const batcher = b;
+  return new Promise((resolve, reject) => {
+    if (!batcher.busy && batcher.queue.length === 0) queueMicrotask(() => flushPg(core, store, batcher));
+    batcher.queue.push({ write, resolve, reject });
+  });
+}
+
+/** Runs `write` in a group commit; resolves after the commit, once its change is published. */
 function groupCommit(core: Core, write: Q<TaskChange>): Promise<TaskChange> {
   const sqlite = core.sqlite;
-  if (!sqlite) return commitChange(core, write);
+  if (!sqlite) return groupCommitPg(core, core.store as PgStore, write);
   return new Promise((resolve, reject) => {
     const b = batcherOf(core, sqlite);
     if (!b.queue) {
