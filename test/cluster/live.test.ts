@@ -44,6 +44,9 @@ describe("live subscribers on another server", () => {
     // Created together: the notices may reach B in one batch.
     const tasks = await Promise.all([1, 2, 3].map((i) => createTaskApi(a, p, { title: `t${i}` })));
     const ids = tasks.map((t) => t.id);
+    // The task socket subscribes once B has relayed the creates (its org socket has them), so
+    // whether it hears them does not depend on the notice's timing: it must not.
+    for (const id of ids) await orgSub.next((m) => m.type === "task.updated" && m.task.id === id);
     const seqAtSubscribe = new Map<string, number>();
     for (const id of ids) {
       await taskSub.subscribe(p.orgId, id);
