@@ -10,7 +10,7 @@
 import { parseArgs } from "node:util";
 import { call, conditions, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
-import { now, startFleet } from "./workers-fleet";
+import { startFleet } from "./workers-fleet";
 
 const { values } = parseArgs({
   options: {
@@ -32,26 +32,13 @@ const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, nWorkers);
 
 const fleet = await startFleet(ao.url, who, paired);
-const { sim, ask, create } = fleet;
+const { sim, ask } = fleet;
 
 // ---------------------------------------------------------------- (a) fixed rate
 async function fixedRate(r: number, secs: number) {
   await ask({ cmd: "dump" });
-  const dueAt = new Map<string, number>();
-  const total = Math.round(r * secs);
-  const pending: Promise<void>[] = [];
-  const start = now();
-  let i = 0;
-  while (i < total) {
-    const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
-    for (; i < due; i++) {
-      // Latency counts from when the create was due, so a slow server cannot hide its queue.
-      const scheduled = start + (i * 1000) / r;
-      pending.push(create().then((id) => void dueAt.set(id, scheduled), () => void fleet.errors++));
-    }
-    await Bun.sleep(1);
-  }
-  await Promise.all(pending);
+  // Latency counts from when the create was due, so a slow server cannot hide its queue.
+  const dueAt = new Map((await fleet.atRate(r, secs)).map((c) => [c.id, c.due]));
   await Bun.sleep(500);
   const dump = await ask({ cmd: "dump" });
   fleet.errors += dump.errors;
