@@ -8,6 +8,7 @@ import type { Socket } from "../../server/sockets";
 import type { TaskRow } from "../tasks/record";
 import type { ServerMessage } from "../../protocol/messages";
 import { Mailbox } from "./mailbox";
+import { HELD_STATUSES } from "./registry";
 
 export interface Conn {
   ws: Socket;
@@ -42,7 +43,7 @@ export interface OfferState {
   timer: ReturnType<typeof setTimeout>;
 }
 
-const HELD = new Set(["running", "paused", "needs_input", "needs_approval"]);
+const HELD = new Set<string>(HELD_STATUSES);
 export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
 
 /** Pauses of offers after a claim failed on a full disk: doubling from the first to the last. */

@@ -26,11 +26,11 @@ import type { TaskChange } from "../tasks/store";
 import type { Dispatcher } from "./dispatcher";
 import type { Presence } from "./presence";
 import { publishLost } from "./recovery";
-import { recordLastSeen, type WorkerRow } from "./registry";
+import { HELD_SQL, recordLastSeen, type WorkerRow } from "./registry";
 
 /** Workers that hold attempts or readiness runs and were last heard of before a time. */
 const SILENT = `SELECT id FROM workers WHERE (last_seen_at IS NULL OR last_seen_at < ?) AND id IN (
-  SELECT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')
+  SELECT worker_id FROM tasks WHERE worker_id IS NOT NULL AND ${HELD_SQL}
   UNION SELECT worker_id FROM readiness_runs WHERE status IN ('queued', 'running'))`;
 const LAST_SEEN = "SELECT last_seen_at FROM workers WHERE id = ?";
 

@@ -11,7 +11,7 @@ import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, type Dispatcher } from "./dispatcher";
 import { isHeld, type Conn } from "./dispatcher-state";
 import { failInterruptedReadinessRuns, failReadinessRuns, giveUpAttempts, loseAttempts, publishLost } from "./recovery";
-import { forgetWorkers, getWorkerRow, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
+import { forgetWorkers, getWorkerRow, HELD_SQL, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
 import { all, get, type Q } from "../../db/query";
 import type { TaskChange } from "../tasks/store";
 import { pendingClones } from "./clones";
@@ -21,9 +21,9 @@ import { LastSeenFlush, PresenceCluster } from "./presence-cluster";
 const MISSED_HEARTBEATS = 2;
 
 type HeldRow = Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">;
-const HELD_ROWS = "SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+const HELD_ROWS = `SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND ${HELD_SQL}`;
 const TASK = "SELECT id, attempt, status, worker_id FROM tasks WHERE id = ?";
-const HOLDERS = "SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+const HOLDERS = `SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND ${HELD_SQL}`;
 /** Workers with a readiness run under way: like holders, they get the offline timeout to come back. */
 const RUNNERS = "SELECT DISTINCT worker_id FROM readiness_runs WHERE status IN ('queued', 'running')";
 
