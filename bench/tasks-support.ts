@@ -1,7 +1,7 @@
 // Shared pieces of the task benchmarks: a real `ao serve` in its own process on a temp data
 // directory (loopback only), an owner with a project and an aot_ token, wrk runs, and an
 // open-loop fixed-rate client. Every loop here is bounded in count and time.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -213,6 +213,14 @@ export async function fixedRate(rps: number, seconds: number, send: (i: number) 
   });
   const secs = (performance.now() - start) / 1000;
   return { ...summarise(fromDue, errors, secs), service: summarise(service, errors, secs) };
+}
+
+/** With --help: prints the benchmark's header comment (what it measures, its options) and exits. */
+export function helpIfAsked(help: boolean | undefined, benchmark: string) {
+  if (!help) return;
+  const text = readFileSync(benchmark, "utf8");
+  console.log(text.slice(0, text.indexOf("\nimport ")).replace(/^\/\/ ?/gm, ""));
+  process.exit(0);
 }
 
 export function conditions(): string {

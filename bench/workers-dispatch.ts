@@ -6,9 +6,9 @@
 //       create -> claimed (the claim's 200 at the worker); targets p99 < 5 ms and < 10 ms;
 //   (b) full lifecycle throughput: create, offer, claim, 10 events, complete, with 64 tasks in
 //       flight; target >= 1,000 tasks/s.
-//   bun bench/workers-dispatch.ts [--rate 500] [--seconds 10] [--workers 50] [--binary dist/ao]
+//   bun bench/workers-dispatch.ts [--rate 500] [--seconds 10] [--workers 50] [--binary dist/ao] [--help]
 import { parseArgs } from "node:util";
-import { call, conditions, identity, startAo } from "./tasks-support";
+import { call, conditions, helpIfAsked, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { startFleet } from "./workers-fleet";
 
@@ -19,8 +19,10 @@ const { values } = parseArgs({
     workers: { type: "string", default: "50" },
     inflight: { type: "string", default: "64" },
     binary: { type: "string" },
+    help: { type: "boolean" },
   },
 });
+helpIfAsked(values.help, import.meta.path);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const nWorkers = Number(values.workers);
