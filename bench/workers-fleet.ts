@@ -1,8 +1,9 @@
 // The simulated workers' process (bench/workers-sim.ts) against a running ao, and the task
-// creation the dispatch benchmarks drive it with (workers-dispatch.ts, vs-bullmq.ts): one create
-// over HTTP with an aot_ token, and a closed loop that keeps a number of tasks in flight.
+// creation the dispatch benchmarks drive it with (workers-dispatch.ts, vs-bullmq.ts, vs-graphile.ts):
+// one create over HTTP with an aot_ token, creates at a fixed rate, and a closed loop that keeps a
+// number of tasks in flight.
 import { join } from "node:path";
-import type { Identity } from "./tasks-support";
+import { onSchedule, type Identity } from "./tasks-support";
 import type { Paired } from "./workers-support";
 
 export const now = () => performance.timeOrigin + performance.now();
@@ -51,6 +52,23 @@ export async function startFleet(url: string | string[], who: Identity, paired: 
       const json = (await res.json()) as { id: string };
       if (res.status !== 201) throw new Error(`create -> ${res.status} ${JSON.stringify(json)}`);
       return json.id;
+    },
+    /**
+     * Creates `rate` tasks a second for `secs` seconds (open loop); for each task created, when its
+     * create was due, sent and answered (epoch ms, as the workers' process reports offers).
+     */
+    async atRate(rate: number, secs: number) {
+      const created: { id: string; due: number; sent: number; answered: number }[] = [];
+      await onSchedule(
+        rate,
+        secs,
+        (_, due) => {
+          const sent = now();
+          return fleet.create().then((id) => void created.push({ id, due, sent, answered: now() }), () => void fleet.errors++);
+        },
+        now,
+      );
+      return created;
     },
     /** Creates tasks for `secs` seconds, at most `inflight` of them between creation and completion. */
     async closedLoop(secs: number, inflight: number) {

@@ -5,57 +5,15 @@ import { join } from "node:path";
 import type { TestServer } from "../helpers/server";
 import { saveCredential } from "../../src/worker/credential";
 import { makeWorker } from "../workers/helpers";
+import { OutputProcess } from "./process-helpers";
 
 const root = join(import.meta.dir, "..", "..");
 const bun = join(root, "node_modules", ".bin", "bun");
 
-export class WorkerProcess {
-  output = "";
-  readonly proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
-  readonly exited: Promise<number>;
-  private waiters: { re: RegExp; from: number; resolve: (m: RegExpMatchArray) => void }[] = [];
-
+/** `ao worker` run from source with bun, with the test's environment and `env` on top. */
+export class WorkerProcess extends OutputProcess {
   constructor(args: string[], env: Record<string, string> = {}) {
-    this.proc = Bun.spawn([bun, join(root, "src", "main.ts"), "worker", ...args], {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    void this.pump(this.proc.stdout);
-    void this.pump(this.proc.stderr);
-    this.exited = this.proc.exited;
-  }
-
-  private async pump(stream: ReadableStream<Uint8Array>) {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream) {
-      this.output += decoder.decode(chunk, { stream: true });
-      for (const w of [...this.waiters]) {
-        const m = this.output.slice(w.from).match(w.re);
-        if (m) {
-          this.waiters.splice(this.waiters.indexOf(w), 1);
-          w.resolve(m);
-        }
-      }
-    }
-  }
-
-  /** Waits for the output (from `from` on) to match. */
-  waitFor(re: RegExp, ms = 15_000, from = 0): Promise<RegExpMatchArray> {
-    const m = this.output.slice(from).match(re);
-    if (m) return Promise.resolve(m);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker output did not match ${re} within ${ms} ms:\n${this.output}`)), ms);
-      this.waiters.push({ re, from, resolve: (m) => (clearTimeout(timer), resolve(m)) });
-    });
-  }
-
-  async stop() {
-    if (this.proc.exitCode === null && !this.proc.killed) this.proc.kill("SIGTERM");
-    await Promise.race([this.exited, Bun.sleep(5000)]);
-    if (this.proc.exitCode === null) this.proc.kill("SIGKILL");
+    super([bun, join(root, "src", "main.ts"), "worker", ...args], { cwd: root, env: { ...process.env, ...env } });
   }
 }
 

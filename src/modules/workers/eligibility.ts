@@ -3,7 +3,8 @@
 // running the agent the task names (when it names one). Why a queued task waits, for people.
 import type { Core } from "../../server/core";
 import type { TaskRow } from "../tasks/record";
-import { dispatcherOf, type Conn } from "./dispatcher";
+import { dispatcherOf } from "./dispatcher";
+import type { Conn } from "./dispatcher-state";
 import { dailyBudgetsOf } from "../usage/budgets";
 import { projectCached } from "../projects/cache";
 import { get, type Q } from "../../db/query";

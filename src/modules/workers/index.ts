@@ -5,7 +5,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { presenceOf } from "./presence";
 import { WORKER_SOCKET_PATH, workerSocket } from "./socket";
-import { isHeld } from "./dispatcher";
+import { isHeld } from "./dispatcher-state";
 import protocolRoutes from "./protocol-routes";
 import pairingRoutes from "./pairing-routes";
 import orgRoutes from "./org-routes";

@@ -5,7 +5,7 @@
 // gets it after a restart of the server.
 import { all, pure, run, type Q } from "../../db/query";
 import type { Control, ControlAction, ServerMessage } from "../../protocol/messages";
-import type { Conn } from "./dispatcher";
+import type { Conn } from "./dispatcher-state";
 
 /** How many messages are kept for a worker that is away. */
 const KEEP = 100;

@@ -1,50 +1,31 @@
 // Who is online: hello and heartbeats on the worker socket, the resynchronisation of a worker
 // that reconnects, and the monitor that finds silent workers and gives up their attempts.
 //
-// Several servers on one PostgreSQL database (`shared`): a worker is connected to one of them,
-// and the servers tell one another on the bus what the others must act on: mail waits for it
-// ("worker.mail"), it said hello somewhere ("worker.connected": a socket of it elsewhere is stale)
-// or went away ("worker.disconnected"), it was revoked ("worker.revoked"), its record changed
-// ("worker.updated", for live subscribers). On SQLite there is one server and none of it runs.
-//
-// Lost workers, with several servers: the server a worker is connected to writes its last_seen_at
-// every lastSeenEvery (a quarter of the offline timeout, at most 5 s) and when its socket closes;
-// one server, the "presence" leader (server/leader.ts), gives up the attempts (and readiness runs)
-// of workers not heard of for the offline timeout plus that flush interval. The database decides,
-// not one server's memory, so a worker that moved to another server keeps its attempts, and one
-// whose server died (nobody writes its last_seen_at) is still found. When the leader dies another
-// server takes the lead, and gives every worker the full offline timeout from then (as a restart
-// does on SQLite), so workers that reconnect meanwhile keep their attempts. The per-server
-// `departed` map is for SQLite only.
+// With several servers on one PostgreSQL database, what the servers tell one another and the
+// leader that gives up workers connected nowhere are in presence-cluster.ts (`cluster`, null on
+// SQLite). The per-server `departed` map is for SQLite only.
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
 import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt, type ServerMessage } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
-import { dispatcherOf, isHeld, type Conn, type Dispatcher } from "./dispatcher";
+import { dispatcherOf, type Dispatcher } from "./dispatcher";
+import { isHeld, type Conn } from "./dispatcher-state";
 import { failInterruptedReadinessRuns, failReadinessRuns, giveUpAttempts, loseAttempts, publishLost } from "./recovery";
-import { forgetWorkers, getWorkerRow, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
+import { forgetWorkers, getWorkerRow, HELD_SQL, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
 import { all, get, type Q } from "../../db/query";
 import type { TaskChange } from "../tasks/store";
 import { pendingClones } from "./clones";
-import { leadership, type Leadership } from "../../server/leader";
+import { LastSeenFlush, PresenceCluster } from "./presence-cluster";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
 const MISSED_HEARTBEATS = 2;
 
 type HeldRow = Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">;
-const HELD_ROWS = "SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+const HELD_ROWS = `SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND ${HELD_SQL}`;
 const TASK = "SELECT id, attempt, status, worker_id FROM tasks WHERE id = ?";
-const HOLDERS = "SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')";
+const HOLDERS = `SELECT DISTINCT worker_id FROM tasks WHERE worker_id IS NOT NULL AND ${HELD_SQL}`;
 /** Workers with a readiness run under way: like holders, they get the offline timeout to come back. */
 const RUNNERS = "SELECT DISTINCT worker_id FROM readiness_runs WHERE status IN ('queued', 'running')";
-/** Workers that hold attempts or readiness runs and were last heard of before a time. */
-const SILENT = `SELECT id FROM workers WHERE (last_seen_at IS NULL OR last_seen_at < ?) AND id IN (
-  SELECT worker_id FROM tasks WHERE worker_id IS NOT NULL AND status IN ('running', 'paused', 'needs_input', 'needs_approval')
-  UNION SELECT worker_id FROM readiness_runs WHERE status IN ('queued', 'running'))`;
-const LAST_SEEN = "SELECT last_seen_at FROM workers WHERE id = ?";
-
-/** How often the worker's server writes its last_seen_at with several servers (other servers judge it by that). */
-const lastSeenEvery = (offlineMs: number) => Math.min(5000, Math.max(50, Math.floor(offlineMs / 4)));
 
 // The socket's handlers and the monitor's tick are the edges: each runs its programs through
 // core.store. A worker's messages reach them one at a time, in order (socket.ts chains them).
@@ -53,91 +34,33 @@ export class Presence {
   readonly departed = new Map<string, number>();
   private readonly missing = new Map<string, Map<string, number>>();
   private readonly timer: ReturnType<typeof setInterval>;
-  private lastFlush = 0;
+  private readonly lastSeen: LastSeenFlush;
   /** A tick still running (its queries awaited): the next one is skipped rather than run alongside. */
   private ticking = false;
   readonly dispatcher: Dispatcher;
   /** Other servers may share the database (PostgreSQL): they hear of workers on the bus. */
-  private readonly shared: boolean;
-  /** With several servers: the one server that gives up silent workers, and since when it leads (ms). */
-  private readonly leader: Leadership | null = null;
-  private leadingSince = 0;
-  /**
-   * With several servers: the server each worker last said hello to (its instance id), or null
-   * once its socket closed there; a worker not listed (connected before this server started) is
-   * judged by its last_seen_at alone.
-   */
-  private readonly whereabouts = new Map<string, string | null>();
-  private readonly unlisten: (() => void)[] = [];
+  private readonly cluster: PresenceCluster | null;
 
   constructor(private readonly core: Core) {
     this.dispatcher = dispatcherOf(core);
-    this.shared = core.sqlite === null;
-    if (this.shared) {
-      this.leader = leadership("presence", { url: core.config.databaseUrl ?? undefined, log: core.log });
-      this.leader.onChange((leading) => void (leading && (this.leadingSince = Date.now())));
-      this.listen();
-    }
+    this.cluster = core.sqlite === null ? new PresenceCluster(core, this) : null;
+    this.lastSeen = new LastSeenFlush(core, this.dispatcher, this.cluster !== null);
     void core.store.write(this.recover(Date.now())).catch((err) => core.log.error("worker presence start failed", { error: String((err as Error)?.stack ?? err) }));
     const { offlineMs } = core.config.workerTimeouts;
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.min(1000, Math.floor(offlineMs / 4))));
   }
 
-  /** After a server restart every holder gets the full offline timeout to come back (several servers: see leadingSince). */
+  /** After a server restart every holder gets the full offline timeout to come back (several servers: see presence-cluster.ts). */
   private *recover(now: number): Q<void> {
-    if (!this.shared) {
+    if (!this.cluster) {
       const away = [...(yield* all<{ worker_id: string }>(HOLDERS)), ...(yield* all<{ worker_id: string }>(RUNNERS))];
       for (const { worker_id } of away) if (!this.dispatcher.isConnected(worker_id)) this.departed.set(worker_id, now);
     }
     yield* failInterruptedReadinessRuns(this.core);
   }
 
-  // --- several servers ---------------------------------------------------------------------
-
-  private listen() {
-    const bus = this.core.bus;
-    const me = this.core.instanceId;
-    const on = (channel: string, handler: (p: { w: string; from: string; o?: string }) => void) =>
-      this.unlisten.push(bus.on(channel, (p) => p && typeof p.w === "string" && p.from !== me && handler(p)));
-    on("worker.mail", ({ w }) => {
-      const conn = this.dispatcher.conns.get(w);
-      if (conn?.greeted) void this.flushMail(conn).catch((err) => this.core.log.error("sending a worker's mail failed", { workerId: w, error: String((err as Error)?.stack ?? err) }));
-    });
-    on("worker.connected", ({ w, from }) => {
-      this.whereabouts.set(w, from);
-      const conn = this.dispatcher.conns.get(w);
-      // Its socket here is stale (a half-open connection, or the worker moved): closed now, so
-      // that it neither takes offers nor, closing later, writes an older last_seen_at.
-      if (conn) this.drop(conn, CLOSE.replaced, "connected to another server");
-    });
-    on("worker.disconnected", ({ w, from }) => {
-      // A close heard after the worker's hello elsewhere says nothing of where it is now.
-      if (!this.whereabouts.has(w) || this.whereabouts.get(w) === from) this.whereabouts.set(w, null);
-    });
-    on("worker.revoked", ({ w }) => {
-      this.whereabouts.set(w, null);
-      const conn = this.dispatcher.conns.get(w);
-      if (conn) this.drop(conn, CLOSE.revoked, "the worker was revoked");
-    });
-    on("worker.updated", ({ w, o }) => {
-      if (typeof o === "string" && this.core.hub.hasSubscribers(`org:${o}`)) void this.publishHere(o, w);
-    });
-    // Messages sent while this server's bus was down are lost: mail may wait for its workers.
-    this.unlisten.push(
-      bus.onReconnect(() => {
-        this.whereabouts.clear();
-        for (const conn of [...this.dispatcher.conns.values()]) if (conn.greeted) void this.flushMail(conn).catch(() => {});
-      }),
-    );
-  }
-
-  /** Tells the other servers (several servers only; they skip their own messages). */
-  private tell(channel: string, payload: Record<string, unknown>) {
-    if (this.shared) this.core.bus.publish(channel, { ...payload, from: this.core.instanceId });
-  }
-
-  /** Closes a connection that another server made stale; its offers go to other workers. */
-  private drop(conn: Conn, code: number, reason: string) {
+  /** Closes a connection that another server made stale (presence-cluster.ts); its offers go to other workers. */
+  drop(conn: Conn, code: number, reason: string) {
     // Removed first, so its close handler has nothing left to do (closed() sees it replaced).
     const reoffer = this.dispatcher.remove(conn);
     this.missing.delete(conn.workerId);
@@ -150,7 +73,7 @@ export class Presence {
    * connected to, one after another (writers take turns): each sends what it took as soon as its
    * commit is in, before the next one's transaction has begun, so the mail leaves in order.
    */
-  private async flushMail(conn: Conn): Promise<ServerMessage[]> {
+  async flushMail(conn: Conn): Promise<ServerMessage[]> {
     const mailbox = this.dispatcher.mailbox;
     const taken = await this.core.store.write(mailbox.take(conn.workerId));
     const sent = mailbox.sendTaken(conn, taken);
@@ -163,25 +86,17 @@ export class Presence {
    * here): the server it is connected to sends it now.
    */
   mailWaiting(workerId: string) {
-    this.tell("worker.mail", { w: workerId });
+    this.cluster?.mailWaiting(workerId);
   }
 
   /** Whether the worker is connected to this server or, as far as this one knows, to another. */
   isOnline(row: Pick<WorkerRow, "id" | "last_seen_at" | "revoked_at">): boolean {
-    if (this.dispatcher.isConnected(row.id)) return true;
-    if (!this.shared || row.revoked_at || !row.last_seen_at || this.whereabouts.get(row.id) === null) return false;
-    return Date.parse(row.last_seen_at) > Date.now() - this.silentAfterMs();
+    return this.dispatcher.isConnected(row.id) || (this.cluster?.elsewhere(row) ?? false);
   }
 
   /** Whether this server gives up silent workers (always on SQLite; the leader with several servers). */
   leads(): boolean {
-    return this.leader?.isLeader() ?? true;
-  }
-
-  /** With several servers: how long a worker may go without a last_seen_at write before it counts as gone. */
-  private silentAfterMs() {
-    const { offlineMs } = this.core.config.workerTimeouts;
-    return offlineMs + lastSeenEvery(offlineMs);
+    return this.cluster?.leads() ?? true;
   }
 
   async opened(conn: Conn) {
@@ -197,10 +112,8 @@ export class Presence {
     if (this.dispatcher.conns.get(conn.workerId) !== conn) return;
     const reoffer = this.dispatcher.remove(conn);
     this.missing.delete(conn.workerId);
-    if (this.shared) {
-      this.whereabouts.set(conn.workerId, null);
-      this.tell("worker.disconnected", { w: conn.workerId });
-    } else this.departed.set(conn.workerId, conn.lastSeen);
+    if (this.cluster) this.cluster.disconnected(conn.workerId);
+    else this.departed.set(conn.workerId, conn.lastSeen);
     await this.core.store.read(reoffer);
     await this.core.store.read(recordLastSeen(this.core, conn.workerId, iso(conn.lastSeen)));
     forgetWorkers(this.core);
@@ -220,10 +133,7 @@ export class Presence {
     const row = await this.core.store.write(this.greet(conn, hello, iso(now)));
     forgetWorkers(this.core);
     if (!row || row.revoked_at) return void conn.ws.close(CLOSE.revoked, "revoked");
-    if (this.shared) {
-      this.whereabouts.set(conn.workerId, this.core.instanceId);
-      this.tell("worker.connected", { w: conn.workerId });
-    }
+    this.cluster?.connected(conn.workerId);
     if (row.lost.length > 0) await loseAttempts(this.core, conn.workerId, "the worker reconnected without it", row.lost);
     conn.greeted = true;
     conn.active = row.approved_at !== null;
@@ -317,10 +227,7 @@ export class Presence {
     const reoffer = conn ? this.dispatcher.remove(conn) : null;
     conn?.ws.close(CLOSE.revoked, "the worker was revoked");
     this.departed.delete(workerId);
-    if (this.shared) {
-      this.whereabouts.set(workerId, null);
-      this.tell("worker.revoked", { w: workerId });
-    }
+    this.cluster?.revoked(workerId);
     publishLost(this.core, lost);
     if (reoffer) await this.core.store.read(reoffer);
   }
@@ -357,11 +264,12 @@ export class Presence {
 
   /** The worker's record to its org's live subscribers, on every server. */
   async publish(orgId: string, workerId: string) {
-    this.tell("worker.updated", { o: orgId, w: workerId });
+    this.cluster?.updated(orgId, workerId);
     await this.publishHere(orgId, workerId);
   }
 
-  private async publishHere(orgId: string, workerId: string) {
+  /** The worker's record to this server's live subscribers (presence-cluster.ts calls it for the others' changes). */
+  async publishHere(orgId: string, workerId: string) {
     const presence = this;
     const worker = await this.core.store.read(
       (function* () {
@@ -391,9 +299,9 @@ export class Presence {
         this.departed.delete(workerId);
         publishLost(this.core, await this.core.store.write(this.giveUp(workerId, reason)));
       }
-      if (this.leader?.isLeader() && now - this.leadingSince > offlineMs) await this.giveUpSilent(now, reason);
+      await this.cluster?.giveUpSilent(now, reason);
       await this.core.store.read(this.dispatcher.fillAll());
-      if (now - this.lastFlush > (this.shared ? lastSeenEvery(offlineMs) : 5000)) await this.flushLastSeen(now);
+      await this.lastSeen.due(now);
     } catch (err) {
       this.core.log.error("worker monitor failed", { error: String((err as Error)?.stack ?? err) });
     } finally {
@@ -401,50 +309,17 @@ export class Presence {
     }
   }
 
-  /** With several servers, on the leader: workers no server has heard of for too long are given up. */
-  private async giveUpSilent(now: number, reason: string) {
-    const before = iso(now - this.silentAfterMs());
-    for (const { id } of await this.core.store.read(all<{ id: string }>(SILENT, before))) {
-      // A worker connected here is judged by its socket (the silent check above).
-      if (this.dispatcher.isConnected(id)) continue;
-      publishLost(this.core, await this.core.store.write(this.giveUpIfSilent(id, before, reason)));
-    }
-  }
-
-  /** Checked again in the write: a hello on any server since the read keeps its attempts. */
-  private *giveUpIfSilent(workerId: string, before: string, reason: string): Q<TaskChange[]> {
-    const row = yield* get<{ last_seen_at: string | null }>(LAST_SEEN, workerId);
-    if (!row || (row.last_seen_at !== null && row.last_seen_at >= before)) return [];
-    return yield* this.giveUp(workerId, reason);
-  }
-
   /** A worker gone for good: its attempts and readiness runs are given up together. */
-  private *giveUp(workerId: string, reason: string): Q<TaskChange[]> {
+  *giveUp(workerId: string, reason: string): Q<TaskChange[]> {
     yield* failReadinessRuns(this.core, workerId, reason);
     return yield* giveUpAttempts(this.core, workerId, reason);
   }
 
-  private async flushLastSeen(now: number) {
-    const since = this.lastFlush;
-    this.lastFlush = now;
-    // Only what was heard since the last flush: the rest is written already.
-    const seen = [...this.dispatcher.conns.values()].filter((c) => c.lastSeen > since).map((c) => [c.workerId, iso(c.lastSeen)] as const);
-    if (seen.length === 0) return;
-    const core = this.core;
-    await core.store.write(
-      (function* () {
-        for (const [workerId, at] of seen) yield* recordLastSeen(core, workerId, at);
-      })(),
-    );
-    // No forgetWorkers: cached credential rows are not read for last_seen_at, and with several
-    // servers a forget empties every server's caches (forgetEverywhere) at each flush.
-  }
-
   async close() {
     clearInterval(this.timer);
-    for (const off of this.unlisten.splice(0)) off();
+    const closing = this.cluster?.close();
     this.dispatcher.close();
-    await this.leader?.close();
+    await closing;
   }
 }
 

@@ -5,7 +5,7 @@ import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
 import type { TaskRow } from "../tasks/record";
 import { publishChanges, txChangeTask, type EventInput, type TaskChange, type TaskPatch } from "../tasks/store";
-import { isHeld } from "./dispatcher";
+import { isHeld } from "./dispatcher-state";
 import { heldTaskIds } from "./registry";
 import { run, type Q } from "../../db/query";
 

@@ -39,11 +39,16 @@ export interface WorkerPolicy {
 
 export type WorkerStatus = "online" | "offline" | "pending_approval" | "revoked";
 
+/** The statuses of an attempt that a worker holds. */
+export const HELD_STATUSES = ["running", "paused", "needs_input", "needs_approval"] as const;
+/** The same in SQL, as the partial index tasks_worker_held says it (SQLite uses it only for a query that says the same). */
+export const HELD_SQL = `status IN (${HELD_STATUSES.map((s) => `'${s}'`).join(", ")})`;
+
 const BY_CREDENTIAL = "SELECT * FROM workers WHERE credential_hash = ?";
 const BY_ID = "SELECT * FROM workers WHERE id = ?";
 const INSERT = `INSERT INTO workers (id, org_id, name, hostname, labels, policy, credential_hash, approved_at, approved_by, paired_by, paired_from_ip, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, ?, ?, ?)`;
-const HELD = "SELECT id FROM tasks WHERE worker_id = ? AND status IN ('running', 'paused', 'needs_input', 'needs_approval') ORDER BY id";
+const HELD = `SELECT id FROM tasks WHERE worker_id = ? AND ${HELD_SQL} ORDER BY id`;
 const HELLO = "UPDATE workers SET tools = ?, agents = ?, providers = ?, version = ?, capacity = ?, last_seen_at = ?, updated_at = ? WHERE id = ?";
 // Never back in time: a stale socket closing on one server must not undo a newer write by another.
 const SEEN = "UPDATE workers SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)";

@@ -5,7 +5,7 @@ import type { Core } from "../../server/core";
 import type { Socket, SocketHandler } from "../../server/sockets";
 import { ApiError, errorResponse } from "../../server/errors";
 import { CLOSE, WorkerMessage } from "../../protocol/messages";
-import type { Conn } from "./dispatcher";
+import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
 import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
 
