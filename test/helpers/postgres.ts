@@ -2,13 +2,24 @@
 // free loopback port (initdb + pg_ctl, trust auth, fsync off), a fresh database per caller.
 // Set AO_TEST_POSTGRES_URL to use a server of your own instead (a superuser URL).
 // Root cannot run initdb, so as root the cluster runs as the `postgres` user the package creates.
-import { existsSync, mkdtempSync, readdirSync, chmodSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, chmodSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 
 let cluster: Promise<string> | null = null;
 let counter = 0;
+/** Stops and removes the cluster this process started (none yet: nothing to do). */
+let stop = () => {};
+
+/**
+ * Called once every test file has run (test/setup.ts, preloaded by bunfig.toml): `bun test` fires
+ * no process "exit" event, so a handler there would never run.
+ */
+export function stopPostgresServer() {
+  stop();
+  stop = () => {};
+}
 
 function binDir(): string {
   const base = "/usr/lib/postgresql";
@@ -34,11 +45,43 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** Whether a process of that id is running. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Stops and removes the clusters of test processes that died without their exit handler (killed
+ * by a signal, a timeout): each would otherwise keep its postmaster and its gigabyte of files.
+ */
+function reapOrphans(bin: string) {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith("ao-pg-")) continue;
+    const dir = join(tmpdir(), name);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, "owner"), "utf8"));
+    } catch {
+      continue; // being made, or not ours
+    }
+    if (!owner || alive(owner)) continue;
+    if (existsSync(join(dir, "data", "postmaster.pid"))) Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "stop"]));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function startCluster(): Promise<string> {
   const given = process.env.AO_TEST_POSTGRES_URL;
   if (given) return given;
   const bin = binDir();
+  reapOrphans(bin);
   const dir = mkdtempSync(join(tmpdir(), "ao-pg-"));
+  writeFileSync(join(dir, "owner"), String(process.pid));
   chmodSync(dir, 0o777);
   const data = join(dir, "data");
   await exec([join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--locale=C.UTF-8", "-E", "UTF8"]);
@@ -48,9 +91,10 @@ async function startCluster(): Promise<string> {
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
     "start",
   ]);
-  process.on("exit", () => {
+  stop = () => {
     Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop"]));
-  });
+    rmSync(dir, { recursive: true, force: true });
+  };
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
 
