@@ -2,11 +2,12 @@
 // moves between pages, the board moving cards live, the task page's transcript and diff, every
 // page free of console errors and CSP violations, the phone layout, and the README's screenshots.
 import { expect, test } from "bun:test";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Page, Route } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { changeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
+import { get } from "../../src/db/query";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
@@ -110,6 +111,39 @@ describeBrowser("web: the app", () => {
       // The waiting count still follows (one socket for the whole tab).
       putInState(s, a.id, "needs_input");
       await page.locator("#waiting-count", { hasText: /^2$/ }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
+  test("a change the socket brings while the waiting count is being read is counted", async () => {
+    const c = await task("Asks while the count is read");
+    await usePage(browser, async ({ page, problems }) => {
+      // The page hears the change over its socket.
+      let heard!: () => void;
+      const changeHeard = new Promise<void>((resolve) => (heard = resolve));
+      page.on("websocket", (ws) =>
+        ws.on("framereceived", (f) => {
+          const m = JSON.parse(String(f.payload));
+          if (m.type === "task.updated" && m.task?.id === c.id && m.task.status === "needs_input") heard();
+        }),
+      );
+      // The count's first read is held, and answered with what the server said before the change.
+      let holdFirst: ((r: Route) => void) | null = null;
+      const held = new Promise<Route>((resolve) => (holdFirst = resolve));
+      await page.route(/\/tasks\?status=needs_input&limit=200$/, (route) => {
+        const hold = holdFirst;
+        holdFirst = null;
+        if (hold) hold(route);
+        else void route.continue();
+      });
+      await signIn(page, "/tasks");
+      const route = await held;
+      const before = await route.fetch();
+      putInState(s, c.id, "needs_input");
+      await changeHeard;
+      await route.fulfill({ response: before });
+      const { n: expected } = (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM tasks WHERE org_id = ? AND status IN ('needs_input', 'needs_approval')", w.owner.orgId)))!;
+      await page.locator("#waiting-count", { hasText: new RegExp(`^${expected}$`) }).waitFor();
       expect(problems).toEqual([]);
     });
   }, 90_000);

@@ -152,27 +152,59 @@ function PersonMenu() {
 /** The ids of the tasks of the organization in use that wait for a person; null when not known. */
 const waiting = signal<Set<string> | null>(null);
 
+/** The organization the count is for, a load of it under way, and a change heard meanwhile. */
+const tracking = { orgId: null as string | null, loading: false, changedMeanwhile: false };
+
+/**
+ * Reads the waiting tasks of the organization in use. A change the socket brings while a read is
+ * under way may or may not be in what it reads, so it is read again until none came meanwhile
+ * (each read starts after the change was committed, so the last one has it).
+ */
+async function loadWaiting() {
+  if (tracking.loading) {
+    tracking.changedMeanwhile = true;
+    return;
+  }
+  tracking.loading = true;
+  try {
+    do {
+      tracking.changedMeanwhile = false;
+      const id = tracking.orgId;
+      if (!id) return;
+      let found: Set<string> | null;
+      try {
+        const pages = await Promise.all(["needs_input", "needs_approval"].map((s) => api<Page<Task>>("GET", `/orgs/${encodeURIComponent(id)}/tasks?status=${s}&limit=200`)));
+        found = new Set(pages.flatMap((p) => p.items.map((t) => t.id)));
+      } catch {
+        found = null;
+      }
+      // Another organization was chosen meanwhile: this read is not its count.
+      if (id !== tracking.orgId) tracking.changedMeanwhile = true;
+      else waiting.value = found;
+    } while (tracking.changedMeanwhile);
+  } finally {
+    tracking.loading = false;
+  }
+}
+
 /**
  * Keeps `waiting` current for the organization in use: the tasks in needs_input and
- * needs_approval, fetched after each (re)subscription, then changed by the socket's records.
+ * needs_approval, read after each (re)subscription, then changed by the socket's records.
  */
 function useWaitingTracker(id: string | null) {
-  const load = async () => {
-    if (!id) return;
-    try {
-      const pages = await Promise.all(["needs_input", "needs_approval"].map((s) => api<Page<Task>>("GET", `/orgs/${encodeURIComponent(id)}/tasks?status=${s}&limit=200`)));
-      waiting.value = new Set(pages.flatMap((p) => p.items.map((t) => t.id)));
-    } catch {
-      waiting.value = null;
-    }
-  };
+  tracking.orgId = id;
   useEffect(() => {
     waiting.value = null;
   }, [id]);
   useFollow(id, null, {
-    subscribed: () => void load(),
+    subscribed: () => void loadWaiting(),
     task: (t) => {
-      if (!waiting.value || t.orgId !== id) return;
+      if (t.orgId !== id) return;
+      if (tracking.loading) {
+        tracking.changedMeanwhile = true;
+        return;
+      }
+      if (!waiting.value) return;
       const had = waiting.value.has(t.id);
       if (had === WAITING.has(t.status)) return;
       const next = new Set(waiting.value);
