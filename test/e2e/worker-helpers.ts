@@ -1,11 +1,12 @@
 // Real `ao worker` processes for end-to-end tests: started from source with bun, their output
 // captured and searchable, and git repositories made on disk for them to work on.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestServer } from "../helpers/server";
 import { saveCredential } from "../../src/worker/credential";
 import { makeWorker } from "../workers/helpers";
 import { OutputProcess } from "./process-helpers";
+export { alive } from "../helpers/processes";
 
 const root = join(import.meta.dir, "..", "..");
 const bun = join(root, "node_modules", ".bin", "bun");
@@ -56,17 +57,3 @@ export function bareFrom(source: string, bare: string): string {
   return bare;
 }
 
-/** True while the process exists and is not a zombie (an unreaped orphan has finished). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, chmodSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
+import { alive } from "./processes";
 
 let cluster: Promise<string> | null = null;
 let counter = 0;
@@ -45,19 +46,17 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Whether a process of that id is running. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+/** Stops a cluster (if its postmaster runs) and removes its directory. */
+function removeCluster(bin: string, dir: string) {
+  const data = join(dir, "data");
+  if (existsSync(join(data, "postmaster.pid"))) Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop"]));
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /**
- * Stops and removes the clusters of test processes that died without their exit handler (killed
- * by a signal, a timeout): each would otherwise keep its postmaster and its gigabyte of files.
+ * Stops and removes the clusters of test processes that died before their run's end (killed by a
+ * signal, a timeout), which test/setup.ts never saw: each would otherwise keep its postmaster and
+ * its gigabyte of files.
  */
 function reapOrphans(bin: string) {
   for (const name of readdirSync(tmpdir())) {
@@ -70,8 +69,7 @@ function reapOrphans(bin: string) {
       continue; // being made, or not ours
     }
     if (!owner || alive(owner)) continue;
-    if (existsSync(join(dir, "data", "postmaster.pid"))) Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "stop"]));
-    rmSync(dir, { recursive: true, force: true });
+    removeCluster(bin, dir);
   }
 }
 
@@ -91,10 +89,7 @@ async function startCluster(): Promise<string> {
     `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
     "start",
   ]);
-  stop = () => {
-    Bun.spawnSync(asPostgres([join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop"]));
-    rmSync(dir, { recursive: true, force: true });
-  };
+  stop = () => removeCluster(bin, dir);
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
 

@@ -11,7 +11,7 @@
 import type { Database } from "bun:sqlite";
 import type { Core } from "../../server/core";
 import type { Q } from "../../db/query";
-import { PgStore } from "../../db/pg-store";
+import type { PgStore } from "../../db/pg-store";
 import { publishChanges, txChangeTask, type Decide, type TaskChange } from "./store";
 import { txCreateTask, type NewTask } from "./service";
 
