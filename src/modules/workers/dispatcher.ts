@@ -5,7 +5,8 @@
 // Offers go to approved, connected workers with a free slot (capacity - held - offered), by
 // priority then age, to workers eligible for the task (eligibility.ts: labels, policy and the
 // agent it names), never for a project over its daily budget (usage/budgets.ts).
-// Messages for a worker (controls, clone, readiness) go through its mailbox (mailbox.ts).
+// Messages for a worker (controls, clone, readiness) go through its mailbox (mailbox.ts). With
+// several servers, the server that queued a task offers it first (dispatcher-peers.ts).
 import type { Core } from "../../server/core";
 import { all, get, pure, type Q } from "../../db/query";
 import { randomSecret } from "../../lib/tokens";
@@ -16,15 +17,16 @@ import type { Offer } from "../../protocol/messages";
 import { eligible, requiredLabels } from "./eligibility";
 import { dailyBudgetsOf, type DailyBudgets } from "../usage/budgets";
 import { DispatcherState, isHeld, type Conn, type OfferState } from "./dispatcher-state";
+import { OfferPeers, type DispatchNotice } from "./dispatcher-peers";
 
-type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank" | "agent">;
+type QueuedRow = Pick<TaskRow, "id" | "org_id" | "project_id" | "attempt" | "priority_rank" | "agent" | "updated_at">;
 
-const QUEUED_FIRST = `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
-  ORDER BY priority_rank DESC, id ASC LIMIT ?`;
-const QUEUED_AFTER = `SELECT id, org_id, project_id, attempt, priority_rank, agent FROM tasks WHERE status = 'queued' AND org_id = ?
+const COLUMNS = "id, org_id, project_id, attempt, priority_rank, agent, updated_at";
+const QUEUED_FIRST = `SELECT ${COLUMNS} FROM tasks WHERE status = 'queued' AND org_id = ? ORDER BY priority_rank DESC, id ASC LIMIT ?`;
+const QUEUED_AFTER = `SELECT ${COLUMNS} FROM tasks WHERE status = 'queued' AND org_id = ?
   AND (priority_rank < ? OR (priority_rank = ? AND id > ?)) ORDER BY priority_rank DESC, id ASC LIMIT ?`;
 const ANY_QUEUED = "SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1";
-const TASK = "SELECT id, org_id, project_id, attempt, priority_rank, agent, status FROM tasks WHERE id = ?";
+const TASK = `SELECT ${COLUMNS}, status FROM tasks WHERE id = ?`;
 
 /** How long a worker that declined an offer is left out of offers. */
 const DECLINE_PAUSE_MS = 1000;
@@ -34,10 +36,36 @@ const SCAN_LIMIT = 500;
 
 export class Dispatcher extends DispatcherState {
   private readonly budgets: DailyBudgets;
+  /** The other servers' part in offers (several servers on PostgreSQL); null on SQLite. */
+  private readonly peers: OfferPeers | null;
+  private readonly unlisten: () => void;
 
   constructor(core: Core) {
     super(core);
     this.budgets = dailyBudgetsOf(core);
+    this.peers = core.sqlite === null ? new OfferPeers(core) : null;
+    this.unlisten = this.peers?.listen({
+      unplaced: (n) => void this.background("offering a task another server could not place", this.heardUnplaced(n)),
+      offered: (n) => this.peers!.heardOffered(n.t, n.x!),
+    }) ?? (() => {});
+  }
+
+  /** Another server could not place a task it queued: offered here if a worker has a free slot, or when one frees. */
+  private *heardUnplaced(notice: DispatchNotice): Q<void> {
+    this.peers!.heardUnplaced(notice.t);
+    this.unoffered(notice.o);
+    const row = yield* get<QueuedRow & { status: string }>(TASK, notice.t);
+    if (row && row.status === "queued") yield* this.offerTask(row, undefined, true);
+  }
+
+  /** Notices may have been lost while the bus was down: every queued task is anyone's to offer. */
+  forgetPeers() {
+    this.peers?.clear();
+  }
+
+  override close() {
+    this.unlisten();
+    super.close();
   }
 
   /**
@@ -89,17 +117,26 @@ export class Dispatcher extends DispatcherState {
       return false;
     }
     this.core.metrics.offers.inc();
+    if (this.peers?.isTheirs(task.id)) this.peers.tellOffered(task.id, task.org_id, offerMs);
     return true;
   }
 
-  /** Offers one queued task to the best eligible worker: the most free slots, then the longest without an offer. */
-  *offerTask(task: QueuedRow, avoidWorkerId?: string): Q<boolean> {
-    if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
+  /**
+   * Offers one queued task to the best eligible worker: the most free slots, then the longest
+   * without an offer. With several servers, a task this server could not place is announced, so
+   * that the others offer it (unless `heard`: the attempt answers such a notice).
+   */
+  *offerTask(task: QueuedRow, avoidWorkerId?: string, heard = false): Q<boolean> {
+    if (this.offerByTask.has(task.id) || this.claiming.has(task.id) || this.peers?.dealtWithThere(task.id, task.updated_at)) return true;
+    if (yield* this.place(task, avoidWorkerId)) return true;
+    this.unoffered(task.org_id);
+    if (this.peers && !heard) this.peers.tellUnplaced(task.id, task.org_id);
+    return false;
+  }
+
+  private *place(task: QueuedRow, avoidWorkerId?: string): Q<boolean> {
     const candidates = this.byOrg.get(task.org_id);
-    if (!candidates || candidates.size === 0 || (yield* this.budgets.over(task.project_id))) {
-      this.unoffered(task.org_id);
-      return false;
-    }
+    if (!candidates || candidates.size === 0 || (yield* this.budgets.over(task.project_id))) return false;
     const required = yield* requiredLabels(this.core, task.project_id);
     // Offered or claimed meanwhile (the labels may have been read from the database).
     if (this.offerByTask.has(task.id) || this.claiming.has(task.id)) return true;
@@ -115,9 +152,7 @@ export class Dispatcher extends DispatcherState {
       if (!best || free > this.free(best) || (free === this.free(best) && conn.lastOfferAt < best.lastOfferAt)) best = conn;
     }
     const target = best ?? fallback;
-    if (target && this.makeOffer(target, task)) return true;
-    this.unoffered(task.org_id);
-    return false;
+    return !!target && this.makeOffer(target, task);
   }
 
   private *offerTasksById(taskIds: string[], avoidWorkerId?: string): Q<void> {
@@ -142,7 +177,7 @@ export class Dispatcher extends DispatcherState {
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
       for (const row of rows) {
         scanned++;
-        if (this.offerByTask.has(row.id) || this.claiming.has(row.id)) continue;
+        if (this.offerByTask.has(row.id) || this.claiming.has(row.id) || this.peers?.dealtWithThere(row.id, row.updated_at)) continue;
         const required = (yield* this.budgets.over(row.project_id)) ? null : yield* requiredLabels(this.core, row.project_id, cache);
         // The connection may have gone, or the task been offered, while the labels were read.
         if (this.conns.get(conn.workerId) !== conn || this.free(conn) <= 0) return;
@@ -167,6 +202,7 @@ export class Dispatcher extends DispatcherState {
 
   /** Safety net: every worker with a free slot gets a look at its org's queue (one probe per org). */
   *fillAll(): Q<void> {
+    this.peers?.sweep();
     for (const [orgId, conns] of [...this.byOrg]) {
       let probed = false;
       for (const conn of [...conns]) {
@@ -190,8 +226,9 @@ export class Dispatcher extends DispatcherState {
    * Keeps holdings and offers in step with a committed task change (listener of core "task.changed",
    * and of "task.changedElsewhere": a change on another server may free a slot of a worker here or
    * queue a task for one; its `after` may be newer than the change, which only moves this on).
+   * A task another server queued is left to it first (dispatcher-peers.ts).
    */
-  *onTaskChanged(before: TaskBefore | null, after: TaskRow): Q<void> {
+  *onTaskChanged(before: TaskBefore | null, after: TaskRow, elsewhere = false): Q<void> {
     const wasHeldBy = before && isHeld(before) ? before.worker_id : null;
     const heldBy = isHeld(after) ? after.worker_id : null;
     if (wasHeldBy && (wasHeldBy !== heldBy || before!.attempt !== after.attempt)) {
@@ -202,8 +239,14 @@ export class Dispatcher extends DispatcherState {
       }
     }
     if (heldBy) this.conns.get(heldBy)?.held.set(after.id, after.attempt);
-    if (after.status !== "queued") this.voidOfferFor(after.id);
-    else if (before?.status !== "queued" || before.attempt !== after.attempt) yield* this.offerTask(after);
+    if (after.status !== "queued") {
+      this.voidOfferFor(after.id);
+      this.peers?.left(after.id);
+    } else if (before?.status !== "queued" || before.attempt !== after.attempt) {
+      if (elsewhere) this.peers?.queuedThere(after.id);
+      else this.peers?.queuedHere(after.id);
+      yield* this.offerTask(after, undefined, elsewhere);
+    }
   }
 }
 

@@ -30,9 +30,12 @@ function wire(core: Core) {
   core.sockets.register(WORKER_SOCKET_PATH, workerSocket(core));
   // On SQLite the dispatcher's programs run at once, inside the emit, as the change's other listeners.
   core.events.on("task.changed", (change) => void dispatcher.background("dispatcher on a task change", dispatcher.onTaskChanged(change.before, change.after)));
-  core.events.on("task.changedElsewhere", ({ before, after }) => void dispatcher.background("dispatcher on another server's task change", dispatcher.onTaskChanged(before, after)));
+  core.events.on("task.changedElsewhere", ({ before, after }) => void dispatcher.background("dispatcher on another server's task change", dispatcher.onTaskChanged(before, after, true)));
   // Task changes announced while the bus was down were missed: look at the queues again.
-  core.bus.onReconnect(() => void dispatcher.background("filling after the bus reconnected", dispatcher.fillAll()));
+  core.bus.onReconnect(() => {
+    dispatcher.forgetPeers();
+    void dispatcher.background("filling after the bus reconnected", dispatcher.fillAll());
+  });
   core.events.on("task.action", ({ change, action, input, reason }) => {
     const before = change.before;
     // Denying a budget question cancels the task: the worker stops the attempt rather than answer the agent.
