@@ -12,6 +12,9 @@
 //   hooks, and a receiver that must not miss anything re-reads the state it follows there.
 // - A receiver reads the rows a message names, so publish after the write has committed (after
 //   core.store.write resolves): a NOTIFY is sent on its own connection, outside the transaction.
+// - Messages published while a NOTIFY is on its way leave together in the next one (a JSON array
+//   of envelopes, under PostgreSQL's size limit): one round trip and one notification for many
+//   changes under load, in the same order.
 import { SQL } from "bun";
 import type { Logger } from "./core";
 
@@ -126,21 +129,42 @@ export function postgresBus(url: string, instanceId: string, log: Logger): Bus {
   const handlers = new Handlers(log);
   // One connection sends (so NOTIFYs leave in order); Bun's LISTEN takes a dedicated one of its own.
   const sql = new SQL(url, { max: 1, connection: { application_name: `ao bus ${instanceId}` } });
-  // Sends in publish order: each waits for the one before (a failed send does not break the chain).
-  let sending: Promise<void> = Promise.resolve();
+  // Envelopes not sent yet (JSON, with their size), and the send in progress: one at a time, in
+  // publish order; what was published meanwhile leaves in the next (a failed send stops nothing).
+  const unsent: { text: string; bytes: number }[] = [];
+  let sending: Promise<void> | null = null;
   let listened = false;
 
+  const send = async () => {
+    while (unsent.length > 0) {
+      let bytes = unsent[0].bytes;
+      let n = 1;
+      // An array adds its brackets and a comma per envelope.
+      while (n < unsent.length && bytes + unsent[n].bytes + n + 2 <= MAX_MESSAGE_BYTES) bytes += unsent[n++].bytes;
+      const batch = unsent.splice(0, n);
+      const text = batch.length === 1 ? batch[0].text : `[${batch.map((e) => e.text).join(",")}]`;
+      await sql.notify(NOTIFY_CHANNEL, text).catch((error) => {
+        log.error("bus send failed", { messages: batch.length, error: String(error?.message ?? error) });
+      });
+    }
+    sending = null;
+  };
+
+  const receiveOne = (message: Envelope) => {
+    // This server's own message was delivered here at publish.
+    if (!message || message.s === instanceId || typeof message.c !== "string") return;
+    handlers.deliver(message.c, message.p);
+  };
   const receive = (text: string) => {
-    let message: Envelope;
+    let message: Envelope | Envelope[];
     try {
       message = JSON.parse(text);
     } catch {
       log.warn("bus message is not JSON; ignored", { length: text.length });
       return;
     }
-    // This server's own message was delivered here at publish.
-    if (!message || message.s === instanceId || typeof message.c !== "string") return;
-    handlers.deliver(message.c, message.p);
+    if (Array.isArray(message)) for (const one of message) receiveOne(one);
+    else receiveOne(message);
   };
   const listening = () => {
     if (listened) handlers.reconnected();
@@ -163,11 +187,8 @@ export function postgresBus(url: string, instanceId: string, log: Logger): Bus {
         );
       }
       handlers.later(channel, payload);
-      sending = sending.then(() =>
-        sql.notify(NOTIFY_CHANNEL, text).catch((error) => {
-          log.error("bus send failed", { channel, error: String(error?.message ?? error) });
-        }),
-      );
+      unsent.push({ text, bytes });
+      sending ??= send();
     },
     on: (channel, handler) => handlers.on(channel, handler),
     onReconnect: (fn) => handlers.onReconnect(fn),

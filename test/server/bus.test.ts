@@ -118,6 +118,27 @@ describe("postgresBus: two servers on one database", () => {
     offDone();
   });
 
+  test("a burst leaves in few notifications, each under PostgreSQL's limit; B hears every message once, in order", async () => {
+    // What PostgreSQL delivers on the channel, read by a listener of its own.
+    const raw = new SQL(url, { max: 1 });
+    const notifications: string[] = [];
+    await raw.listen("ao_bus", (text) => notifications.push(text));
+    const onB = collector<number>();
+    const offB = b.on("burst", (p) => onB.push(p.n));
+    // 2 KB each: no more than three fit in one notification.
+    const pad = "p".repeat(2000);
+    for (let n = 1; n <= 300; n++) a.publish("burst", { n, pad: n % 10 === 0 ? pad : "" });
+    await onB.reach(300);
+    expect(onB.items).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+    const ours = notifications.filter((t) => t.includes('"burst"'));
+    expect(ours.length).toBeLessThan(100);
+    for (const text of ours) expect(Buffer.byteLength(text)).toBeLessThan(7000);
+    expect(logA.errors).toEqual([]);
+    expect(logB.errors).toEqual([]);
+    offB();
+    await raw.close();
+  });
+
   test("a payload over 7,000 bytes is refused at publish and goes nowhere", async () => {
     const onA = collector<string>();
     const onB = collector<string>();
