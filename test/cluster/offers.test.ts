@@ -7,7 +7,7 @@ import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
 import { createAdmin, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "../workers/helpers";
-import { UNPLACED } from "../../src/modules/workers/dispatcher-peers";
+import { OFFERED, UNPLACED } from "../../src/modules/workers/dispatcher-peers";
 
 const clients: ProtocolClient[] = [];
 afterAll(() => {
@@ -90,6 +90,35 @@ describe("who offers a queued task", () => {
     expect(offersOf(ca, second.id)).toEqual([]);
     const taken = await workerApi(b, wb.credential)("POST", `/worker/tasks/${second.id}/claim`, { offerId: o2.offerId });
     expect(taken.status).toBe(200);
+  });
+
+  test("a task nobody could place goes to the first freed slot, and the other server leaves it alone", async () => {
+    const { p, wa, wb, ca, cb } = await setup(1, 1);
+    // Both workers full: each holds an offer of a task of its own server.
+    const t0 = await createTaskApi(a, p);
+    const oa = await ca.next("offer", (m) => m.taskId === t0.id);
+    const u0 = await createTaskApi(b, p);
+    const ob = await cb.next("offer", (m) => m.taskId === u0.id);
+    // Queued on A, placed nowhere: A says so, and B cannot place it either.
+    const toldB = new Promise<void>((resolve) => b.core.bus.on(UNPLACED, (n) => n.t === t1.id && resolve()));
+    const t1 = await createTaskApi(a, p);
+    await toldB;
+    const offeredHeard = new Promise<void>((resolve) => b.core.bus.on(OFFERED, (n) => n.t === t1.id && resolve()));
+    const finish = async (s: TestServer, credential: string, taskId: string, offerId: string) => {
+      const api = workerApi(s, credential);
+      const claim = await api("POST", `/worker/tasks/${taskId}/claim`, { offerId });
+      expect(claim.status).toBe(200);
+      expect((await api("POST", `/worker/tasks/${taskId}/transition`, { leaseToken: claim.body.leaseToken, to: "completed", summary: "done" })).status).toBe(200);
+    };
+    // A's worker is free first: A offers it t1, and tells B.
+    await finish(a, wa.credential, t0.id, oa.offerId);
+    await ca.next("offer", (m) => m.taskId === t1.id, 5000);
+    await offeredHeard;
+    // B's worker frees a slot: it is not offered t1, which A's worker holds an offer of.
+    await finish(b, wb.credential, u0.id, ob.offerId);
+    const t2 = await createTaskApi(b, p);
+    expect((await cb.next("offer", () => true, 5000)).taskId).toBe(t2.id);
+    expect(offersOf(cb, t1.id)).toEqual([]);
   });
 
   test("40 tasks created on both servers in turn, workers on both: each is offered once", async () => {

@@ -8,8 +8,10 @@
 // The others leave it alone for a grace period (the offer timeout):
 // - when the origin cannot place it (no eligible worker with a free slot here), it says so
 //   ("dispatch.unplaced"), and the others may offer it at once, or when a slot of theirs frees;
-// - a server that offers a task another server queued says so ("dispatch.offered"), and the others
-//   leave it alone until that offer expires;
+// - a server that offers a task another server queued, or one it said it could not place, says so
+//   ("dispatch.offered"), and the others leave it alone until that offer expires;
+// - a scan of the queue (a worker's slot freed) takes the tasks this server queued before those
+//   another server could not place, so that with a backlog two servers rarely reach for the same;
 // - after the grace period anyone may offer it (the origin died, or a notice was lost);
 // - a queued task a server has heard nothing of (its scan of the queue read it before the origin's
 //   notice arrived) is left alone while it is younger than NOTICE_WINDOW_MS (or the grace, if
@@ -38,8 +40,8 @@ export class OfferPeers {
   private readonly theirs = new Map<string, Theirs>();
   /** Tasks another server has offered: until when (ms). */
   private readonly offeredThere = new Map<string, number>();
-  /** Queued tasks this server queued: since when (ms). */
-  private readonly mine = new Map<string, number>();
+  /** Queued tasks this server queued: since when (ms), and whether it told the others it could not place it. */
+  private readonly mine = new Map<string, { since: number; told: boolean }>();
 
   constructor(private readonly core: Core) {}
 
@@ -55,7 +57,7 @@ export class OfferPeers {
   /** This server queued the task (created it, or put it back in the queue). */
   queuedHere(taskId: string) {
     this.left(taskId);
-    this.mine.set(taskId, Date.now());
+    this.mine.set(taskId, { since: Date.now(), told: false });
   }
 
   /** The task left the queue: nothing to remember. */
@@ -81,9 +83,16 @@ export class OfferPeers {
     return now - Date.parse(queuedAt) < Math.min(NOTICE_WINDOW_MS, this.graceMs);
   }
 
-  /** Whether another server queued the task: an offer of it here is told to the others. */
-  isTheirs(taskId: string): boolean {
-    return this.theirs.has(taskId);
+  /** Whether another server may offer the task too (it queued it, or was told): an offer of it here is told to the others. */
+  isShared(taskId: string): boolean {
+    return this.theirs.has(taskId) || this.mine.get(taskId)?.told === true;
+  }
+
+  /** A page of the queue with the tasks another server queued last (otherwise in its order). */
+  ownFirst<T extends { id: string }>(rows: T[]): T[] {
+    if (this.theirs.size === 0) return rows;
+    const own = rows.filter((r) => !this.theirs.has(r.id));
+    return own.length === rows.length ? rows : [...own, ...rows.filter((r) => this.theirs.has(r.id))];
   }
 
   /** Another server could not place the task: any server may offer it now. */
@@ -102,7 +111,7 @@ export class OfferPeers {
   sweep(now = Date.now()) {
     for (const [taskId, theirs] of this.theirs) if (now - theirs.since >= this.graceMs) this.theirs.delete(taskId);
     for (const [taskId, until] of this.offeredThere) if (now >= until) this.offeredThere.delete(taskId);
-    for (const [taskId, since] of this.mine) if (now - since >= this.graceMs) this.mine.delete(taskId);
+    for (const [taskId, { since }] of this.mine) if (now - since >= this.graceMs) this.mine.delete(taskId);
   }
 
   /** Notices may have been lost (the bus reconnected): every queued task is anyone's. */
@@ -113,6 +122,8 @@ export class OfferPeers {
   }
 
   tellUnplaced(taskId: string, orgId: string) {
+    const mine = this.mine.get(taskId);
+    if (mine) mine.told = true;
     this.core.bus.publish(UNPLACED, { t: taskId, o: orgId, from: this.core.instanceId });
   }
 

@@ -117,7 +117,7 @@ export class Dispatcher extends DispatcherState {
       return false;
     }
     this.core.metrics.offers.inc();
-    if (this.peers?.isTheirs(task.id)) this.peers.tellOffered(task.id, task.org_id, offerMs);
+    if (this.peers?.isShared(task.id)) this.peers.tellOffered(task.id, task.org_id, offerMs);
     return true;
   }
 
@@ -175,7 +175,8 @@ export class Dispatcher extends DispatcherState {
     let scanned = 0;
     let unoffered = 0;
     while (rows.length > 0 && this.free(conn) > 0 && scanned < SCAN_LIMIT) {
-      for (const row of rows) {
+      // With several servers, the tasks another server queued come last in each page.
+      for (const row of this.peers ? this.peers.ownFirst(rows) : rows) {
         scanned++;
         if (this.offerByTask.has(row.id) || this.claiming.has(row.id) || this.peers?.dealtWithThere(row.id, row.updated_at)) continue;
         const required = (yield* this.budgets.over(row.project_id)) ? null : yield* requiredLabels(this.core, row.project_id, cache);
