@@ -34,23 +34,28 @@ async function heardOn(s: TestServer, taskId: string): Promise<void> {
   await Bun.sleep(50);
 }
 
+/** Two servers on one new database for the describe block that calls this (its hooks start and stop them). */
+function twoServers(workerTimeouts: typeof FAST, started: (a: TestServer, b: TestServer) => void) {
+  let cluster: Cluster | undefined;
+  beforeAll(async () => {
+    cluster = await startCluster(2, { workerTimeouts });
+    for (const s of cluster.servers) recordRelays(s);
+    await createAdmin(cluster.servers[0]);
+    started(cluster.servers[0], cluster.servers[1]);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+}
+
 const offersOf = (c: ProtocolClient, taskId: string) => c.messages.filter((m) => m.type === "offer" && m.taskId === taskId);
 
 describe("who offers a queued task", () => {
   // Offers never expire during these tests: every offer seen is a first one.
   const TIMEOUTS = { ...FAST, offerMs: 60_000, offlineMs: 5000 };
-  let cluster: Cluster;
   let a: TestServer;
   let b: TestServer;
-  beforeAll(async () => {
-    cluster = await startCluster(2, { workerTimeouts: TIMEOUTS });
-    [a, b] = cluster.servers;
-    for (const s of cluster.servers) recordRelays(s);
-    await createAdmin(a);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  twoServers(TIMEOUTS, (x, y) => ([a, b] = [x, y]));
 
   async function setup(capacityA: number, capacityB: number) {
     const p = await orgWithProject(a, await newOrg(a));
@@ -145,18 +150,9 @@ describe("who offers a queued task", () => {
 
 describe("after the offer timeout", () => {
   const TIMEOUTS = { ...FAST, offerMs: 1500, offlineMs: 1200 };
-  let cluster: Cluster;
   let a: TestServer;
   let b: TestServer;
-  beforeAll(async () => {
-    cluster = await startCluster(2, { workerTimeouts: TIMEOUTS });
-    [a, b] = cluster.servers;
-    for (const s of cluster.servers) recordRelays(s);
-    await createAdmin(a);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  twoServers(TIMEOUTS, (x, y) => ([a, b] = [x, y]));
 
   test("a task whose origin never said it could not place it is offered by another server", async () => {
     const p = await orgWithProject(a, await newOrg(a));

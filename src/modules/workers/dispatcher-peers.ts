@@ -32,6 +32,9 @@ export type DispatchNotice = { t: string; o: string; from: string; x?: number };
 /** How long a task another server queued may take to be heard of here. */
 const NOTICE_WINDOW_MS = 2000;
 
+/** How many graces (offer timeouts) a queued task is remembered for. */
+const KEPT_GRACES = 10;
+
 export const UNPLACED = "dispatch.unplaced";
 export const OFFERED = "dispatch.offered";
 
@@ -107,11 +110,16 @@ export class OfferPeers {
     this.offeredThere.set(taskId, Date.now() + leftMs);
   }
 
-  /** Forgets what is past its grace (a task may have left the queue unheard): the monitor's sweep. */
+  /**
+   * The monitor's sweep: forgets tasks queued more than KEPT_GRACES graces ago (one may have left
+   * the queue unheard). Kept that long, past their grace, because with a backlog who queued a task
+   * and who said what of it still orders the scans and the "offered" notices.
+   */
   sweep(now = Date.now()) {
-    for (const [taskId, theirs] of this.theirs) if (now - theirs.since >= this.graceMs) this.theirs.delete(taskId);
+    const keptMs = this.graceMs * KEPT_GRACES;
+    for (const [taskId, theirs] of this.theirs) if (now - theirs.since >= keptMs) this.theirs.delete(taskId);
     for (const [taskId, until] of this.offeredThere) if (now >= until) this.offeredThere.delete(taskId);
-    for (const [taskId, { since }] of this.mine) if (now - since >= this.graceMs) this.mine.delete(taskId);
+    for (const [taskId, { since }] of this.mine) if (now - since >= keptMs) this.mine.delete(taskId);
   }
 
   /** Notices may have been lost (the bus reconnected): every queued task is anyone's. */
