@@ -48,6 +48,13 @@ function twoServers(workerTimeouts: typeof FAST, started: (a: TestServer, b: Tes
   });
 }
 
+/** The tasks named by the notices `s` hears on the channel from now on. */
+function heard(s: TestServer, channel: string): Set<string> {
+  const tasks = new Set<string>();
+  s.core.bus.on(channel, (n) => tasks.add(n.t));
+  return tasks;
+}
+
 const offersOf = (c: ProtocolClient, taskId: string) => c.messages.filter((m) => m.type === "offer" && m.taskId === taskId);
 
 describe("who offers a queued task", () => {
@@ -82,8 +89,11 @@ describe("who offers a queued task", () => {
     const o1 = await ca.next("offer", (m) => m.taskId === first.id);
     // A's only worker is full (its offer holds the slot): B's worker gets the next task at once,
     // far sooner than the 60 s after which anyone may offer it.
+    const offeredToA = heard(a, OFFERED);
     const second = await createTaskApi(a, p);
     const o2 = await cb.next("offer", (m) => m.taskId === second.id, 5000);
+    // B told A it offered it (A's freed slot below must come after that notice, not race it).
+    await until(() => offeredToA.has(second.id), 5000);
     // A's worker takes its task and finishes it: its freed slot must not bring it the second task.
     const claim = await workerApi(a, wa.credential)("POST", `/worker/tasks/${first.id}/claim`, { offerId: o1.offerId });
     expect(claim.status).toBe(200);
@@ -105,10 +115,10 @@ describe("who offers a queued task", () => {
     const u0 = await createTaskApi(b, p);
     const ob = await cb.next("offer", (m) => m.taskId === u0.id);
     // Queued on A, placed nowhere: A says so, and B cannot place it either.
-    const toldB = new Promise<void>((resolve) => b.core.bus.on(UNPLACED, (n) => n.t === t1.id && resolve()));
+    const unplacedToB = heard(b, UNPLACED);
+    const offeredToB = heard(b, OFFERED);
     const t1 = await createTaskApi(a, p);
-    await toldB;
-    const offeredHeard = new Promise<void>((resolve) => b.core.bus.on(OFFERED, (n) => n.t === t1.id && resolve()));
+    await until(() => unplacedToB.has(t1.id), 5000);
     const finish = async (s: TestServer, credential: string, taskId: string, offerId: string) => {
       const api = workerApi(s, credential);
       const claim = await api("POST", `/worker/tasks/${taskId}/claim`, { offerId });
@@ -118,7 +128,7 @@ describe("who offers a queued task", () => {
     // A's worker is free first: A offers it t1, and tells B.
     await finish(a, wa.credential, t0.id, oa.offerId);
     await ca.next("offer", (m) => m.taskId === t1.id, 5000);
-    await offeredHeard;
+    await until(() => offeredToB.has(t1.id), 5000);
     // B's worker frees a slot: it is not offered t1, which A's worker holds an offer of.
     await finish(b, wb.credential, u0.id, ob.offerId);
     const t2 = await createTaskApi(b, p);

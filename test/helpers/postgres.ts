@@ -90,6 +90,9 @@ async function startCluster(): Promise<string> {
     "start",
   ]);
   stop = () => removeCluster(bin, dir);
+  // A process that is not `bun test` (a child a test spawns, such as integrations/tls-child.ts)
+  // does fire "exit": its cluster goes with it (it was left behind before).
+  process.on("exit", () => stopPostgresServer());
   return `postgres://postgres@127.0.0.1:${port}/postgres`;
 }
 
