@@ -14,8 +14,8 @@ let counter = 0;
 let stop = () => {};
 
 /**
- * Called once every test file has run (test/setup.ts, preloaded by bunfig.toml): `bun test` fires
- * no process "exit" event, so a handler there would never run.
+ * Called once every test file has run (test/setup.ts, preloaded by bunfig.toml), since `bun test`
+ * fires no process "exit" event; other processes (children the tests spawn) call it on "exit".
  */
 export function stopPostgresServer() {
   stop();

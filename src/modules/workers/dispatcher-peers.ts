@@ -77,11 +77,9 @@ export class OfferPeers {
   dealtWithThere(taskId: string, queuedAt?: string, now = Date.now()): boolean {
     const theirs = this.theirs.get(taskId);
     if (theirs && !theirs.unplaced && now - theirs.since < this.graceMs) return true;
+    // An expired entry is left to the sweep.
     const until = this.offeredThere.get(taskId);
-    if (until !== undefined) {
-      if (now < until) return true;
-      this.offeredThere.delete(taskId);
-    }
+    if (until !== undefined && now < until) return true;
     if (theirs || queuedAt === undefined || this.mine.has(taskId)) return false;
     return now - Date.parse(queuedAt) < Math.min(NOTICE_WINDOW_MS, this.graceMs);
   }

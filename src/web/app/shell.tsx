@@ -155,16 +155,19 @@ const waiting = signal<Set<string> | null>(null);
 /** The organization the count is for, a load of it under way, and a change heard meanwhile. */
 const tracking = { orgId: null as string | null, loading: false, changedMeanwhile: false };
 
+/** A change heard while a read is under way: that read is done again (true), or none is (false). */
+function heardDuringLoad(): boolean {
+  if (tracking.loading) tracking.changedMeanwhile = true;
+  return tracking.loading;
+}
+
 /**
  * Reads the waiting tasks of the organization in use. A change the socket brings while a read is
  * under way may or may not be in what it reads, so it is read again until none came meanwhile
  * (each read starts after the change was committed, so the last one has it).
  */
 async function loadWaiting() {
-  if (tracking.loading) {
-    tracking.changedMeanwhile = true;
-    return;
-  }
+  if (heardDuringLoad()) return;
   tracking.loading = true;
   try {
     do {
@@ -199,12 +202,7 @@ function useWaitingTracker(id: string | null) {
   useFollow(id, null, {
     subscribed: () => void loadWaiting(),
     task: (t) => {
-      if (t.orgId !== id) return;
-      if (tracking.loading) {
-        tracking.changedMeanwhile = true;
-        return;
-      }
-      if (!waiting.value) return;
+      if (t.orgId !== id || heardDuringLoad() || !waiting.value) return;
       const had = waiting.value.has(t.id);
       if (had === WAITING.has(t.status)) return;
       const next = new Set(waiting.value);
