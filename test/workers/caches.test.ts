@@ -131,6 +131,23 @@ describe("projects", () => {
     c.close();
   });
 
+  test("a task record's allowance follows a budget change on the next read (the policy is cached with the project)", async () => {
+    const p = await orgWithProject(s, await newOrg(s), { budget: { perTaskUsd: 0.5 } });
+    const task = await createTaskApi(s, p);
+    const read = async () => (await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token })).body;
+    expect((await read()).allowanceUsd).toBe(0.5);
+    expect((await read()).allowanceUsd).toBe(0.5); // the policy from the cache
+    const page = await s.api("GET", `/orgs/${p.orgId}/tasks`, { token: p.token });
+    expect(page.body.items[0].allowanceUsd).toBe(0.5);
+    expect((await s.api("PATCH", `/orgs/${p.orgId}/projects/${p.projectId}`, { token: p.token, body: { policy: { budget: { perTaskUsd: 2 } } } })).status).toBe(200);
+    expect((await read()).allowanceUsd).toBe(2);
+    expect((await s.api("GET", `/orgs/${p.orgId}/tasks`, { token: p.token })).body.items[0].allowanceUsd).toBe(2);
+    if (!onPostgres) {
+      fromOutside("UPDATE projects SET policy = ? WHERE id = ?", JSON.stringify({ budget: { perTaskUsd: 3 } }), p.projectId);
+      expect((await read()).allowanceUsd).toBe(3);
+    }
+  });
+
   test.skipIf(onPostgres)("the project a claim carries follows a change by another process", async () => {
     const p = await orgWithProject(s, await newOrg(s));
     const w = await makeWorker(s, p.orgId);
