@@ -67,10 +67,11 @@ export function createLogger(options: LogOptions = {}): Logger {
   };
 }
 
-const atExit = new Set<() => void>();
+/** One sink per descriptor in a process (every server of a test process shares stderr's, in order). */
+const sinks = new Map<number, { sink: LogSink; flush: () => void }>();
 
 function flushAtExit() {
-  for (const flush of atExit) flush();
+  for (const { flush } of sinks.values()) flush();
 }
 
 /**
@@ -81,6 +82,8 @@ function flushAtExit() {
  * process killed with SIGKILL loses at most its last turn's lines.
  */
 export function linesByTurn(fd: number): LogSink {
+  const made = sinks.get(fd);
+  if (made) return made.sink;
   let lines: string[] = [];
   let chars = 0;
   let pending = false;
@@ -92,9 +95,7 @@ export function linesByTurn(fd: number): LogSink {
     chars = 0;
     writeAll(fd, text);
   };
-  if (!atExit.size) process.once("exit", flushAtExit);
-  atExit.add(flush);
-  return {
+  const sink = {
     write(line: string) {
       lines.push(line);
       chars += line.length;
@@ -106,6 +107,9 @@ export function linesByTurn(fd: number): LogSink {
       }
     },
   };
+  if (!sinks.size) process.once("exit", flushAtExit);
+  sinks.set(fd, { sink, flush });
+  return sink;
 }
 
 /** Writes all of text, waiting out a full non-blocking pipe; a closed one drops the lines (a log never stops the server). */
