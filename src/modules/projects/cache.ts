@@ -1,10 +1,11 @@
 // What the worker paths read of a project on every offer and claim (its policy's worker labels,
-// the project and repositories a claim carries), kept in memory. Every write to a project or its
-// repositories in this process forgets them after it commits (writeProjects); writes by another
-// process are seen through the database's data_version (db/cache.ts).
+// the project and repositories a claim carries), and the policy every task record shows, kept in
+// memory. Every write to a project or its repositories in this process forgets them after it
+// commits (writeProjects); writes by another process are seen through the database's
+// data_version (db/cache.ts).
 import type { Core } from "../../server/core";
 import { forgetEverywhere, RowCache } from "../../db/cache";
-import type { Q } from "../../db/query";
+import { get, type Q } from "../../db/query";
 
 const caches = new WeakMap<Core, RowCache<unknown>>();
 
@@ -27,6 +28,14 @@ export function* projectCachedQ<V>(core: Core, key: string, load: () => Q<V | nu
   if (hit !== null) return hit;
   const loaded = yield* load();
   return loaded === null ? null : (c.get(key, () => loaded) as V | null);
+}
+
+/** A project's policy, parsed (null for an unknown project); cached, so callers only read it. */
+export function projectPolicy(core: Core, projectId: string): Q<unknown> {
+  return projectCachedQ(core, `policy:${projectId}`, function* () {
+    const row = yield* get<{ policy: string }>("SELECT policy FROM projects WHERE id = ?", projectId);
+    return row ? (JSON.parse(row.policy) as unknown) : null;
+  });
 }
 
 /** After any write to projects or repositories (policy, name, knowledge, archive, repositories). */

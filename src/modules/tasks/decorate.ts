@@ -3,13 +3,11 @@
 // readers (list.ts) and by the live updates (store.ts), so both show the same record.
 import type { Core } from "../../server/core";
 import type { TaskRow } from "./record";
-import { get, type Q } from "../../db/query";
+import type { Q } from "../../db/query";
 import { usageOfTasks, type UsageTotals } from "../usage/service";
 import { budgetOf } from "../projects/policy";
 import { waitingReason } from "../workers/eligibility";
-import { projectCachedQ } from "../projects/cache";
-
-const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
+import { projectPolicy } from "../projects/cache";
 
 export interface Decorations {
   usage: UsageTotals | null;
@@ -17,20 +15,12 @@ export interface Decorations {
   waitingReason: string | null;
 }
 
-/** A project's policy, parsed; cached with the projects (projects/cache.ts forgets it on every project write). Read only. */
-function policyOf(core: Core, projectId: string): Q<unknown> {
-  return projectCachedQ(core, `policy:${projectId}`, function* () {
-    const row = yield* get<{ policy: string }>(SELECT_POLICY, projectId);
-    return row ? (JSON.parse(row.policy) as unknown) : null;
-  });
-}
-
 /** The extra fields of these rows' records: one usage query for all, one policy per project (cached with the projects), the rest in memory. */
 export function* decorations(core: Core, rows: TaskRow[]): Q<(r: TaskRow) => Decorations> {
   const usage = yield* usageOfTasks(core, rows.map((r) => r.id));
   const policies = new Map<string, unknown>();
   for (const r of rows) {
-    if (!policies.has(r.project_id)) policies.set(r.project_id, (yield* policyOf(core, r.project_id)) ?? {});
+    if (!policies.has(r.project_id)) policies.set(r.project_id, (yield* projectPolicy(core, r.project_id)) ?? {});
   }
   const waiting = new Map<string, string | null>();
   for (const r of rows) waiting.set(r.id, yield* waitingReason(core, r));
