@@ -82,12 +82,13 @@ describe("login", () => {
       await time("warm@example.test");
       const known: number[] = [];
       const unknown: number[] = [];
-      for (let i = 0; i < 4; i++) {
+      for (let i = 0; i < 6; i++) {
         known.push(await time(a.email));
         unknown.push(await time(`ghost${i}@example.test`));
       }
-      const median = (xs: number[]) => xs.sort((x, y) => x - y)[xs.length >> 1];
-      const ratio = median(unknown) / median(known);
+      // Other load on a shared machine only adds time, so the fastest of each set is the
+      // steadiest estimate of its cost (a median of a few samples failed once in CI at 0.36).
+      const ratio = Math.min(...unknown) / Math.min(...known);
       expect(ratio).toBeGreaterThan(0.5);
       expect(ratio).toBeLessThan(2);
     } finally {
