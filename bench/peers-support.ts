@@ -14,6 +14,7 @@ export const peerOptions = {
   workers: { type: "string", default: "50" },
   inflight: { type: "string", default: "64" },
   phases: { type: "string", default: "lifecycle,latency" },
+  "worker-requests": { type: "string", default: "socket" },
   binary: { type: "string" },
   help: { type: "boolean", default: false },
 } as const;

@@ -2,7 +2,9 @@
 // redis-server, AOF everysec, its own directory and pidfile under /var/tmp/bench-redis/, stopped
 // at the end) and its own `ao serve`, then alternates the two (ABAB, the same duration each):
 //   lifecycle  ao: create over HTTP with an aot_ token, offer, claim, 10 events, complete, 64 in
-//              flight, 50 simulated workers (bench/workers-sim.ts); BullMQ: the peers harness's
+//              flight, 50 simulated workers (bench/workers-sim.ts) sending claim, events and
+//              completion on their sockets as `ao worker` does (--worker-requests http: over HTTP,
+//              as before 2026-11-26); BullMQ: the peers harness's
 //              lifecycle phase (jobs enqueued first, then one worker at concurrency 50 drains
 //              them, each job making 10 awaited writes: job.log x5, job.updateProgress x5).
 //   latency    at a fixed rate: ao create -> offer received at a worker; BullMQ add -> handler
@@ -12,7 +14,8 @@
 // The peers harness (/work/shared/peers, BullMQ 6.7 + ioredis, run with the Node of its own
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-bullmq.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
-//                          [--phases lifecycle,latency] [--binary dist/ao] [--help]
+//                          [--phases lifecycle,latency] [--worker-requests socket|http]
+//                          [--binary dist/ao] [--help]
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -94,7 +97,7 @@ ao = await startAo(values.binary);
 const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
 
-const fleet = await startFleet(ao.url, who, paired);
+const fleet = await startFleet(ao.url, who, paired, values["worker-requests"] === "http" ? "http" : "socket");
 sim = fleet.sim;
 const { ask } = fleet;
 

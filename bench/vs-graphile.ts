@@ -12,7 +12,8 @@
 //               completions, which lock jobs ahead of time).
 // Phases, as bench/vs-bullmq.ts measures them against BullMQ:
 //   lifecycle  ao: create over HTTP with an aot_ token, offer, claim, 10 events, complete, 64 in
-//              flight, 50 simulated workers (bench/workers-sim.ts); graphile-worker: jobs enqueued
+//              flight, 50 simulated workers (bench/workers-sim.ts, requests on their sockets as
+//              `ao worker` sends them; --worker-requests http: over HTTP); graphile-worker: jobs enqueued
 //              first, then one worker drains them, each job making 10 awaited inserts, each in its
 //              own transaction.
 //   latency    at a fixed rate: ao create -> offer received at a worker; graphile-worker addJob ->
@@ -24,7 +25,7 @@
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-graphile.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
 //        [--phases lifecycle,latency] [--systems sqlite,pg1,pg2,gw] [--gw-profiles default,tuned]
-//        [--binary dist/ao] [--help]
+//        [--worker-requests socket|http] [--binary dist/ao] [--help]
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,7 +105,7 @@ async function startSystem(label: string, servers: AoServer[], usesPostgres: boo
   const urls = servers.map((s) => s.url);
   const who = await identity(urls[0]);
   const paired = await pairWorkers(urls[0], who.accessToken, who.orgId, Number(values.workers));
-  const fleet = await startFleet(urls, who, paired);
+  const fleet = await startFleet(urls, who, paired, values["worker-requests"] === "http" ? "http" : "socket");
   const serversCpu = () => servers.reduce((sum, s) => sum + cpuMs(s.pid), 0);
 
   async function lifecycle(secs: number): Promise<Life> {

@@ -33,6 +33,10 @@ export class SimWorker {
   ws!: WebSocket;
   private beat: ReturnType<typeof setInterval> | null = null;
   running: { taskId: string; attempt: number }[] = [];
+  /** The requests its server answers on the socket (the welcome's list). */
+  socketOps = new Set<string>();
+  private nextId = 1;
+  private readonly replies = new Map<number, (r: { status: number; body: any }) => void>();
 
   constructor(
     readonly url: string,
@@ -51,7 +55,14 @@ export class SimWorker {
       this.ws.onerror = () => reject(new Error("socket error"));
       this.ws.onmessage = (e) => {
         const m = JSON.parse(String(e.data)) as Message;
+        if (m.type === "reply") {
+          const settle = this.replies.get(m.id);
+          this.replies.delete(m.id);
+          settle?.({ status: m.status, body: m.body });
+          return;
+        }
         if (m.type === "welcome") {
+          this.socketOps = new Set(m.requests ?? []);
           // Spread heartbeats over the interval like independent machines would.
           setTimeout(() => {
             this.beat = setInterval(() => this.ws.send(JSON.stringify({ type: "heartbeat", running: this.running })), heartbeatMs);
@@ -69,6 +80,15 @@ export class SimWorker {
       method,
       headers: { authorization: `Bearer ${this.paired.credential}`, "content-type": "application/json" },
       body: JSON.stringify(body),
+    });
+  }
+
+  /** A claim, events or transition as a request on the socket (as `ao worker` sends them); its reply. */
+  request(op: string, taskId: string, body: unknown): Promise<{ status: number; body: any }> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.replies.set(id, resolve);
+      this.ws.send(JSON.stringify({ type: "request", id, op, taskId, body }));
     });
   }
 

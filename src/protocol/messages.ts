@@ -1,8 +1,8 @@
 // The worker protocol's WebSocket messages (internal, versioned with the server). The worker
 // runtime and the server both import these; neither imports the other.
 //
-//   worker -> server   hello, heartbeat, decline
-//   server -> worker   welcome, offer, control, clone, readiness, error
+//   worker -> server   hello, heartbeat, decline, request
+//   server -> worker   welcome, offer, control, clone, readiness, reply, error
 import { Type as T, type Static } from "@sinclair/typebox";
 
 /** Bumped when a message changes incompatibly; the server refuses other versions at hello. */
@@ -64,7 +64,28 @@ export type Heartbeat = Static<typeof Heartbeat>;
 export const Decline = T.Object({ type: T.Literal("decline"), offerId: T.String({ maxLength: 100 }) });
 export type Decline = Static<typeof Decline>;
 
-export const WorkerMessage = T.Union([Hello, Heartbeat, Decline]);
+/**
+ * The worker requests the socket also carries, with the bodies and answers of their HTTP routes
+ * (`POST /worker/tasks/:taskId/<op>`): one message each way instead of an HTTP request. The
+ * welcome lists them; a worker sends one only when its server listed it, and anything larger than
+ * SOCKET_REQUEST_BYTES goes over HTTP.
+ */
+export const SOCKET_REQUEST_OPS = ["claim", "events", "transition"] as const;
+export type SocketRequestOp = (typeof SOCKET_REQUEST_OPS)[number];
+/** The largest request message a worker sends; the server refuses messages past 256 KiB. */
+export const SOCKET_REQUEST_BYTES = 240 * 1024;
+
+export const SocketRequest = T.Object({
+  type: T.Literal("request"),
+  /** The worker's number for the request, echoed by its reply. */
+  id: T.Integer({ minimum: 1, maximum: 2 ** 53 - 1 }),
+  op: T.Union(SOCKET_REQUEST_OPS.map((op) => T.Literal(op))),
+  taskId: T.String({ minLength: 1, maxLength: 64 }),
+  body: T.Unknown(),
+});
+export type SocketRequest = Static<typeof SocketRequest>;
+
+export const WorkerMessage = T.Union([Hello, Heartbeat, Decline, SocketRequest]);
 export type WorkerMessage = Static<typeof WorkerMessage>;
 
 export interface Welcome {
@@ -75,6 +96,8 @@ export interface Welcome {
   /** pending_approval: connected but offered no work until a person approves it. */
   status: "active" | "pending_approval";
   heartbeatMs: number;
+  /** The requests this server answers on the socket (SOCKET_REQUEST_OPS); absent: none, use HTTP. */
+  requests?: SocketRequestOp[];
 }
 
 export interface Offer {
@@ -123,10 +146,18 @@ export interface ReadinessRequest {
   testTimeoutMs: number;
 }
 
+/** The answer to a request: the HTTP route's status and body (the SPEC's error format below 2xx). */
+export interface Reply {
+  type: "reply";
+  id: number;
+  status: number;
+  body: unknown;
+}
+
 export interface ProtocolError {
   type: "error";
   code: string;
   message: string;
 }
 
-export type ServerMessage = Welcome | Offer | Control | CloneRequest | ReadinessRequest | ProtocolError;
+export type ServerMessage = Welcome | Offer | Control | CloneRequest | ReadinessRequest | Reply | ProtocolError;

@@ -2,7 +2,7 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, isStorageFull } from "./errors";
+import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, notAnObject } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { bodyRefusal, mediaTypeRefusal } from "./limits";
 import { VERSION } from "../version";
@@ -52,7 +52,7 @@ export function createApp(core: Core) {
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
       if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        throw invalid("the body must be a JSON object", [{ field: "(root)", message: "Expected object" }]);
+        throw notAnObject();
       }
     })
     .onRequest(({ request }) => {
@@ -101,10 +101,7 @@ function validationError(error: ValidationError, request: Request): ApiError {
   // value: name the query parameter that carried it, when exactly one did.
   const propertyField = error.type === "property" ? queryFieldWithValue(request, error.value) : null;
   const details = fieldErrors(error.all as Parameters<typeof fieldErrors>[0], propertyField ?? "(root)");
-  const where = error.type === "property" ? "query" : error.type;
-  // The message alone (what the web app shows) says what to fix when there is little to say.
-  const said = details.length <= 3 ? `: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}` : ` (${details.map((d) => d.field).join(", ")})`;
-  return invalid(`the request ${where} is invalid${said}`, details);
+  return invalidRequest(error.type === "property" ? "query" : error.type, details);
 }
 
 function queryFieldWithValue(request: Request, value: unknown): string | null {

@@ -41,6 +41,16 @@ export function fieldErrors(errors: Iterable<Parameters<typeof fieldError>[0]>, 
   return out;
 }
 
+/** validation_failed for a request's body, query or params (`where`), naming the fields that failed. */
+export function invalidRequest(where: string, details: ReturnType<typeof fieldErrors>): ApiError {
+  // The message alone (what the web app shows) says what to fix when there is little to say.
+  const said = details.length <= 3 ? `: ${details.map((d) => `${d.field} ${d.message}`).join("; ")}` : ` (${details.map((d) => d.field).join(", ")})`;
+  return invalid(`the request ${where} is invalid${said}`, details);
+}
+
+/** Every JSON body ao takes is an object: an array, a string or null is refused as a whole. */
+export const notAnObject = () => invalid("the body must be a JSON object", [{ field: "(root)", message: "Expected object" }]);
+
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);
 export const forbidden = (message = "you do not have permission to do this") => new ApiError(403, "forbidden", message);
 export const unauthorized = (message = "missing or invalid credentials") => new ApiError(401, "unauthorized", message);

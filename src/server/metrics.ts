@@ -18,6 +18,12 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+    socketRequests: new Counter({
+      name: "ao_worker_socket_requests_total",
+      help: "Worker requests (claim, events, transition) answered on the worker socket instead of over HTTP, by operation and status",
+      labelNames: ["op", "status"] as const,
+      registers,
+    }),
     offers: new Counter({ name: "ao_offers_total", help: "Tasks offered to workers (an expired or declined offer is made again and counted again)", registers }),
     claims: new Counter({ name: "ao_claims_total", help: "Offers claimed by workers: attempts started", registers }),
     attemptsLost: new Counter({ name: "ao_attempts_lost_total", help: "Attempts given up because their worker went silent, was revoked or came back without them", registers }),

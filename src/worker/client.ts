@@ -2,9 +2,13 @@
 // backoff (they are idempotent on the server: events by seq, terminal transitions by state).
 // Given several servers of one service (one database), a request that gets no answer moves the
 // client on to the next server, round robin, and its retry goes there: an answer that was lost
-// after the write committed is harmless for the same reason.
+// after the write committed is harmless for the same reason. Claim, events and transition go on
+// the worker's socket instead when it is open and the server answers them there
+// (socket-requests.ts), with the same retries.
 import type { ClaimResult, CloneReport, EventsRequest, PairResult, PairStarted, ReadinessReport, ReposReport, TransitionRequest, UsageReport } from "../protocol/requests";
 import { LEASE_HEADER } from "../protocol/requests";
+import type { SocketRequestOp } from "../protocol/messages";
+import type { SocketRequests } from "./socket-requests";
 
 export class HttpError extends Error {
   constructor(
@@ -28,6 +32,8 @@ export class WorkerClient {
   credential: string | null = null;
   readonly servers: string[];
   private current = 0;
+  /** Requests on the worker's open socket, when its server answers them there (set by the runtime). */
+  socket: SocketRequests | null = null;
   /** Told when the client moves on to another server. */
   onSwitch: (from: string, to: string) => void = () => {};
 
@@ -51,43 +57,64 @@ export class WorkerClient {
     this.onSwitch(failed, this.server);
   }
 
-  async request<T>(method: string, path: string, body?: unknown, opts: { retries?: number; headers?: Record<string, string>; raw?: Blob | string } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: { retries?: number; headers?: Record<string, string>; raw?: Blob | string; socket?: { op: SocketRequestOp; taskId: string } } = {},
+  ): Promise<T> {
     const retries = opts.retries ?? 0;
     for (let attempt = 0; ; attempt++) {
       const server = this.server;
-      let res: Response;
-      let text: string;
-      try {
-        const headers: Record<string, string> = { ...opts.headers };
-        if (this.credential) headers.authorization = `Bearer ${this.credential}`;
-        if (body !== undefined) headers["content-type"] = "application/json";
-        res = await fetch(`${server}/api/v1${path}`, {
-          method,
-          headers,
-          body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
-          signal: AbortSignal.timeout(60_000),
-        });
-        // An answer cut off midway is no answer either.
-        text = await res.text();
-      } catch (err) {
-        this.failover(server);
-        if (attempt < retries) {
-          await sleep(backoff(attempt, 250, 5000));
-          continue;
-        }
-        throw new HttpError(0, "network", `cannot reach ${server}: ${(err as Error).message}`);
-      }
+      let status: number;
       let parsed: any = null;
-      try {
-        parsed = text ? JSON.parse(text) : null;
-      } catch {}
-      if (res.ok) return parsed as T;
-      if (res.status >= 500 && attempt < retries) {
+      const sent = opts.socket ? this.socket?.call(opts.socket.op, opts.socket.taskId, body) : null;
+      if (sent) {
+        try {
+          ({ status, body: parsed } = await sent);
+        } catch (err) {
+          // The socket closed (its runtime reconnects, to the next server when there are several).
+          if (attempt < retries) {
+            await sleep(backoff(attempt, 250, 5000));
+            continue;
+          }
+          throw new HttpError(0, "network", `no answer from ${server}: ${(err as Error).message}`);
+        }
+      } else {
+        let res: Response;
+        let text: string;
+        try {
+          const headers: Record<string, string> = { ...opts.headers };
+          if (this.credential) headers.authorization = `Bearer ${this.credential}`;
+          if (body !== undefined) headers["content-type"] = "application/json";
+          res = await fetch(`${server}/api/v1${path}`, {
+            method,
+            headers,
+            body: opts.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+            signal: AbortSignal.timeout(60_000),
+          });
+          // An answer cut off midway is no answer either.
+          text = await res.text();
+        } catch (err) {
+          this.failover(server);
+          if (attempt < retries) {
+            await sleep(backoff(attempt, 250, 5000));
+            continue;
+          }
+          throw new HttpError(0, "network", `cannot reach ${server}: ${(err as Error).message}`);
+        }
+        status = res.status;
+        try {
+          parsed = text ? JSON.parse(text) : null;
+        } catch {}
+      }
+      if (status >= 200 && status < 300) return parsed as T;
+      if (status >= 500 && attempt < retries) {
         await sleep(backoff(attempt, 250, 5000));
         continue;
       }
       const e = parsed?.error ?? {};
-      throw new HttpError(res.status, e.code ?? "http_error", e.message ?? `${method} ${path} answered ${res.status}`, e.details);
+      throw new HttpError(status, e.code ?? "http_error", e.message ?? `${method} ${path} answered ${status}`, e.details);
     }
   }
 
@@ -101,13 +128,13 @@ export class WorkerClient {
     return this.request<{ id: string; orgId: string; name: string; status: string }>("GET", "/worker/me", undefined, { retries: 3 });
   }
   claim(taskId: string, offerId: string) {
-    return this.request<ClaimResult>("POST", `/worker/tasks/${taskId}/claim`, { offerId });
+    return this.request<ClaimResult>("POST", `/worker/tasks/${taskId}/claim`, { offerId }, { socket: { op: "claim", taskId } });
   }
   transition(taskId: string, body: TransitionRequest) {
-    return this.request<{ status: string }>("POST", `/worker/tasks/${taskId}/transition`, body, { retries: 8 });
+    return this.request<{ status: string }>("POST", `/worker/tasks/${taskId}/transition`, body, { retries: 8, socket: { op: "transition", taskId } });
   }
   events(taskId: string, body: EventsRequest) {
-    return this.request<{ written: number; duplicates: number }>("POST", `/worker/tasks/${taskId}/events`, body, { retries: 8 });
+    return this.request<{ written: number; duplicates: number }>("POST", `/worker/tasks/${taskId}/events`, body, { retries: 8, socket: { op: "events", taskId } });
   }
   usage(taskId: string, body: UsageReport) {
     return this.request<{ costUsd: number }>("POST", `/worker/tasks/${taskId}/usage`, body, { retries: 3 });

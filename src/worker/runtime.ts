@@ -14,6 +14,7 @@ import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./r
 import type { Agent } from "./agents/types";
 import type { ClaimResult } from "../protocol/requests";
 import type { WorkerOptions } from "./options";
+import { SocketRequests } from "./socket-requests";
 
 /** How often the workspace is rescanned for discovered repositories. */
 const SCAN_EVERY_MS = 60_000;
@@ -86,9 +87,15 @@ export class WorkerRuntime {
       } catch {
         return;
       }
+      // A reply belongs to the requests of the socket it came on.
+      if (message.type === "reply") return void (this.client.socket?.ws === ws && this.client.socket.settle(message));
       this.onMessage(message);
     };
     ws.onclose = (e) => {
+      if (this.client.socket?.ws === ws) {
+        this.client.socket.close("the socket closed before the reply");
+        this.client.socket = null;
+      }
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.heartbeat) clearInterval(this.heartbeat);
@@ -126,6 +133,8 @@ export class WorkerRuntime {
     switch (m.type) {
       case "welcome":
         this.failures = 0;
+        // A second welcome (on approval) keeps the requests under way on the same socket.
+        if (m.requests?.length && this.ws && this.client.socket?.ws !== this.ws) this.client.socket = new SocketRequests(this.ws, m.requests);
         if (this.heartbeat) clearInterval(this.heartbeat);
         this.heartbeat = setInterval(() => this.send({ type: "heartbeat", running: this.running() }), m.heartbeatMs);
         this.say(

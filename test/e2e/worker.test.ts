@@ -161,9 +161,17 @@ describe("a paired worker runs tasks", () => {
     const source = gitRepo(join(tmp, "src-full"), { "README.md": "# demo\n" }, { message: "the first commit" });
     const bare = bareFrom(source, join(tmp, "full.git"));
     await addRepositoryRow(s, p.orgId, p.projectId, `file://${bare}`);
+    const onSocket = async (op: string) => (await s.core.metrics.socketRequests.get()).values.filter((v) => v.labels.op === op && v.labels.status === 200).reduce((n, v) => n + v.value, 0);
+    const overHttp = async () => (await s.core.metrics.requests.get()).values.filter((v) => /worker\/tasks\/:taskId\/(claim|events|transition)$/.test(String(v.labels.route))).reduce((n, v) => n + v.value, 0);
+    const before = { claims: await onSocket("claim"), transitions: await onSocket("transition"), events: await onSocket("events"), http: await overHttp() };
     const t = await createTaskApi(s, p, { title: "full", prompt: "say hello" });
     const done = await waitStatus(p, t.id, "completed");
     expect(done).toMatchObject({ summary: "all done", attempt: 1 });
+    // The worker claimed, reported and finished on its socket, not over HTTP.
+    expect(await overHttp()).toBe(before.http);
+    expect(await onSocket("claim")).toBe(before.claims + 1);
+    expect(await onSocket("transition")).toBe(before.transitions + 1);
+    expect(await onSocket("events")).toBeGreaterThan(before.events);
     expect(done.artifacts.map((a: any) => a.name).sort()).toEqual(["report.md", "shots_one.png"]);
     const evs = await events(p, t.id);
     const lines = evs.filter((e) => e.type === "log").map((e) => e.data.line);

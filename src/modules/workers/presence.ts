@@ -6,7 +6,7 @@
 // SQLite). The per-server `departed` map is for SQLite only.
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
-import { CLOSE, PROTOCOL_VERSION, type Heartbeat, type Hello, type RunningAttempt, type ServerMessage } from "../../protocol/messages";
+import { CLOSE, PROTOCOL_VERSION, SOCKET_REQUEST_OPS, type Heartbeat, type Hello, type RunningAttempt, type ServerMessage } from "../../protocol/messages";
 import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, type Dispatcher } from "./dispatcher";
 import { isHeld, type Conn } from "./dispatcher-state";
@@ -144,6 +144,7 @@ export class Presence {
       orgId: conn.orgId,
       status: conn.active ? "active" : "pending_approval",
       heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
+      requests: [...SOCKET_REQUEST_OPS],
     });
     const mail = await this.flushMail(conn);
     // A clone request waits in the database too (until the worker reports it): sent once.
@@ -247,6 +248,7 @@ export class Presence {
         orgId: conn.orgId,
         status: "active",
         heartbeatMs: this.core.config.workerTimeouts.heartbeatMs,
+        requests: [...SOCKET_REQUEST_OPS],
       });
     }
     await this.core.store.read(this.dispatcher.fill(conn));

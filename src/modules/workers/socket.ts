@@ -1,13 +1,15 @@
 // The worker socket, /api/v1/worker/ws: authenticated by the aow_ credential at the upgrade,
-// then hello, heartbeats and declines in; welcome, offers, controls, clone and readiness out.
+// then hello, heartbeats, declines and requests in; welcome, offers, controls, clone, readiness
+// and replies out.
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Core } from "../../server/core";
 import type { Socket, SocketHandler } from "../../server/sockets";
 import { ApiError, errorResponse } from "../../server/errors";
-import { CLOSE, WorkerMessage } from "../../protocol/messages";
+import { CLOSE, WorkerMessage, type SocketRequest } from "../../protocol/messages";
 import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
 import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
+import { answerSocketRequest } from "./socket-requests";
 
 export const WORKER_SOCKET_PATH = "/api/v1/worker/ws";
 
@@ -22,7 +24,7 @@ const GARBAGE_LIMIT = 20;
  * after the previous: a worker's messages are handled in the order they came (hello before its
  * first heartbeat, the close after both).
  */
-type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; garbage: number; queue: Promise<void> };
+type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; credential: string; garbage: number; queue: Promise<void> };
 
 export function workerSocket(core: Core): SocketHandler {
   const presence = presenceOf(core);
@@ -38,14 +40,25 @@ export function workerSocket(core: Core): SocketHandler {
     running.add(queue);
     void queue.finally(() => running.delete(queue));
   };
+  // Requests are answered side by side, like HTTP requests (a claim need not wait for another
+  // task's events), each in the order of its own awaits.
+  const answer = (ws: Socket, data: WorkerSocketData, message: SocketRequest) => {
+    // A reply to a socket closed meanwhile is dropped: the worker retries over its next connection.
+    const done = answerSocketRequest(core, data.credential, message)
+      .then((reply) => void ws.send(JSON.stringify(reply)))
+      .catch((err) => core.log.error("worker request failed", { workerId: data.workerId, error: String((err as Error)?.stack ?? err) }));
+    running.add(done);
+    void done.finally(() => running.delete(done));
+  };
   core.onClose.push(async () => {
     while (running.size > 0) await Promise.allSettled([...running]);
   });
   return {
     async upgrade(request) {
       try {
-        const worker = await core.store.read(workerByCredential(core, bearerOf(request.headers.get("authorization"))));
-        return { workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
+        const credential = bearerOf(request.headers.get("authorization"));
+        const worker = await core.store.read(workerByCredential(core, credential));
+        return { credential, workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
       } catch (err) {
         if (err instanceof ApiError) return errorResponse(err);
         throw err;
@@ -91,6 +104,7 @@ export function workerSocket(core: Core): SocketHandler {
       }
       // Heard now, whatever waits in the queue before it: a greeted worker is alive.
       if (message.type !== "hello" && conn.greeted) conn.lastSeen = Date.now();
+      if (message.type === "request") return answer(ws, data, message);
       serially(data, `${message.type} message`, async () => {
         switch (message.type) {
           case "hello":
