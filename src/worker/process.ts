@@ -90,8 +90,11 @@ export function spawnGroup(command: string, args: string[], options: SpawnOption
     },
     signal: signalGroup,
     async terminate(graceMs: number) {
-      signalGroup("SIGCONT"); // a stopped (paused) group cannot act on SIGTERM
+      // SIGTERM first, then SIGCONT for a stopped (paused) group, which acts on SIGTERM only once
+      // woken: the signal is pending when it wakes, so it never runs a moment without it (woken
+      // first, a paused agent could send one more request to its model).
       signalGroup("SIGTERM");
+      signalGroup("SIGCONT");
       await Promise.race([exit, Bun.sleep(graceMs)]);
       // Whatever is left of the group (children that ignored SIGTERM or outlived the leader) goes now.
       signalGroup("SIGKILL");

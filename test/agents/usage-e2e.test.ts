@@ -183,6 +183,19 @@ describe("usage and budgets with ao worker --agent codex", () => {
       return statuses.includes(t.status) && t;
     }, ms, 100);
 
+  /**
+   * The model requests made by the time the budget stopped Codex. Codex reports a response's
+   * tokens only after it has run that response's tool call (the policy's allow comes first in the
+   * timeline), just before it asks for the next response; a stop that arrives after that request
+   * has left lets it through (one at most: CI's loaded machine showed it once). So the first
+   * response, or the first two.
+   */
+  const pausedAfter = (before: number) => {
+    const n = standIn.requests.length - before;
+    expect(n === 1 || n === 2).toBe(true);
+    return n;
+  };
+
   test("usage from Codex's token reports, priced; a per-task budget stops the real codex after the first response; approve goes on", async () => {
     const p = await project({ budget: { perTaskUsd: 0.003 }, agent: { allow: ["shell:touch*"] } });
     const before = standIn.requests.length;
@@ -204,8 +217,10 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(asking.needs.allowanceUsd).toBe(0.003);
     const pid = findAgentPid(t.id, codexData);
     expect(state(pid)).toBe("T");
+    // Nothing goes out while it is paused (see pausedAfter).
+    const atPause = pausedAfter(before);
     await Bun.sleep(500);
-    expect(standIn.requests.length - before).toBe(1);
+    expect(standIn.requests.length - before).toBe(atPause);
 
     // perTaskUsd 0.003: the first response (0.003325) passes it; one approval raises the allowance to 0.006, which the whole task (0.004625) stays under.
     expect((await act(p, t.id, { action: "approve" })).status).toBe(200);
@@ -220,7 +235,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(r.body.totals).toMatchObject({ inputTokens: 2500, cacheReadTokens: 4000, outputTokens: 100, costUsd: now.usage.costUsd, tasks: 1 });
   });
 
-  test("deny on Codex's budget question cancels the task before its next response", async () => {
+  test("deny on Codex's budget question cancels the task: no model request after the stop", async () => {
     const p = await project({ budget: { perTaskUsd: 0.001 }, agent: { allow: ["shell:touch*"] } });
     const before = standIn.requests.length;
     standIn.push({ items: [{ message: "Starting." }, { exec: "touch codex-deny.txt" }] }, { items: [{ message: "Should never be asked for." }] });
@@ -230,11 +245,13 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(asking.needs.kind).toBe("budget");
     const pid = findAgentPid(t.id, codexData);
     expect(state(pid)).toBe("T");
+    const atPause = pausedAfter(before);
     expect((await act(p, t.id, { action: "deny" })).status).toBe(200);
     await waitFor(p, t.id, ["cancelled"]);
     await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
     await Bun.sleep(500);
-    expect(standIn.requests.length - before).toBe(1);
+    // Cancelled while stopped: it ends without another request (SIGTERM is pending before SIGCONT wakes it).
+    expect(standIn.requests.length - before).toBe(atPause);
     expect((await get(p, t.id)).status).toBe("cancelled");
   });
 });

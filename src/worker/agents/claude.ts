@@ -251,8 +251,9 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
           inbox.close();
           // Known before the CLI ends: afterwards its children belong to init and the tree is lost.
           const tree = pid > 0 ? descendantsOf(pid) : [];
-          signalTree("SIGCONT", tree); // a stopped (paused) process cannot act on SIGTERM
+          // SIGTERM pending before SIGCONT wakes a stopped (paused) process (process.ts, terminate).
           signalTree("SIGTERM", tree);
+          signalTree("SIGCONT", tree);
           await Promise.race([childExit, Bun.sleep(graceMs)]);
           signalTree("SIGKILL", [...tree, ...descendantsOf(pid)]);
           abort.abort();
