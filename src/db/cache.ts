@@ -74,6 +74,11 @@ export function forgetEverywhere(source: CacheSource) {
 export class RowCache<V> {
   private readonly rows = new Map<string, V>();
   private readonly watch: Watch | null;
+  /**
+   * Counts the clears. A row read from the database while a clear happened (a revocation
+   * committed meanwhile) may be the one the clear was for: `keepIfCurrent` does not keep it.
+   */
+  generation = 0;
 
   /** `max`: past this many rows the cache starts over (bounded memory whatever the callers do). */
   constructor(source: CacheSource, private readonly max = 10_000) {
@@ -95,7 +100,14 @@ export class RowCache<V> {
     return row ?? null;
   }
 
+  /** Caches `row`, read after `generation` was taken, only when nothing was cleared since. */
+  keepIfCurrent(key: string, row: V, generation: number): V {
+    if (generation === this.generation) this.get(key, () => row);
+    return row;
+  }
+
   clear() {
     this.rows.clear();
+    this.generation++;
   }
 }

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { principalFromApiToken } from "../../src/modules/auth/principal";
+import { all, type Op } from "../../src/db/query";
 
 let s: TestServer;
 
@@ -91,6 +93,23 @@ describe("API tokens", () => {
     expect(made.status).toBe(201);
     expect((await s.api("GET", `/orgs/${owner.orgId}`, { token: made.body.token })).status).toBe(200);
     expect((await s.api("DELETE", `/me/tokens/${made.body.id}`, { token: owner.accessToken })).status).toBeLessThan(300);
+    expect((await s.api("GET", `/orgs/${owner.orgId}`, { token: made.body.token })).status).toBe(401);
+  });
+
+  test("a read on its way while the token is deleted is not kept: the next request is 401", async () => {
+    const owner = await newOrg(s);
+    const made = await s.api("POST", "/me/tokens", { token: owner.accessToken, body: { name: "c", orgId: owner.orgId } });
+    // A request's lookup, stepped by hand as a PostgreSQL read would be: it asks for the row...
+    const lookup = principalFromApiToken(s.core, made.body.token);
+    const query = lookup.next().value as Extract<Op, { sql: string }>;
+    const row = await s.core.store.read(all<unknown>(query.sql, ...query.params));
+    // ...the token is deleted before the answer arrives...
+    expect((await s.api("DELETE", `/me/tokens/${made.body.id}`, { token: owner.accessToken })).status).toBeLessThan(300);
+    // ...and the lookup ends with the row read before. That request was concurrent with the
+    // revocation; the row must not outlive it in the cache.
+    let step = lookup.next(row[0]);
+    while (!step.done) step = lookup.next({ changes: 1 });
+    expect(step.value).toMatchObject({ kind: "token", tokenId: made.body.id });
     expect((await s.api("GET", `/orgs/${owner.orgId}`, { token: made.body.token })).status).toBe(401);
   });
 });

@@ -77,17 +77,13 @@ export function* createWorker(_core: Core, w: NewWorker): Q<{ worker: WorkerRow;
 }
 
 /**
- * The credential cache. `generation` moves at every forgetWorkers: a row read while a write went by
- * (PostgreSQL reads are not atomic with the request) may be stale and is not cached.
+ * The credential cache. A row read while the cache was cleared (any write to a worker row here,
+ * or on another server) may be stale, and is not kept (RowCache.keepIfCurrent).
  */
-interface Credentials {
-  rows: RowCache<WorkerRow>;
-  generation: number;
-}
-const credentialCaches = new WeakMap<Core, Credentials>();
+const credentialCaches = new WeakMap<Core, RowCache<WorkerRow>>();
 function credentialCache(core: Core) {
   let c = credentialCaches.get(core);
-  if (!c) credentialCaches.set(core, (c = { rows: new RowCache<WorkerRow>(core), generation: 0 }));
+  if (!c) credentialCaches.set(core, (c = new RowCache<WorkerRow>(core)));
   return c;
 }
 
@@ -97,10 +93,7 @@ function credentialCache(core: Core) {
  */
 export function forgetWorkers(core: Core) {
   forgetEverywhere(core);
-  const c = credentialCaches.get(core);
-  if (!c) return;
-  c.rows.clear();
-  c.generation++;
+  credentialCaches.get(core)?.clear();
 }
 
 /** The worker a credential names. 401 for anything malformed, unknown or revoked (no database read for garbage). */
@@ -109,12 +102,11 @@ export function* workerByCredential(core: Core, credential: string | null | unde
   const hash = sha256Hex(credential);
   const cache = credentialCache(core);
   // A hit reads nothing (misses are not cached, so a null load only looks).
-  let row = cache.rows.get(hash, () => null);
+  let row = cache.get(hash, () => null);
   if (!row) {
     const generation = cache.generation;
     const read = yield* get<WorkerRow>(BY_CREDENTIAL, hash);
-    row = read ?? null;
-    if (read && generation === cache.generation) cache.rows.get(hash, () => read);
+    row = read ? cache.keepIfCurrent(hash, read, generation) : null;
   }
   if (!row) throw unauthorized("the worker credential is unknown");
   if (row.revoked_at) throw unauthorized("the worker credential was revoked");
