@@ -4,7 +4,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { applyAction } from "./service";
 import { createTaskBatched } from "./batch";
-import { getTask, listEvents, listTasks } from "./list";
+import { getTask, listEvents, listTasks, taskRecordOf } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact, openArtifact } from "./artifacts";
 import { toTaskRecord } from "./record";
@@ -93,7 +93,9 @@ export default (core: Core) =>
       "/orgs/:orgId/tasks/:taskId/actions",
       async ({ params, body, orgId, actor }) => {
         const change = await applyAction(core, orgId, params.taskId, body, actor);
-        return core.store.read(getTask(core, orgId, change.after.id));
+        // The task as the action left it: read afresh, the answer could already show what the
+        // worker did next (on PostgreSQL the read waits for the network while the worker acts).
+        return core.store.read(taskRecordOf(core, change.after));
       },
       {
         permission: "task.control",

@@ -89,7 +89,12 @@ export function* listTasks(core: Core, orgId: string, q: TaskFilters & { limit?:
 export function* getTask(core: Core, orgId: string, taskId: string): Q<TaskRecord> {
   const row = yield* findTask(core, orgId, taskId);
   if (!row) throw notFound("task");
-  const artifacts = yield* artifactsOf(core, taskId);
+  return yield* taskRecordOf(core, row);
+}
+
+/** The record of a row already read (an action's answer shows the row the action left). */
+export function* taskRecordOf(core: Core, row: TaskRow): Q<TaskRecord> {
+  const artifacts = yield* artifactsOf(core, row.id);
   const names = yield* resolveNames(core, taskRefs(row));
   return { ...toTaskRecord(row, artifacts, names), ...(yield* decorations(core, [row]))(row) };
 }
