@@ -1,7 +1,7 @@
 // The server's Prometheus registry and the counters the hot paths touch (an increment, nothing
 // more). Gauges that describe stored state are computed at scrape time (modules/metrics).
 // One registry per server instance: tests run several servers in one process.
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Histogram, Registry } from "./prom";
 
 export type CallbackOutcome = "delivered" | "retrying" | "failed";
 

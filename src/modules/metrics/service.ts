@@ -3,7 +3,7 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { timingSafeEqual } from "node:crypto";
-import { Gauge } from "prom-client";
+import { Gauge } from "../../server/prom";
 import type { Core } from "../../server/core";
 import { ApiError, unauthorized } from "../../server/errors";
 import { sha256Hex } from "../../lib/tokens";
