@@ -99,8 +99,11 @@ describeBrowser("web: account page", () => {
       expect(await page.content()).not.toContain(value);
 
       await page.locator("#tokens-table tbody tr", { hasText: "CI on main" }).getByRole("button", { name: "Revoke" }).click();
+      // The row goes before the answer (optimistic): the token is checked once the DELETE answered.
+      const revoked = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/me/tokens/"));
       await page.getByRole("dialog").getByRole("button", { name: "Yes, revoke" }).click();
       await page.getByText("No tokens yet.").waitFor();
+      expect((await revoked).status()).toBe(204);
       expect((await s.api("GET", "/me", { token: value })).status).toBe(401);
       expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
       expect(problems).toEqual([]);

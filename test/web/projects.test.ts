@@ -84,9 +84,12 @@ describeBrowser("web: projects pages", () => {
       await repo(page, "web").getByRole("button", { name: "Save" }).click();
       await repo(page, "frontend").locator(".branch", { hasText: "develop" }).waitFor();
 
+      // The badge moves before the answer (optimistic): the project is read back once the PATCH answered.
+      const madePrimary = page.waitForResponse((r) => r.request().method() === "PATCH" && (r.request().postData() ?? "").includes('"primary"'));
       await repo(page, "frontend").getByRole("button", { name: "Make primary" }).click();
       await repo(page, "frontend").locator(".badge", { hasText: "primary" }).waitFor();
       await repo(page, "api").getByRole("button", { name: "Make primary" }).waitFor();
+      expect((await madePrimary).status()).toBe(200);
       let now = await project(owner, p.id);
       expect(now.repositories.filter((r) => r.primary).map((r) => [r.name, r.branch])).toEqual([["frontend", "develop"]]);
 
