@@ -7,6 +7,11 @@
 //              as before 2026-11-26); BullMQ: the peers harness's
 //              lifecycle phase (jobs enqueued first, then one worker at concurrency 50 drains
 //              them, each job making 10 awaited writes: job.log x5, job.updateProgress x5).
+//   drain      (not run unless named in --phases) the like-for-like of BullMQ's lifecycle: ao's
+//              workers leave, N tasks are created with nobody to take them, then 50 workers of
+//              capacity 1 (BullMQ's concurrency 50) connect and drain them: offer, claim, 10
+//              events, complete. Timed from the workers' start to the last completion; BullMQ's
+//              lifecycle phase is run beside it.
 //   latency    at a fixed rate: ao create -> offer received at a worker; BullMQ add -> handler
 //              start. Both counted from when the request was sent (the harness's definition).
 //   CPU        ao: the server process's CPU time per lifecycle; BullMQ: redis-server's and the
@@ -14,7 +19,7 @@
 // The peers harness (/work/shared/peers, BullMQ 6.7 + ioredis, run with the Node of its own
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-bullmq.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
-//                          [--phases lifecycle,latency] [--worker-requests socket|http]
+//                          [--phases lifecycle,latency,drain] [--worker-requests socket|http]
 //                          [--binary dist/ao] [--help]
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -97,9 +102,10 @@ ao = await startAo(values.binary);
 const who = await identity(ao.url);
 const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
 
-const fleet = await startFleet(ao.url, who, paired, values["worker-requests"] === "http" ? "http" : "socket");
+const requests = values["worker-requests"] === "http" ? "http" : "socket";
+let fleet = await startFleet(ao.url, who, paired, requests);
 sim = fleet.sim;
-const { ask } = fleet;
+const ask = (msg: unknown) => fleet.ask(msg);
 
 async function aoLifecycle(secs: number) {
   sim!.send({ cmd: "events", n: 10 });
@@ -109,6 +115,39 @@ async function aoLifecycle(secs: number) {
   const result = { perSec: done / elapsed, cpuMsPerTask: (cpuMs(ao!.pid) - cpu0) / done, busy: busyPct(m0, machineTicks()) };
   // Let the tasks in flight finish before the next run.
   for (let i = 0; i < 100 && fleet.completed - base < created; i++) await sleep(20);
+  return result;
+}
+
+/** The workers leave, `n` tasks are created, then 50 workers of capacity 1 drain them (timed). */
+async function aoDrain(n: number) {
+  sim!.send({ cmd: "exit" });
+  await sim!.exited;
+  const errors = fleet.errors;
+  let made = 0;
+  await Promise.all(
+    Array.from({ length: Number(values.inflight) }, async () => {
+      while (made < n) {
+        made++;
+        await fleet.create().catch(() => void fleet.errors++);
+      }
+    }),
+  );
+  const queued = n - (fleet.errors - errors);
+  const cpu0 = cpuMs(ao!.pid);
+  const m0 = machineTicks();
+  const t0 = performance.now();
+  const drainer = await startFleet(ao!.url, who, paired, requests, { capacity: 1, events: 10 });
+  sim = drainer.sim;
+  await drainer.whenCompleted(queued);
+  const secs = (performance.now() - t0) / 1000;
+  const result = { perSec: queued / secs, seconds: secs, cpuMsPerTask: (cpuMs(ao!.pid) - cpu0) / queued, busy: busyPct(m0, machineTicks()) };
+  // The fleet of the other phases comes back.
+  const errorsSince = fleet.errors + (await drainer.ask({ cmd: "dump" })).errors;
+  drainer.sim.send({ cmd: "exit" });
+  await drainer.sim.exited;
+  fleet = await startFleet(ao!.url, who, paired, requests);
+  fleet.errors = errorsSince;
+  sim = fleet.sim;
   return result;
 }
 
@@ -126,6 +165,7 @@ async function aoLatency(r: number, secs: number) {
 // ---------------------------------------------------------------- ABAB
 type Life = { perSec: number; cpu: string; busy: number };
 const life: { ao: Life[]; bull: Life[] } = { ao: [], bull: [] };
+const drain: { ao: Life[]; bull: Life[] } = { ao: [], bull: [] };
 const lat: { ao: { p50: number; p99: number; n: number }[]; bull: { p50: number; p99: number; n: number }[] } = { ao: [], bull: [] };
 const loads: string[] = [];
 const aoCpu: number[] = [];
@@ -134,6 +174,7 @@ try {
   if (phases.has("lifecycle")) await aoLifecycle(2);
   if (phases.has("latency")) await aoLatency(rate, 2);
   let bullN = Math.round(seconds * 3000);
+  let aoDrainN = Math.round(seconds * 1500);
   for (let rep = 0; rep < reps; rep++) {
     if (phases.has("lifecycle")) {
       loads.push(`lifecycle rep ${rep + 1}: ${load()}`);
@@ -146,6 +187,17 @@ try {
       // The next BullMQ run drains about `seconds` worth of jobs at the rate just measured.
       bullN = Math.max(1000, Math.round(b.perSec * seconds));
       console.error(`lifecycle rep ${rep + 1}: ao ${a.perSec.toFixed(0)}/s, BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
+    }
+    if (phases.has("drain")) {
+      loads.push(`drain rep ${rep + 1}: ${load()}`);
+      await sleep(1000);
+      const a = await aoDrain(aoDrainN);
+      drain.ao.push({ perSec: a.perSec, cpu: `${a.cpuMsPerTask.toFixed(3)} ms server`, busy: a.busy });
+      aoDrainN = Math.max(1000, Math.round(a.perSec * seconds));
+      const b = await bullLifecycle(bullN);
+      drain.bull.push({ perSec: b.perSec, cpu: `${b.redisCpuMsPerJob.toFixed(3)} ms redis + ${b.workerCpuMsPerJob.toFixed(3)} ms worker`, busy: b.busy });
+      bullN = Math.max(1000, Math.round(b.perSec * seconds));
+      console.error(`drain rep ${rep + 1}: ao ${a.perSec.toFixed(0)}/s (${a.seconds.toFixed(1)} s), BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
     }
     if (phases.has("latency")) {
       loads.push(`latency rep ${rep + 1}: ${load()}`);
@@ -178,6 +230,20 @@ if (life.ao.length) {
   lines.push(`| CPU per lifecycle | ${life.ao.map((x) => x.cpu).join(" / ")} | ${life.bull.map((x) => x.cpu).join(" / ")} |`);
   lines.push("", `lifecycle medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`);
   lines.push(`ao server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`);
+}
+if (drain.ao.length) {
+  const a = median(drain.ao.map((x) => x.perSec));
+  const b = median(drain.bull.map((x) => x.perSec));
+  lines.push(
+    "",
+    "| what | ao (each run) | BullMQ, AOF everysec (each run) |",
+    "|---|---|---|",
+    `| drain: created first, then drained by 50 at a time (offer/pickup, claim, 10 events, complete) | ${drain.ao.map((x) => x.perSec.toFixed(0)).join(" / ")} /s | ${drain.bull.map((x) => x.perSec.toFixed(0)).join(" / ")} /s |`,
+    `| machine busy during the drain | ${drain.ao.map((x) => x.busy.toFixed(0)).join(" / ")} | ${drain.bull.map((x) => x.busy.toFixed(0)).join(" / ")} |`,
+    `| CPU per drained task | ${drain.ao.map((x) => x.cpu).join(" / ")} | ${drain.bull.map((x) => x.cpu).join(" / ")} |`,
+    "",
+    `drain medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`,
+  );
 }
 if (lat.ao.length) {
   const m = (xs: { p50: number; p99: number }[], k: "p50" | "p99") => median(xs.map((x) => x[k]));

@@ -9,12 +9,18 @@ import type { Paired } from "./workers-support";
 export const now = () => performance.timeOrigin + performance.now();
 
 /**
- * Starts the simulated workers (capacity 8 each, no events yet) for `paired`, connected to `url`
- * (their claims, events and transitions on their sockets, or with `requests` "http" over HTTP);
- * with several URLs (servers on one database) the workers are dealt out over them in turn, and
- * so are the creates.
+ * Starts the simulated workers (capacity 8 each and no events, unless `opts` says otherwise) for
+ * `paired`, connected to `url` (their claims, events and transitions on their sockets, or with
+ * `requests` "http" over HTTP); with several URLs (servers on one database) the workers are dealt
+ * out over them in turn, and so are the creates.
  */
-export async function startFleet(url: string | string[], who: Identity, paired: Paired[], requests: "socket" | "http" = "socket") {
+export async function startFleet(
+  url: string | string[],
+  who: Identity,
+  paired: Paired[],
+  requests: "socket" | "http" = "socket",
+  opts: { capacity?: number; events?: number } = {},
+) {
   const urls = typeof url === "string" ? [url] : url;
   let waiting: ((m: any) => void) | null = null;
   /** Creator loops waiting for room (woken by the workers' completion reports, not by polling). */
@@ -89,7 +95,11 @@ export async function startFleet(url: string | string[], who: Identity, paired: 
       );
       return { base, created, done: fleet.completed - base, elapsed: (now() - start) / 1000 };
     },
+    /** Resolves once the workers have reported `n` completions (woken by their reports). */
+    async whenCompleted(n: number) {
+      while (fleet.completed < n) await new Promise<void>((r) => wakers.push(r));
+    },
   };
-  await fleet.ask({ cmd: "start", urls, paired, capacity: 8, events: 0, requests });
+  await fleet.ask({ cmd: "start", urls, paired, capacity: opts.capacity ?? 8, events: opts.events ?? 0, requests });
   return fleet;
 }

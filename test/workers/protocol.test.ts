@@ -199,6 +199,35 @@ describe("queue order, labels and policies", () => {
     cg.close();
     c.close();
   });
+
+  test("a queue longer than a page: offers go across priorities and past a page of tasks the worker may not take", async () => {
+    const session = await newOrg(s);
+    const plain = await orgWithProject(s, session);
+    const gpu = await orgWithProject(s, session, { workerLabels: ["gpu"] });
+    // More than a page (100) of the lowest priority, oldest first, some older than the rest...
+    const lows: string[] = [];
+    for (let i = 0; i < 60; i++) lows.push((await createTaskApi(s, plain, { priority: "LOW", title: `low ${i}` })).id);
+    // ...more than a page of the top priority that an unlabelled worker may not take...
+    await Promise.all(Array.from({ length: 130 }, () => createTaskApi(s, gpu, { priority: "URGENT" })));
+    for (let i = 60; i < 110; i++) lows.push((await createTaskApi(s, plain, { priority: "LOW", title: `low ${i}` })).id);
+    // ...and the newest ones of higher priorities, which come first.
+    const high1 = await createTaskApi(s, plain, { priority: "HIGH", title: "high 1" });
+    const high2 = await createTaskApi(s, plain, { priority: "HIGH", title: "high 2" });
+    const urgent = await createTaskApi(s, plain, { priority: "URGENT", title: "urgent" });
+    const w = await makeWorker(s, plain.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 1 });
+    const api = workerApi(s, w.credential);
+    const order: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const offer = await c.next("offer");
+      const claim = await api("POST", `/worker/tasks/${offer.taskId}/claim`, { offerId: offer.offerId });
+      expect(claim.status).toBe(200);
+      order.push(offer.taskId);
+      await api("POST", `/worker/tasks/${offer.taskId}/transition`, { leaseToken: claim.body.leaseToken, to: "completed" });
+    }
+    expect(order).toEqual([urgent.id, high1.id, high2.id, lows[0], lows[1]]);
+    c.close();
+  });
 });
 
 describe("leases, events and transitions", () => {

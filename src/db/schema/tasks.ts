@@ -97,7 +97,9 @@ export const tasks = sqliteTable(
     index("tasks_org_kind").on(t.orgId, t.kind, t.id),
     // Partial: most tasks have no parent, and an index a create need not touch is a write saved.
     index("tasks_org_parent").on(t.orgId, t.parentId, t.id).where(sql`parent_id IS NOT NULL`),
-    index("tasks_queue").on(t.priorityRank, t.id).where(sql`status = 'queued'`),
+    // The queue of an org, a priority at a time, oldest first (dispatcher.ts reads it by rank: an
+    // index cannot serve ORDER BY rank DESC, id ASC whole, and a sort would read every queued task).
+    index("tasks_queue").on(t.orgId, t.priorityRank, t.id).where(sql`status = 'queued'`),
     // The attempts a worker holds (recovery when it goes offline or is revoked).
     index("tasks_worker_held").on(t.workerId).where(sql`status IN ('running', 'paused', 'needs_input', 'needs_approval')`),
     uniqueIndex("tasks_plan_child").on(t.parentId, t.planIndex).where(sql`parent_id IS NOT NULL`),
