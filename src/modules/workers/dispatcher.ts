@@ -29,7 +29,9 @@ const COLUMNS = "id, org_id, project_id, attempt, priority_rank, agent, updated_
 // are not needed.
 const QUEUED_IDS_IN_RANK = "SELECT id FROM tasks WHERE status = 'queued' AND org_id = ? AND priority_rank = ? AND id > ? ORDER BY id LIMIT ?";
 const QUEUED_ROW = `SELECT ${COLUMNS} FROM tasks WHERE status = 'queued' AND id = ?`;
-const QUEUED_ROWS = `SELECT ${COLUMNS} FROM tasks WHERE status = 'queued' AND id IN (SELECT value FROM json_each(?))`;
+// From the ids to the rows (a key lookup each, on both databases); json_each has an id column too.
+const QUEUED_ROWS = `SELECT t.id, t.org_id, t.project_id, t.attempt, t.priority_rank, t.agent, t.updated_at
+  FROM json_each(?) AS j JOIN tasks AS t ON t.id = j.value WHERE t.status = 'queued'`;
 const TOP_RANK = Math.max(...Object.values(PRIORITY_RANK));
 const ANY_QUEUED = "SELECT 1 AS one FROM tasks WHERE status = 'queued' AND org_id = ? LIMIT 1";
 const TASK = `SELECT ${COLUMNS}, status FROM tasks WHERE id = ?`;
