@@ -114,6 +114,44 @@ describe("API tokens", () => {
   });
 });
 
+describe("people", () => {
+  test("a new name reaches the next claim's co-author and the next answer to a token's create", async () => {
+    const owner = await newOrg(s);
+    const p = await orgWithProject(s, owner);
+    const token = await makeToken(s, owner);
+    const w = await makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 4 });
+    const create = () => s.api("POST", `/orgs/${p.orgId}/tasks`, { token, body: { projectId: p.projectId, title: "t", prompt: "p" } });
+    const first = await create(); // the token row and, at the claim, its owner are now cached
+    expect(first.body.createdBy.name).toStartWith(`${owner.email} (token `);
+    expect((await claimOffered(c, w.credential, first.body.id)).task.createdBy).toEqual({ name: owner.email.split("@")[0], email: owner.email });
+    expect((await s.api("PATCH", "/me", { token: owner.accessToken, body: { name: "Grace Hopper" } })).status).toBe(200);
+    const second = await create();
+    expect(second.body.createdBy.name).toStartWith("Grace Hopper (token ");
+    expect((await claimOffered(c, w.credential, second.body.id)).task.createdBy).toEqual({ name: "Grace Hopper", email: owner.email });
+    c.close();
+  });
+
+  test("a revoked token's queued task is claimed with no co-author, as before the token's owner was cached", async () => {
+    const owner = await newOrg(s);
+    const p = await orgWithProject(s, owner);
+    const made = await s.api("POST", "/me/tokens", { token: owner.accessToken, body: { name: "ci", orgId: owner.orgId } });
+    const create = () => s.api("POST", `/orgs/${p.orgId}/tasks`, { token: made.body.token, body: { projectId: p.projectId, title: "t", prompt: "p" } });
+    const first = (await create()).body;
+    const second = (await create()).body;
+    const w = await makeWorker(s, p.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 1 });
+    const claim = await claimOffered(c, w.credential, first.id);
+    expect(claim.task.createdBy).toEqual({ name: owner.email.split("@")[0], email: owner.email });
+    expect((await s.api("DELETE", `/me/tokens/${made.body.id}`, { token: owner.accessToken })).status).toBe(204);
+    // The slot frees: the second task is offered and claimed after the revocation.
+    expect((await workerApi(s, w.credential)("POST", `/worker/tasks/${first.id}/transition`, { leaseToken: claim.leaseToken, to: "completed" })).status).toBe(200);
+    c.running.length = 0;
+    expect((await claimOffered(c, w.credential, second.id)).task.createdBy).toBeNull();
+    c.close();
+  });
+});
+
 describe("projects", () => {
   test("a policy that starts requiring a label stops offers to unlabelled workers at once", async () => {
     const p = await orgWithProject(s, await newOrg(s));

@@ -11,6 +11,7 @@ import { userView } from "./users";
 import { clearRefreshCookie, clientIp, noContent } from "./http";
 import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, RenameBody, SessionView, TokenView, TwoFactorSetup, UserView } from "./model";
 import { listSessions, renameUser, revokeAllSessions } from "./sessions";
+import { renamed } from "./people";
 import { PageQuery, pageOfSchema } from "../orgs/model";
 import { refuseUnknownFields } from "../../server/strict";
 import { errorAnswers, noContentDoc } from "../../server/errors";
@@ -30,13 +31,22 @@ export default (core: Core) => {
       }),
       { auth: "any", response: { 200: Me, ...errorAnswers(401, 403) }, detail: { summary: "The caller, and whether a session or a personal API token is speaking" } },
     )
-    .patch("/me", async ({ principal, body }) => userView(await core.store.write(renameUser(core, principal.userId, body.name))), {
-      auth: "session",
-      body: RenameBody,
-      transform: refuseUnknownFields(RenameBody),
-      response: { 200: UserView, ...errorAnswers(400, 401, 403) },
-      detail: { summary: "Change the caller's display name" },
-    })
+    .patch(
+      "/me",
+      async ({ principal, body }) => {
+        const user = await core.store.write(renameUser(core, principal.userId, body.name));
+        // Claims name a task's creator, and token principals their owner: read afresh.
+        renamed(core);
+        return userView(user);
+      },
+      {
+        auth: "session",
+        body: RenameBody,
+        transform: refuseUnknownFields(RenameBody),
+        response: { 200: UserView, ...errorAnswers(400, 401, 403) },
+        detail: { summary: "Change the caller's display name" },
+      },
+    )
     .get("/me/sessions", ({ principal, query }) => core.store.read(listSessions(core, principal.userId, principal.kind === "user" ? principal.sessionId : "", query)), {
       auth: "session",
       query: PageQuery,

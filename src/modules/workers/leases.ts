@@ -17,6 +17,7 @@ import { recordUsage, taskBudget, taskUsage } from "../usage/service";
 import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
 import { projectCached } from "../projects/cache";
+import { personOf, type Person } from "../auth/people";
 import type { WorkerRow } from "./registry";
 import { all, get, type Q } from "../../db/query";
 
@@ -27,8 +28,6 @@ const staleLease = () => conflict("the lease is not the current attempt's: this 
 
 const PROJECT = "SELECT id, name, knowledge, policy FROM projects WHERE id = ?";
 const REPOSITORIES = "SELECT id, url, name, branch, is_primary FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC";
-const USER = "SELECT name, email FROM users WHERE id = ?";
-const TOKEN_OWNER = "SELECT u.name, u.email FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.id = ?";
 const CREATOR_OF_TASK = "SELECT created_by_type, created_by_id FROM tasks WHERE id = ?";
 const PRIMARY_REPOSITORY = "SELECT id FROM repositories WHERE project_id = ? ORDER BY is_primary DESC, id ASC LIMIT 1";
 const SEEN_SEQS = "SELECT worker_seq FROM task_events WHERE task_id = ? AND attempt = ? AND worker_seq BETWEEN ? AND ?";
@@ -61,11 +60,11 @@ export function* projectForWorker(core: Core, projectId: string): Q<ClaimResult[
  * The person behind a task, for the co-author line of its commit: the user, a token's owner, or
  * for a task a plan proposed, whoever made the plan. Integrations have no person.
  */
-function* creatorOf(_core: Core, type: string, id: string): Q<{ name: string; email: string } | null> {
+function* creatorOf(core: Core, type: string, id: string): Q<Person | null> {
   // plans propose plans: a few levels up at most, never a loop
   for (let depth = 0; depth < 5; depth++) {
-    const person = type === "user" ? yield* get<{ name: string; email: string }>(USER, id) : type === "token" ? yield* get<{ name: string; email: string }>(TOKEN_OWNER, id) : null;
-    if (person) return { name: person.name || person.email.split("@")[0]!, email: person.email };
+    const person = type === "user" || type === "token" ? yield* personOf(core, type, id) : null;
+    if (person) return person;
     if (type !== "plan") return null;
     const parent = yield* get<{ created_by_type: string; created_by_id: string }>(CREATOR_OF_TASK, id);
     if (!parent) return null;
