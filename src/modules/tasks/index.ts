@@ -93,7 +93,7 @@ export default (core: Core) =>
       "/orgs/:orgId/tasks/:taskId/actions",
       async ({ params, body, orgId, actor }) => {
         const change = await applyAction(core, orgId, params.taskId, body, actor);
-        // The task as the action left it: read afresh, the answer could already show what the
+        // The task as the action left it, not read afresh: the answer could already show what the
         // worker did next (on PostgreSQL the read waits for the network while the worker acts).
         return core.store.read(taskRecordOf(core, change.after));
       },

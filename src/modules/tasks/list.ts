@@ -6,7 +6,7 @@ import type { TaskKind, TaskStatus } from "../../db/schema";
 import { DEFAULT_LIMIT, decodeCursor, pageFrom } from "./cursor";
 import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
-import { artifactsOf, findTask } from "./store";
+import { artifactsOf, findTask, publishedRecordOf } from "./store";
 import { decorations } from "./decorate";
 import { all, type Q } from "../../db/query";
 
@@ -92,8 +92,13 @@ export function* getTask(core: Core, orgId: string, taskId: string): Q<TaskRecor
   return yield* taskRecordOf(core, row);
 }
 
-/** The record of a row already read (an action's answer shows the row the action left). */
+/**
+ * The record of a row already read (an action's answer shows the row the action left): the one
+ * its change's publication built for live subscribers when there were any, else built here.
+ */
 export function* taskRecordOf(core: Core, row: TaskRow): Q<TaskRecord> {
+  const built = publishedRecordOf(row);
+  if (built) return built;
   const artifacts = yield* artifactsOf(core, row.id);
   const names = yield* resolveNames(core, taskRefs(row));
   return { ...toTaskRecord(row, artifacts, names), ...(yield* decorations(core, [row]))(row) };

@@ -6,7 +6,7 @@ import { notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
 import { iso } from "../../lib/time";
 import { all, get, run, type Q } from "../../db/query";
-import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskEvent, type TaskRow } from "./record";
+import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
 import { decorations } from "./decorate";
 
@@ -227,6 +227,14 @@ function namesOf(core: Core, heard: Iterable<LiveChange>): Q<Names> {
   return resolveNames(core, [...heard].flatMap((c) => [...(c.recordChanged ? taskRefs(c.after) : []), ...c.events.map((e) => e.actor)]));
 }
 
+/**
+ * The whole record a change's publication built, by the change's row: the answer to the request
+ * that made the change is that record (list.ts, taskRecordOf), built once rather than twice.
+ */
+const published = new WeakMap<TaskRow, TaskRecord>();
+
+export const publishedRecordOf = (row: TaskRow): TaskRecord | undefined => published.get(row);
+
 /** The live messages of one change, to the task's org and its own topic. */
 function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
   const { after, events } = change;
@@ -236,7 +244,9 @@ function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
     const artifacts = change.created ? [] : yield* artifactsOf(core, after.id);
     // A new task has no usage yet either; a changed one shows what the readers show.
     const extras = change.created ? {} : (yield* decorations(core, [after]))(after);
-    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: { ...toTaskRecord(after, artifacts, names), ...extras } });
+    const record = { ...toTaskRecord(after, artifacts, names), ...extras };
+    if (!change.created) published.set(after, record as TaskRecord);
+    const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: record });
     for (const t of topics) core.hub.publish(t, message);
   }
   for (const event of events) {
