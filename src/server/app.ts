@@ -2,7 +2,7 @@
 import { Elysia, ValidationError } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, notAnObject } from "./errors";
+import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, requireJsonObject } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { bodyRefusal, mediaTypeRefusal } from "./limits";
 import { VERSION } from "../version";
@@ -51,9 +51,7 @@ export function createApp(core: Core) {
       // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
       if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;
-      if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        throw notAnObject();
-      }
+      requireJsonObject(body);
     })
     .onRequest(({ request }) => {
       // Bodies are refused from their method, path and headers before anything is read (limits.ts).

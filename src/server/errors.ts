@@ -49,7 +49,12 @@ export function invalidRequest(where: string, details: ReturnType<typeof fieldEr
 }
 
 /** Every JSON body ao takes is an object: an array, a string or null is refused as a whole. */
-export const notAnObject = () => invalid("the body must be a JSON object", [{ field: "(root)", message: "Expected object" }]);
+const notAnObject = () => invalid("the body must be a JSON object", [{ field: "(root)", message: "Expected object" }]);
+
+/** Throws notAnObject() unless the parsed JSON body is an object (not an array, a bare value or null). */
+export function requireJsonObject(body: unknown): asserts body is Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw notAnObject();
+}
 
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);
 export const forbidden = (message = "you do not have permission to do this") => new ApiError(403, "forbidden", message);

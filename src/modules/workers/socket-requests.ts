@@ -6,7 +6,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import type { Core } from "../../server/core";
-import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, notAnObject } from "../../server/errors";
+import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, requireJsonObject } from "../../server/errors";
 import type { Reply, SocketRequest, SocketRequestOp } from "../../protocol/messages";
 import { ClaimRequest, EventsRequest, TransitionRequest } from "../../protocol/requests";
 import { withRepositoryTokens } from "../codehost/claims";
@@ -34,7 +34,7 @@ export async function answerSocketRequest(core: Core, credential: string, m: Soc
     const worker = await core.store.read(workerByCredential(core, credential));
     workerId = worker.id;
     const check = bodies[m.op];
-    if (typeof m.body !== "object" || m.body === null || Array.isArray(m.body)) throw notAnObject();
+    requireJsonObject(m.body);
     if (!check.Check(m.body)) throw invalidRequest("body", fieldErrors(check.Errors(m.body)));
     // Fields the schema does not name are dropped, as the HTTP routes' normalisation drops them.
     Value.Clean(schemas[m.op], m.body);
