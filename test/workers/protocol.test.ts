@@ -8,6 +8,7 @@ import { LEASE_HEADER } from "../../src/protocol/requests";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { all } from "../../src/db/query";
+import { queuePage } from "../../src/modules/workers/dispatcher";
 
 let s: TestServer;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
@@ -227,6 +228,30 @@ describe("queue order, labels and policies", () => {
     }
     expect(order).toEqual([urgent.id, high1.id, high2.id, lows[0], lows[1]]);
     c.close();
+  });
+});
+
+describe("reading the queue", () => {
+  test("a page ends at its limit or at the wanted number of untaken places, and says whether the queue ended", async () => {
+    const p = await orgWithProject(s, await newOrg(s));
+    const low = await createTaskApi(s, p, { priority: "LOW" });
+    const high1 = await createTaskApi(s, p, { priority: "HIGH" });
+    const high2 = await createTaskApi(s, p, { priority: "HIGH" });
+    const read = (after: { priority_rank: number; id: string } | null, limit: number, want: number, taken: (id: string) => boolean) =>
+      s.core.store.read(queuePage(p.orgId, after, limit, want, taken));
+    const none = () => false;
+    // Everything taken: the limit ends the page, and a full page cannot tell that the queue ended.
+    expect(await read(null, 2, 1, () => true)).toEqual({ rows: [], seen: 2, last: { priority_rank: 2, id: high2.id }, ended: false });
+    expect(await read(null, 3, 1, () => true)).toMatchObject({ seen: 3, last: { id: low.id }, ended: false });
+    expect(await read(null, 4, 1, () => true)).toMatchObject({ seen: 3, ended: true });
+    // The wanted number of untaken places ends it first: one row read, not a page.
+    const first = await read(null, 100, 1, (id) => id === high1.id);
+    expect(first.rows.map((r) => r.id)).toEqual([high2.id]);
+    expect(first).toMatchObject({ seen: 2, ended: false });
+    // The next page starts after the last place, across priorities, to the end.
+    const rest = await read(first.last, 100, 100, none);
+    expect(rest.rows.map((r) => r.id)).toEqual([low.id]);
+    expect(rest).toMatchObject({ seen: 1, ended: true });
   });
 });
 

@@ -181,10 +181,13 @@ export class Dispatcher extends DispatcherState {
     const cache = new Map<string, string[]>();
     const epoch = this.unofferedEpoch;
     // The first page is what the worker has room for plus the tasks an offer or a claim is on its
-    // way for (those are skipped): a slot freed with a backlog reads a few rows, not a page of 100.
+    // way for (those are skipped), and it ends at as many others as the worker has room for: a
+    // slot freed with a backlog reads a few ids and one row, not a page of 100 rows. The pages
+    // after it (the worker could not take those) are whole; with several servers the first one is
+    // whole too, so that the tasks this server queued come first in it (ownFirst).
     const taken = (id: string) => this.offerByTask.has(id) || this.claiming.has(id);
-    let size = Math.min(PAGE, this.free(conn) + this.offerByTask.size + this.claiming.size);
-    let page = yield* queuePage(conn.orgId, null, size, taken);
+    const firstSize = Math.min(PAGE, this.free(conn) + this.offerByTask.size + this.claiming.size);
+    let page = yield* queuePage(conn.orgId, null, firstSize, this.peers ? PAGE : this.free(conn), taken);
     let scanned = 0;
     let unoffered = 0;
     while (this.free(conn) > 0 && scanned < SCAN_LIMIT) {
@@ -203,13 +206,12 @@ export class Dispatcher extends DispatcherState {
         if (!this.makeOffer(conn, row)) unoffered++;
         if (this.free(conn) <= 0) return;
       }
-      if (page.seen < size) {
+      if (page.ended) {
         // The whole queue was seen: with nothing left unoffered, freed slots need no scan.
         if (unoffered === 0 && epoch === this.unofferedEpoch) this.allOffered.add(conn.orgId);
         return;
       }
-      size = PAGE;
-      page = yield* queuePage(conn.orgId, page.last, size, taken);
+      page = yield* queuePage(conn.orgId, page.last, PAGE, PAGE, taken);
     }
   }
 
@@ -266,26 +268,42 @@ export class Dispatcher extends DispatcherState {
 type QueuePlace = Pick<QueuedRow, "priority_rank" | "id">;
 
 /**
- * Up to `limit` places of the org's queue after `after` (from the top without it), by priority,
- * highest first, then oldest first: how many were seen, the last one, and in order the rows of
- * those not `taken` (still queued when read).
+ * The next places of the org's queue after `after` (from the top without it), by priority, highest
+ * first, then oldest first: up to `limit` of them, or up to the `want`-th one not `taken`. Returns
+ * the rows of those not taken (still queued when read) in order, how many places were seen, the
+ * last one, and whether the queue ended there.
  */
-function* queuePage(orgId: string, after: QueuePlace | null, limit: number, taken: (id: string) => boolean): Q<{ rows: QueuedRow[]; seen: number; last: QueuePlace | null }> {
+export function* queuePage(orgId: string, after: QueuePlace | null, limit: number, want: number, taken: (id: string) => boolean): Q<QueuePage> {
   const ids: string[] = [];
   let seen = 0;
   let last = after;
   let from = after?.id ?? "";
-  for (let rank = after?.priority_rank ?? TOP_RANK; rank >= 0 && seen < limit; rank--, from = "") {
-    for (const { id } of yield* all<{ id: string }>(QUEUED_IDS_IN_RANK, orgId, rank, from, limit - seen)) {
+  for (let rank = after?.priority_rank ?? TOP_RANK; rank >= 0; rank--, from = "") {
+    const ask = limit - seen;
+    const found = yield* all<{ id: string }>(QUEUED_IDS_IN_RANK, orgId, rank, from, ask);
+    for (const { id } of found) {
       seen++;
       last = { priority_rank: rank, id };
-      if (!taken(id)) ids.push(id);
+      if (!taken(id) && ids.push(id) >= want) return yield* pageOf(ids, seen, last, false);
     }
+    // As many as asked: the rank may hold more.
+    if (found.length === ask) return yield* pageOf(ids, seen, last, false);
   }
-  if (ids.length === 0) return { rows: [], seen, last };
+  return yield* pageOf(ids, seen, last, true);
+}
+
+interface QueuePage {
+  rows: QueuedRow[];
+  seen: number;
+  last: QueuePlace | null;
+  ended: boolean;
+}
+
+function* pageOf(ids: string[], seen: number, last: QueuePlace | null, ended: boolean): Q<QueuePage> {
+  if (ids.length === 0) return { rows: [], seen, last, ended };
   const found = ids.length === 1 ? yield* all<QueuedRow>(QUEUED_ROW, ids[0]) : yield* all<QueuedRow>(QUEUED_ROWS, JSON.stringify(ids));
   const byId = new Map(found.map((r) => [r.id, r]));
-  return { rows: ids.flatMap((id) => byId.get(id) ?? []), seen, last };
+  return { rows: ids.flatMap((id) => byId.get(id) ?? []), seen, last, ended };
 }
 
 const dispatchers = new WeakMap<Core, Dispatcher>();
