@@ -39,8 +39,10 @@ const TASK = `SELECT ${COLUMNS}, status FROM tasks WHERE id = ?`;
 /** How long a worker that declined an offer is left out of offers. */
 const DECLINE_PAUSE_MS = 1000;
 
-/** How many queued rows one pass looks at for one worker (the rest wait for the next pass), and reads at a time. */
+/** How many places of the queue one pass looks at for one worker (the rest wait for the next pass). */
 const SCAN_LIMIT = 500;
+
+/** How many places of the queue a page reads at most. */
 const PAGE = 100;
 
 export class Dispatcher extends DispatcherState {
