@@ -7,6 +7,7 @@
 // Misses are not cached: an unknown credential is read from the database every time, as before.
 import type { Database, Statement } from "bun:sqlite";
 import type { Bus } from "../server/bus";
+import type { Q } from "./query";
 
 interface Watch {
   version: Statement<{ data_version: number }, []>;
@@ -100,8 +101,17 @@ export class RowCache<V> {
     return row ?? null;
   }
 
-  /** Caches `row`, read after `generation` was taken, only when nothing was cleared since. */
-  keepIfCurrent(key: string, row: V, generation: number): V {
+  /**
+   * A program: the cached row, or the one `read` reads (not cached when missing). A row read while
+   * a clear happened (a revocation committed while a PostgreSQL read was on its way) is used for
+   * this one answer but not kept: it may be the row the clear was for.
+   */
+  *readThrough(key: string, read: () => Q<V | null | undefined>): Q<V | null> {
+    const hit = this.get(key, () => null);
+    if (hit !== null) return hit;
+    const generation = this.generation;
+    const row = yield* read();
+    if (row === null || row === undefined) return null;
     if (generation === this.generation) this.get(key, () => row);
     return row;
   }

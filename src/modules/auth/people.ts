@@ -28,16 +28,11 @@ function cacheOf(core: Core): RowCache<Person> {
 }
 
 /** The user, or the token's owner: their name (the email's local part when they gave none) and email; null when gone. */
-export function* personOf(core: Core, type: "user" | "token", id: string): Q<Person | null> {
-  const cache = cacheOf(core);
-  const key = `${type}:${id}`;
-  const hit = cache.get(key, () => null);
-  if (hit) return hit;
-  // As for tokens (principal.ts): a row read while a clear happened is used, not kept.
-  const generation = cache.generation;
-  const row = yield* get<Person>(type === "user" ? USER : TOKEN_OWNER, id);
-  if (!row) return null;
-  return cache.keepIfCurrent(key, { name: row.name || row.email.split("@")[0]!, email: row.email }, generation);
+export function personOf(core: Core, type: "user" | "token", id: string): Q<Person | null> {
+  return cacheOf(core).readThrough(`${type}:${id}`, function* () {
+    const row = yield* get<Person>(type === "user" ? USER : TOKEN_OWNER, id);
+    return row ? { name: row.name || row.email.split("@")[0]!, email: row.email } : null;
+  });
 }
 
 /** After a user's name changed: the people and the tokens (which carry their owner's name) are read afresh, here and on every server. */

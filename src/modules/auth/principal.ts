@@ -90,17 +90,9 @@ export function relayAccessChanges(core: Core) {
 export function* principalFromApiToken(core: Core, value: string): Q<Principal | null> {
   if (!isWellFormedToken(value, "aot_")) return null; // no database read for garbage
   const hash = sha256Hex(value);
-  const cache = tokenCache(core);
-  // A hit yields no query; a miss reads the row, then caches it unless a revocation (any clear)
-  // came while the read was on its way (on PostgreSQL reads wait for the network): a row read
-  // before it must not outlive it in the cache.
-  let row = cache.get(hash, () => null);
-  if (!row) {
-    const generation = cache.generation;
-    const read = yield* get<TokenRow>(TOKEN, hash);
-    if (!read) return null;
-    row = cache.keepIfCurrent(hash, read, generation);
-  }
+  // A hit yields no query; a row read while a revocation committed is not kept (RowCache.readThrough).
+  const row = yield* tokenCache(core).readThrough(hash, () => get<TokenRow>(TOKEN, hash));
+  if (!row) return null;
   const now = iso();
   if (row.expires_at && row.expires_at <= now) return null;
   // lastUsedAt to the minute: one write a minute per token, not one per request.

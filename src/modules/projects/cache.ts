@@ -20,14 +20,12 @@ export function projectCached<V>(core: Core, key: string, load: () => V | null):
   return cacheOf(core).get(key, load) as V | null;
 }
 
-/** projectCached for a program: a hit returns without a query; a miss runs `load` (cached when not null). */
-export function* projectCachedQ<V>(core: Core, key: string, load: () => Q<V | null>): Q<V | null> {
-  const c = cacheOf(core);
-  // Misses are not cached, so asking with a loader of nothing only looks.
-  const hit = c.get(key, () => null) as V | null;
-  if (hit !== null) return hit;
-  const loaded = yield* load();
-  return loaded === null ? null : (c.get(key, () => loaded) as V | null);
+/**
+ * projectCached for a program: a hit returns without a query; a miss runs `load`, cached when not
+ * null and no project write cleared the cache while it read (RowCache.readThrough).
+ */
+export function projectCachedQ<V>(core: Core, key: string, load: () => Q<V | null>): Q<V | null> {
+  return cacheOf(core).readThrough(key, load) as Q<V | null>;
 }
 
 /** A project's policy, parsed (null for an unknown project); cached, so callers only read it. */

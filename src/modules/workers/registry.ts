@@ -78,7 +78,7 @@ export function* createWorker(_core: Core, w: NewWorker): Q<{ worker: WorkerRow;
 
 /**
  * The credential cache. A row read while the cache was cleared (any write to a worker row here,
- * or on another server) may be stale, and is not kept (RowCache.keepIfCurrent).
+ * or on another server) may be stale, and is not kept (RowCache.readThrough).
  */
 const credentialCaches = new WeakMap<Core, RowCache<WorkerRow>>();
 function credentialCache(core: Core) {
@@ -100,14 +100,8 @@ export function forgetWorkers(core: Core) {
 export function* workerByCredential(core: Core, credential: string | null | undefined): Q<WorkerRow> {
   if (!credential || !isWellFormedToken(credential, "aow_")) throw unauthorized("the worker credential is missing or malformed");
   const hash = sha256Hex(credential);
-  const cache = credentialCache(core);
-  // A hit reads nothing (misses are not cached, so a null load only looks).
-  let row = cache.get(hash, () => null);
-  if (!row) {
-    const generation = cache.generation;
-    const read = yield* get<WorkerRow>(BY_CREDENTIAL, hash);
-    row = read ? cache.keepIfCurrent(hash, read, generation) : null;
-  }
+  // A hit reads nothing; misses are not cached.
+  const row = yield* credentialCache(core).readThrough(hash, () => get<WorkerRow>(BY_CREDENTIAL, hash));
   if (!row) throw unauthorized("the worker credential is unknown");
   if (row.revoked_at) throw unauthorized("the worker credential was revoked");
   return row;
