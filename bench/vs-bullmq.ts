@@ -218,31 +218,41 @@ try {
 
 const f = (v: number) => v.toFixed(2);
 const lines: string[] = [`\nuptime after: ${readFileSync("/proc/loadavg", "utf8").trim()}; errors ${fleet.errors}`, ...loads.map((l) => `load average before ${l}`), ""];
-if (life.ao.length) {
-  const a = median(life.ao.map((x) => x.perSec));
-  const b = median(life.bull.map((x) => x.perSec));
-  lines.push(
+/** ao's runs beside BullMQ's: each run's rate, machine load and CPU per task, then the medians and their ratio. */
+function sideBySide(runs: { ao: Life[]; bull: Life[] }, labels: { rate: string; busy: string; cpu: string; name: string }): string[] {
+  const each = (xs: Life[], f: (x: Life) => string) => xs.map(f).join(" / ");
+  const a = median(runs.ao.map((x) => x.perSec));
+  const b = median(runs.bull.map((x) => x.perSec));
+  return [
     "| what | ao (each run) | BullMQ, AOF everysec (each run) |",
     "|---|---|---|",
-    `| lifecycle (create, offer/pickup, claim, 10 events, complete), ${seconds} s | ${life.ao.map((x) => x.perSec.toFixed(0)).join(" / ")} /s | ${life.bull.map((x) => x.perSec.toFixed(0)).join(" / ")} /s |`,
+    `| ${labels.rate} | ${each(runs.ao, (x) => x.perSec.toFixed(0))} /s | ${each(runs.bull, (x) => x.perSec.toFixed(0))} /s |`,
+    `| ${labels.busy} | ${each(runs.ao, (x) => x.busy.toFixed(0))} | ${each(runs.bull, (x) => x.busy.toFixed(0))} |`,
+    `| ${labels.cpu} | ${each(runs.ao, (x) => x.cpu)} | ${each(runs.bull, (x) => x.cpu)} |`,
+    "",
+    `${labels.name} medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`,
+  ];
+}
+if (life.ao.length) {
+  lines.push(
+    ...sideBySide(life, {
+      rate: `lifecycle (create, offer/pickup, claim, 10 events, complete), ${seconds} s`,
+      busy: "machine busy during the run (% of one core, 200 = both)",
+      cpu: "CPU per lifecycle",
+      name: "lifecycle",
+    }),
+    `ao server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`,
   );
-  lines.push(`| machine busy during the run (% of one core, 200 = both) | ${life.ao.map((x) => x.busy.toFixed(0)).join(" / ")} | ${life.bull.map((x) => x.busy.toFixed(0)).join(" / ")} |`);
-  lines.push(`| CPU per lifecycle | ${life.ao.map((x) => x.cpu).join(" / ")} | ${life.bull.map((x) => x.cpu).join(" / ")} |`);
-  lines.push("", `lifecycle medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`);
-  lines.push(`ao server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`);
 }
 if (drain.ao.length) {
-  const a = median(drain.ao.map((x) => x.perSec));
-  const b = median(drain.bull.map((x) => x.perSec));
   lines.push(
     "",
-    "| what | ao (each run) | BullMQ, AOF everysec (each run) |",
-    "|---|---|---|",
-    `| drain: created first, then drained by 50 at a time (offer/pickup, claim, 10 events, complete) | ${drain.ao.map((x) => x.perSec.toFixed(0)).join(" / ")} /s | ${drain.bull.map((x) => x.perSec.toFixed(0)).join(" / ")} /s |`,
-    `| machine busy during the drain | ${drain.ao.map((x) => x.busy.toFixed(0)).join(" / ")} | ${drain.bull.map((x) => x.busy.toFixed(0)).join(" / ")} |`,
-    `| CPU per drained task | ${drain.ao.map((x) => x.cpu).join(" / ")} | ${drain.bull.map((x) => x.cpu).join(" / ")} |`,
-    "",
-    `drain medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`,
+    ...sideBySide(drain, {
+      rate: "drain: created first, then drained by 50 at a time (offer/pickup, claim, 10 events, complete)",
+      busy: "machine busy during the drain",
+      cpu: "CPU per drained task",
+      name: "drain",
+    }),
   );
 }
 if (lat.ao.length) {
