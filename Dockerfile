@@ -25,9 +25,12 @@ RUN apt-get update \
  && chown ao:ao /data \
  && chmod 0700 /data
 COPY --from=build /src/dist/ao /usr/local/bin/ao
+# MIMALLOC_PURGE_HOLES=0: the allocator setting `ao serve` would otherwise start itself again to
+# apply (src/server/allocator.ts), set here so the container starts once.
 ENV AO_DATA_DIR=/data \
     AO_HOST=0.0.0.0 \
-    AO_PORT=7070
+    AO_PORT=7070 \
+    MIMALLOC_PURGE_HOLES=0
 # A new named volume starts with the image's /data, so it is owned by ao (uid 10001);
 # a bind-mounted host directory must be writable by uid 10001.
 VOLUME ["/data"]

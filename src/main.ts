@@ -36,6 +36,8 @@ async function main(argv: string[]) {
   if (!name || name === "help" || name === "--help" || name === "-h") return usage();
   if (name === "--version") return void console.log(VERSION);
   const command = COMMANDS[name];
+  // Before anything else of the server loads: it may start the process again (src/server/allocator.ts).
+  if (name === "serve") (await import("./server/allocator")).execWithServerAllocator();
   if (!command) {
     console.error(`ao: unknown command '${name}'`);
     usage();

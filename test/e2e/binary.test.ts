@@ -17,7 +17,14 @@ let ao: string;
 
 // The child sees no AO_* variables of ours, so only what a test passes configures it.
 // These scenarios read the log's lines as a person would (pretty); test/e2e/observe.test.ts reads the JSON.
-const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_LOG_FORMAT: "pretty" };
+// Nor MIMALLOC_* (src/server/allocator.ts): the server sets those itself.
+const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && !k.startsWith("MIMALLOC_"))), AO_LOG_FORMAT: "pretty" };
+
+/** One variable of a running process's environment, as the kernel holds it. */
+function environOf(pid: number, name: string): string | undefined {
+  const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+  return entries.find((e) => e.startsWith(`${name}=`))?.slice(name.length + 1);
+}
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "ao-binary-"));
@@ -101,6 +108,9 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     const health = await fetch(`${base}/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok", version: pkg.version });
+    // The process started again in place with the allocator's settings: the same pid serves.
+    expect(environOf(s.proc.pid, "MIMALLOC_PURGE_HOLES")).toBe("0");
+    expect(readFileSync(`/proc/${s.proc.pid}/cmdline`, "utf8").split("\0").slice(0, 2)).toEqual([ao, "serve"]);
     // Elysia's compiled handlers and the OpenAPI plugin survive bytecode compilation.
     const doc = await fetch(`${base}/openapi.json`);
     expect(doc.status).toBe(200);
@@ -148,9 +158,11 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
       db.close();
     }
 
-    // A second start on the same data directory applies nothing new and stops on SIGINT.
-    const again = await startServe(cwd, ["--data-dir", "data"]);
+    // A second start on the same data directory applies nothing new and stops on SIGINT. An
+    // operator's own allocator setting is kept.
+    const again = await startServe(cwd, ["--data-dir", "data"], { MIMALLOC_PURGE_HOLES: "1" });
     expect((await fetch(`http://127.0.0.1:${again.port}/api/v1/health`)).status).toBe(200);
+    expect(environOf(again.proc.pid, "MIMALLOC_PURGE_HOLES")).toBe("1");
     again.proc.kill("SIGINT");
     expect(await again.proc.exited).toBe(0);
     const db2 = new Database(join(data, "ao.db"), { readonly: true });
