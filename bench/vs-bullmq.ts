@@ -29,6 +29,13 @@ import { conditions, freePort, identity, startAo } from "./tasks-support";
 import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { startFleet } from "./workers-fleet";
 import { busyPct, machineTicks, median, peerOptions, peerSystem, peersDir } from "./peers-support";
+import { execWithServerAllocator } from "../src/server/allocator";
+
+// This process (which creates ao's tasks) and the simulated workers it starts are Bun processes
+// sharing the two cores with the server: they run with the allocator setting `ao serve` gives
+// itself, so the load generator takes no more of the machine than it must. The server inherits
+// the setting and keeps it. `MIMALLOC_PURGE_HOLES=1` before the command measures Bun's default.
+execWithServerAllocator();
 
 const { values } = parseArgs({ options: peerOptions });
 const seconds = Number(values.seconds);
