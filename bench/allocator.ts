@@ -5,11 +5,11 @@
 // a 2 s warm-up and then --seconds measured. Prints the server's CPU time per lifecycle and the
 // page faults of its process (minor faults: memory given back and touched again) per lifecycle.
 //   bun bench/allocator.ts [--rounds 4] [--seconds 5] [--binary dist/ao]
-import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { conditions, identity, startAo } from "./tasks-support";
 import { startFleet } from "./workers-fleet";
-import { cpuMs, pairWorkers } from "./workers-support";
+import { cpuMs, minorFaults, pairWorkers } from "./workers-support";
 
 const { values } = parseArgs({
   options: {
@@ -19,12 +19,6 @@ const { values } = parseArgs({
   },
 });
 const seconds = Number(values.seconds);
-
-/** Minor page faults of a process so far (field 10 of /proc/<pid>/stat). */
-function minorFaults(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[7]);
-}
 
 const settings = [
   { name: "MIMALLOC_PURGE_HOLES=1 (Bun's default)", env: { MIMALLOC_PURGE_HOLES: "1" } },
@@ -52,7 +46,7 @@ for (let round = 1; round <= Number(values.rounds); round++) {
       const faults = (minorFaults(ao.pid) - faults0) / done;
       const row = `${(done / elapsed).toFixed(0)}/s, ${cpu.toFixed(3)} ms, ${faults.toFixed(2)} faults`;
       rows[i]!.push(row);
-      console.log(`round ${round}, ${s.name}: ${row} per lifecycle (load ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")})`);
+      console.log(`round ${round}, ${s.name}: ${row} per lifecycle (load ${loadavg().map((x) => x.toFixed(2)).join(" ")})`);
       fleet.sim.send({ cmd: "exit" });
       await fleet.sim.exited;
     } finally {

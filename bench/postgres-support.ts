@@ -7,6 +7,7 @@ import { chmodSync, closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, r
 import { join } from "node:path";
 import { SQL } from "bun";
 import { freePort } from "./tasks-support";
+import { procStat } from "./workers-support";
 
 function binDir(): string {
   const base = "/usr/lib/postgresql";
@@ -117,8 +118,7 @@ export async function startPostgres(): Promise<BenchPostgres> {
       for (const d of readdirSync("/proc")) {
         if (!/^\d+$/.test(d)) continue;
         try {
-          const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-          const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+          const f = procStat(Number(d));
           if (Number(d) === postmaster || Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
         } catch {} // a backend that ended between the listing and the read
       }

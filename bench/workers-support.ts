@@ -104,10 +104,20 @@ export function percentiles(samples: number[]) {
   return { n: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s.at(-1) ?? NaN };
 }
 
+/** The fields of /proc/<pid>/stat after the command name (the state is [0]); throws when the process is gone. */
+export function procStat(pid: number): string[] {
+  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
 /** CPU time (user + system) of a process in milliseconds, from /proc. */
 export function cpuMs(pid: number): number {
-  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = procStat(pid);
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+/** Minor page faults of a process so far (memory given back and touched again, among others). */
+export function minorFaults(pid: number): number {
+  return Number(procStat(pid)[7]);
 }
