@@ -9,6 +9,7 @@ import { newOrg } from "../helpers/identity";
 import { createTaskApi, until } from "../workers/helpers";
 import { preparedWorker } from "../e2e/worker-helpers";
 import { claudeEnv, startAnthropicStandin, type AnthropicStandin } from "../helpers/anthropic-standin";
+import { inheritedEnv } from "../helpers/processes";
 
 setDefaultTimeout(180_000);
 
@@ -47,7 +48,7 @@ test("the compiled ao worker runs Claude Code through the SDK: approval asked, a
   const dataDir = join(tmp, "worker");
   await preparedWorker(s, org.orgId, dataDir);
   mkdirSync(join(tmp, "home"));
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_")));
+  const env = inheritedEnv();
   worker = Bun.spawn([ao, "worker", "--server", s.url, "--data-dir", dataDir, "--agent", "claude", "--kill-grace-ms", "500"], {
     env: { ...env, PATH: `${join(root, "node_modules", ".bin")}:${process.env.PATH}`, ...claudeEnv(standin, join(tmp, "home")) },
     stdout: "pipe",

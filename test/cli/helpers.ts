@@ -4,10 +4,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Session } from "../../src/cli/client/config";
+import { inheritedEnv } from "../helpers/processes";
 
 const root = join(import.meta.dir, "..", "..");
 const bun = join(root, "node_modules", ".bin", "bun");
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && k !== "XDG_CONFIG_HOME"));
+const baseEnv = inheritedEnv("XDG_CONFIG_HOME");
 
 export interface CliResult {
   code: number;

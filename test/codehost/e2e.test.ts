@@ -9,9 +9,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHubStandIn, type GitHubStandIn } from "../helpers/github-standin";
+import { inheritedEnv } from "../helpers/processes";
 
 const root = join(import.meta.dir, "..", "..");
-const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_LOG_FORMAT: "pretty" };
+const baseEnv = { ...inheritedEnv(), AO_LOG_FORMAT: "pretty" };
 
 let tmp: string;
 let ao: string;

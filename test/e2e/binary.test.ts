@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { onPostgres } from "../helpers/server";
+import { argvOf, environOf, inheritedEnv } from "../helpers/processes";
 
 const root = join(import.meta.dir, "..", "..");
 const journal = JSON.parse(readFileSync(join(root, "migrations", "meta", "_journal.json"), "utf8")) as { entries: unknown[] };
@@ -18,13 +19,7 @@ let ao: string;
 // The child sees no AO_* variables of ours, so only what a test passes configures it.
 // These scenarios read the log's lines as a person would (pretty); test/e2e/observe.test.ts reads the JSON.
 // Nor MIMALLOC_* (src/server/allocator.ts): the server sets those itself.
-const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && !k.startsWith("MIMALLOC_"))), AO_LOG_FORMAT: "pretty" };
-
-/** One variable of a running process's environment, as the kernel holds it. */
-function environOf(pid: number, name: string): string | undefined {
-  const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-  return entries.find((e) => e.startsWith(`${name}=`))?.slice(name.length + 1);
-}
+const baseEnv = { ...inheritedEnv(), AO_LOG_FORMAT: "pretty" };
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "ao-binary-"));
@@ -109,8 +104,8 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok", version: pkg.version });
     // The process started again in place with the allocator's settings: the same pid serves.
-    expect(environOf(s.proc.pid, "MIMALLOC_PURGE_HOLES")).toBe("0");
-    expect(readFileSync(`/proc/${s.proc.pid}/cmdline`, "utf8").split("\0").slice(0, 2)).toEqual([ao, "serve"]);
+    expect(environOf(s.proc.pid).MIMALLOC_PURGE_HOLES).toBe("0");
+    expect(argvOf(s.proc.pid).slice(0, 2)).toEqual([ao, "serve"]);
     // Elysia's compiled handlers and the OpenAPI plugin survive bytecode compilation.
     const doc = await fetch(`${base}/openapi.json`);
     expect(doc.status).toBe(200);
@@ -162,7 +157,7 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     // operator's own allocator setting is kept.
     const again = await startServe(cwd, ["--data-dir", "data"], { MIMALLOC_PURGE_HOLES: "1" });
     expect((await fetch(`http://127.0.0.1:${again.port}/api/v1/health`)).status).toBe(200);
-    expect(environOf(again.proc.pid, "MIMALLOC_PURGE_HOLES")).toBe("1");
+    expect(environOf(again.proc.pid).MIMALLOC_PURGE_HOLES).toBe("1");
     again.proc.kill("SIGINT");
     expect(await again.proc.exited).toBe(0);
     const db2 = new Database(join(data, "ao.db"), { readonly: true });

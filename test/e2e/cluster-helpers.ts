@@ -2,9 +2,10 @@
 // whose output is kept and can be waited on, an HTTP client for the API of one of the servers, and
 // a live-updates subscriber (GET /api/v1/ws) that keeps every message.
 import { OutputProcess } from "./process-helpers";
+import { inheritedEnv } from "../helpers/processes";
 
 // The children see no AO_* variables of ours: only what a test passes configures them.
-const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_"))), AO_LOG_FORMAT: "pretty" };
+const baseEnv = { ...inheritedEnv(), AO_LOG_FORMAT: "pretty" };
 
 /** A child process of the executable: stdout and stderr kept as one text, waitFor() a line in it. */
 export class AoProcess extends OutputProcess {

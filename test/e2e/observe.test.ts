@@ -7,10 +7,11 @@ import { join } from "node:path";
 import { buildExecutable } from "../../scripts/build";
 import { onPostgres } from "../helpers/server";
 import { freshDatabase } from "../helpers/postgres";
+import { inheritedEnv } from "../helpers/processes";
 
 let tmp: string;
 let ao: string;
-const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_")));
+const baseEnv = inheritedEnv();
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "ao-observe-"));

@@ -15,3 +15,23 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * This process's environment without ao's settings (AO_*), the allocator's (MIMALLOC_*, which
+ * `ao serve` sets itself) and the names in `drop`: a child started with it is configured only by
+ * what its test passes.
+ */
+export function inheritedEnv(...drop: string[]): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && !k.startsWith("MIMALLOC_") && !drop.includes(k)));
+}
+
+/** A running process's environment, as the kernel holds it. */
+export function environOf(pid: number): Record<string, string> {
+  const entries = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean);
+  return Object.fromEntries(entries.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+}
+
+/** A running process's command line, as the kernel holds it. */
+export function argvOf(pid: number): string[] {
+  return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, -1);
+}

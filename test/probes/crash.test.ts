@@ -2,11 +2,12 @@
 // clients is killed without warning; started again on the same data directory, it has every task
 // it acknowledged with a 201.
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freshDatabase } from "../helpers/postgres";
 import { onPostgres } from "../helpers/server";
+import { argvOf, environOf, inheritedEnv } from "../helpers/processes";
 
 const MAIN = join(import.meta.dir, "..", "..", "src", "main.ts");
 const CLIENTS = 8;
@@ -27,8 +28,7 @@ interface Child {
  * resolves once its JSON "listening" line names the port.
  */
 async function serve(databaseUrl: string | null): Promise<Child> {
-  const ours = (k: string) => k.startsWith("AO_") || k.startsWith("MIMALLOC_");
-  const env: Record<string, string | undefined> = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !ours(k))), AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD };
+  const env: Record<string, string | undefined> = { ...inheritedEnv(), AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD };
   if (databaseUrl) env.AO_DATABASE_URL = databaseUrl;
   const proc = Bun.spawn([process.execPath, MAIN, "serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], { env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   let text = "";
@@ -64,9 +64,8 @@ describe("kill -9 under load", () => {
       const first = await serve(databaseUrl);
       // From source too, the server started itself again in place (src/server/allocator.ts): the
       // pid being killed below is the one serving, with Bun, the script and its arguments.
-      const environ = readFileSync(`/proc/${first.proc.pid}/environ`, "utf8").split("\0");
-      expect(environ).toContain("MIMALLOC_PURGE_HOLES=0");
-      expect(readFileSync(`/proc/${first.proc.pid}/cmdline`, "utf8").split("\0").slice(0, 3)).toEqual([process.execPath, MAIN, "serve"]);
+      expect(environOf(first.proc.pid).MIMALLOC_PURGE_HOLES).toBe("0");
+      expect(argvOf(first.proc.pid).slice(0, 3)).toEqual([process.execPath, MAIN, "serve"]);
       const post = (path: string, token: string, body: unknown) =>
         fetch(first.base + path, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
       const login = await json(await fetch(first.base + "/auth/login", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email: EMAIL, password: PASSWORD }) }));

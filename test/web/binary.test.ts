@@ -7,10 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { describeBrowser, launchBrowser, usePage } from "./browser";
+import { inheritedEnv } from "../helpers/processes";
 
 const root = join(import.meta.dir, "..", "..");
 // These scenarios read the log's lines as a person would (pretty); test/e2e/observe.test.ts reads the JSON.
-const baseEnv = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AO_") && k !== "XDG_CONFIG_HOME")), AO_LOG_FORMAT: "pretty" };
+const baseEnv = { ...inheritedEnv("XDG_CONFIG_HOME"), AO_LOG_FORMAT: "pretty" };
 
 /** Reads a child's stream into a string that `until` can wait on. */
 function collect(stream: ReadableStream<Uint8Array>) {
