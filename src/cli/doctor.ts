@@ -5,7 +5,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { SQL } from "bun";
+import type { SQL } from "bun";
 import { migrationState } from "../db";
 import { postgresMigrationState } from "../db/postgres";
 import { VERSION } from "../version";
@@ -132,7 +132,7 @@ async function checkPostgres(url: string): Promise<Finding[]> {
     const u = new URL(url);
     where = `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
   } catch {}
-  const sql = new SQL(url, { max: 1, connectionTimeout: 5 });
+  const sql = new Bun.SQL(url, { max: 1, connectionTimeout: 5 });
   try {
     const [{ server }] = await sql.unsafe("SELECT current_setting('server_version') AS server");
     return [

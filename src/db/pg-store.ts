@@ -4,7 +4,7 @@
 // bound as 1 and 0, and results come back as SQLite gives them (int8 and numeric as numbers,
 // booleans as 1 and 0).
 import { AsyncLocalStorage } from "node:async_hooks";
-import { SQL } from "bun";
+import type { SQL } from "bun";
 import { drizzle, type SqliteRemoteDatabase } from "drizzle-orm/sqlite-proxy";
 import { DrizzleQueryError } from "drizzle-orm/errors";
 import { driveAsync, type Op, type Q } from "./query";
@@ -242,7 +242,7 @@ export class PgStore implements Store {
   private writers: Promise<unknown> = Promise.resolve();
 
   constructor(options: PgStoreOptions) {
-    this.sql = new SQL({ url: options.url, bigint: true, max: options.max ?? 20 });
+    this.sql = new Bun.SQL({ url: options.url, bigint: true, max: options.max ?? 20 });
     this.pool = { sql: this.sql, inWrite: false };
   }
 

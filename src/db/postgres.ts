@@ -1,6 +1,8 @@
 // Opening a PostgreSQL database: Bun's SQL client, and this build's migrations (migrations/pg,
 // from db/schema-pg.ts) applied before anything else uses it.
-import { SQL } from "bun";
+// Bun.SQL where a client is made: `import { SQL } from "bun"` would load Bun's SQL client in
+// every process at start, also on SQLite.
+import type { SQL } from "bun";
 import { NewerDatabaseError, NEWER_DATABASE } from "./index";
 import { embeddedMigrations, type EmbeddedMigration } from "./migrations.macro" with { type: "macro" };
 
@@ -19,7 +21,7 @@ const RECORD = "INSERT INTO __drizzle_migrations (hash, created_at) VALUES ($1, 
 
 /** Connects, applies pending migrations in one transaction, refuses a database of a newer ao. */
 export async function openPostgres(url: string): Promise<SQL> {
-  const sql = new SQL(url);
+  const sql = new Bun.SQL(url);
   try {
     await sql.begin(async (tx) => {
       await tx.unsafe(LOCK_MIGRATIONS);

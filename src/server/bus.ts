@@ -15,7 +15,7 @@
 // - Messages published while a NOTIFY is on its way leave together in the next one (a JSON array
 //   of envelopes, under PostgreSQL's size limit): one round trip and one notification for many
 //   changes under load, in the same order.
-import { SQL } from "bun";
+import type { SQL } from "bun";
 import type { Logger } from "./core";
 
 export type Handler = (payload: any) => void;
@@ -128,7 +128,7 @@ export function localBus(log: Logger): Bus {
 export function postgresBus(url: string, instanceId: string, log: Logger): Bus {
   const handlers = new Handlers(log);
   // One connection sends (so NOTIFYs leave in order); Bun's LISTEN takes a dedicated one of its own.
-  const sql = new SQL(url, { max: 1, connection: { application_name: `ao bus ${instanceId}` } });
+  const sql = new Bun.SQL(url, { max: 1, connection: { application_name: `ao bus ${instanceId}` } });
   // Envelopes not sent yet (JSON, with their size), and the send in progress: one at a time, in
   // publish order; what was published meanwhile leaves in the next (a failed send stops nothing).
   const unsent: { text: string; bytes: number }[] = [];

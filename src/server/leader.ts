@@ -6,7 +6,7 @@
 // not answer, steps down at once, so two servers lead together only while PostgreSQL has not yet
 // noticed a dead connection that the old leader has already given up.
 import { createHash } from "node:crypto";
-import { SQL, type ReservedSQL } from "bun";
+import type { ReservedSQL, SQL } from "bun";
 import type { Logger } from "./core";
 
 export interface Leadership {
@@ -124,7 +124,7 @@ class Contender implements Leadership {
     const session: Session = {
       conn: null,
       lost: false,
-      sql: new SQL(this.url, {
+      sql: new Bun.SQL(this.url, {
         max: 1,
         connection: {
           application_name: `ao leader ${this.name}`,
