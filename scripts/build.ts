@@ -7,12 +7,19 @@ import { dirname, join, resolve } from "node:path";
 
 const root = join(import.meta.dir, "..");
 
+/**
+ * The program, and the worker as an entry point of its own: `ao worker` alone loads it (src/main.ts,
+ * WORKER_ENTRY), so the bundle every command loads at start, the server's included, is without it
+ * and the agents' SDKs.
+ */
+export const ENTRYPOINTS = [join(root, "src", "main.ts"), join(root, "src", "worker", "index.ts")];
+
 export async function buildExecutable(outfile = join(root, "dist", "ao")): Promise<string> {
   outfile = resolve(outfile);
   mkdirSync(dirname(outfile), { recursive: true });
   rmSync(outfile, { force: true });
   const result = await Bun.build({
-    entrypoints: [join(root, "src", "main.ts")],
+    entrypoints: ENTRYPOINTS,
     target: "bun",
     format: "esm",
     bytecode: true,

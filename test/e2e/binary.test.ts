@@ -95,6 +95,12 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     expect(unknown.stderr).toContain("unknown command 'no-such-command'");
   });
 
+  test("loads the worker, an entry point of its own inside the executable, from an empty directory", async () => {
+    const r = await run(workdir("worker"), ["worker", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.stdout + r.stderr).toContain("usage: ao worker --server URL");
+  });
+
   test("serves, answers health and the healthcheck, and stops cleanly on SIGTERM", async () => {
     const cwd = workdir("serve");
     const s = await startServe(cwd, ["--data-dir", "data"]);
