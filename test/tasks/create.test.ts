@@ -4,6 +4,8 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "./fixtures";
 import { LINE_MESSAGE } from "../../src/lib/text";
 import { all, get } from "../../src/db/query";
+import { Value } from "@sinclair/typebox/value";
+import { TaskRecord } from "../../src/modules/tasks/model";
 
 let s: TestServer;
 let w: World;
@@ -72,6 +74,19 @@ describe("create a task", () => {
     expect(r.status).toBe(201);
     expect(r.body.createdBy.type).toBe("token");
     expect(r.body.createdBy.id).toMatch(/^tok_/);
+  });
+
+  // The create's answer is documented but not checked by Elysia on the way out (for speed): this
+  // checks it against the schema of the OpenAPI document, for each kind and kind of caller.
+  test("every create answers a task record as the OpenAPI document describes it, without other fields", async () => {
+    const bodies = [base(), { ...base(), kind: "review", review: { base: "main", head: "feature/y" } }, { ...base(), kind: "plan", priority: "URGENT" }];
+    for (const body of bodies) {
+      for (const token of [w.owner.accessToken, w.ownerToken]) {
+        const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token, body });
+        expect(r.status).toBe(201);
+        expect([...Value.Errors(TaskRecord, r.body)].map((e) => `${e.path}: ${e.message}`)).toEqual([]);
+      }
+    }
   });
 
   // Each row: a body that must be refused with 400 validation_failed naming the field.
