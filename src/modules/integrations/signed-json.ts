@@ -1,16 +1,15 @@
 // Signed JSON deliveries (SPEC §9): the body is the task itself, {title, prompt, priority?, kind?,
 // review?, ref?}. The delivery id and the signed request itself dedupe (inbound.ts): the same
 // body signed anew (another t) is another task.
-import { lazyCheck } from "../../lib/checks";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { fieldErrors, invalid } from "../../server/errors";
 import { checkKindAndReview } from "../tasks/service";
 import { SignedJsonBody } from "./model";
 import type { Interpretation } from "./interpret";
 
-const checkBody = lazyCheck(SignedJsonBody);
+const check = TypeCompiler.Compile(SignedJsonBody);
 
 export function interpretSignedJson(payload: unknown): Interpretation {
-  const check = checkBody();
   if (!check.Check(payload)) {
     const details = fieldErrors(check.Errors(payload));
     throw invalid("the delivery body is invalid", details);
