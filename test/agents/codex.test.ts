@@ -2,7 +2,7 @@
 // stand-in model calls its shell and apply_patch tools; the adapter puts each ask to the policy or
 // to the (recorded) person, and the answers go back on the same thread.
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
@@ -159,8 +159,37 @@ test("commands run in Codex's sandbox: the checkout and the artifacts directory 
   expect(existsSync(join(workdir, "inside.txt"))).toBe(true);
   expect(existsSync(join(ctx.artifactsDir, "report.md"))).toBe(true);
   expect(existsSync(outside)).toBe(false);
-  const done = ctx.events.find((e) => e.type === "tool" && e.data.status !== "started")!.data;
-  expect(done.output).toContain(`touch: cannot touch '${outside}': Read-only file system`);
+  // Codex tells the model what the sandbox refused, and runs it no second time outside it. It
+  // reports no completion for the refused command: the timeline closes it as failed.
+  expect(standIn.toolOutput("call_exec_1_0")).toContain(`touch: cannot touch '${outside}': Read-only file system`);
+  expect(ctx.events.filter((e) => e.type === "tool").map((e) => e.data.status)).toEqual(["started", "failed"]);
+});
+
+test("commands cannot read Codex's own home (its sign-in), approved or not, and are not re-run outside the sandbox", async () => {
+  standIn = startOpenAIStandIn();
+  const home = join(tmp, `case-${n + 1}`, "codex-home");
+  standIn.push({ items: [{ exec: `cat ${home}/config.toml > leaked.txt` }] }, { items: [{ message: "Tried." }] });
+  const { ctx, run, workdir } = start({ standIn, policy: { allow: ["shell"] } });
+  expect(ctx.env.CODEX_HOME).toBe(home);
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(readFileSync(join(home, "config.toml"), "utf8")).toContain("model_provider");
+  expect(existsSync(join(workdir, "leaked.txt")) ? readFileSync(join(workdir, "leaked.txt"), "utf8") : "").not.toContain("model_provider");
+  expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
+});
+
+test("a sandbox_mode in Codex's own config does not loosen ao's profile: a write outside the checkout is still refused", async () => {
+  standIn = startOpenAIStandIn();
+  const outside = join(tmp, `outside-${n + 1}.txt`);
+  standIn.push({ items: [{ exec: `touch ${outside} inside.txt` }] }, { items: [{ message: "Tried." }] });
+  const dir = join(tmp, `case-${++n}`);
+  const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn, policy: { allow: ["shell"] } });
+  const config = join(dir, "codex-home", "config.toml");
+  writeFileSync(config, `sandbox_mode = "danger-full-access"\n${readFileSync(config, "utf8")}`);
+  const run = codexAgent(CODEX_BIN).start(ctx);
+  runs.push(run);
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(existsSync(join(ctx.workdir, "inside.txt"))).toBe(true);
+  expect(existsSync(outside)).toBe(false);
 });
 
 test("a command Codex parsed as reading a file is a read: the built-in rules let it run without asking anyone", async () => {
@@ -217,6 +246,7 @@ test("a turn the model API fails: one error event with Codex's account of it, an
   standIn = startOpenAIStandIn();
   standIn.push({ items: [], error: { status: 400, type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model." } });
   const { ctx, run } = start({ standIn });
+  console.log("DBGX", JSON.stringify(await run.exited), JSON.stringify(ctx.events.filter((e) => e.type !== "log")).slice(0, 800), JSON.stringify(ctx.events.filter((e) => e.type === "log").map((e) => e.data.line).filter((l) => !/INFO|DEBUG/.test(l))).slice(0, 800));
   expect((await run.exited).code).not.toBe(0);
   const errors = ctx.events.filter((e) => e.type === "error").map((e) => e.data.message);
   // Codex words the API's error its own way; it is on the timeline once.

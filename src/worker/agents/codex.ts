@@ -6,6 +6,7 @@
 // Codex's own questions (request_user_input) become needs_input; `input` while it works is steered
 // into the running turn. (@openai/codex-sdk only wraps `codex exec`, which cannot ask anything.)
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { VERSION } from "../../version";
 import { decidedBy, type ToolCall } from "../policy";
@@ -57,6 +58,8 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   const followUps: string[] = [];
   /** Steers on their way: a turn that ends meanwhile waits for their answers before the attempt ends. */
   const steering = new Set<Promise<void>>();
+  /** Commands Codex started and has not completed, by id. */
+  const running = new Map<string, any>();
   /** The fileChange items by id: an apply-patch approval names only the item. */
   const fileItems = new Map<string, any>();
   /** Items Codex asked about: the others it ran on its own judgement. */
@@ -93,9 +96,15 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     await rpc.request("initialize", { clientInfo: { name: "ao", title: "ao worker", version: VERSION }, capabilities: { experimentalApi: true, requestAttestation: false } });
     rpc.notify("initialized");
     // Commands write to the checkout and to the artifacts directory, not to /tmp or $TMPDIR as
-    // Codex's workspace-write sandbox allows by default (other tasks' checkouts may live there).
-    const sandboxConfig = { writable_roots: [ctx.artifactsDir], exclude_slash_tmp: true, exclude_tmpdir_env_var: true };
-    const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", sandbox: "workspace-write", config: { sandbox_workspace_write: sandboxConfig } };
+    // Codex's :workspace allows (other tasks' checkouts may live there). This is a permission
+    // profile rather than the older sandbox_mode settings, for its "deny" entry. Under `untrusted`,
+    // Codex re-runs a command its sandbox refused without the sandbox, and does not ask again once
+    // the command was approved. A profile that denies a read never runs a command outside the
+    // sandbox (Codex's `unsandboxed_execution_allowed`): an approval stays an approval to run
+    // confined. What it denies: Codex's own home, where its sign-in lives.
+    const codexHome = ctx.env.CODEX_HOME || join(ctx.env.HOME || homedir(), ".codex");
+    const profile = { extends: ":workspace", filesystem: { ":slash_tmp": "read", ":tmpdir": "read", [ctx.artifactsDir]: "write", [codexHome]: "deny" } };
+    const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", config: { default_permissions: "ao", permissions: { ao: profile } } };
     const file = threadFile(ctx.workdir);
     let started: any = null;
     if (ctx.claim.runMode === "continue" && existsSync(file)) {
@@ -110,6 +119,12 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     if (!started) {
       started = await rpc.request("thread/start", settings);
       ctx.emit("log", { stream: "agent", line: `codex thread ${started.thread.id} started (model ${started.model})` });
+    }
+    // A Codex too old for permission profiles (the worker runs the codex on its PATH) would ignore the
+    // profile and run commands by its own settings: no turn starts then. (Codex 0.169 keeps the
+    // thread's profile over a sandbox_mode in its config, as a test checks, and over -c flags.)
+    if (started.activePermissionProfile?.id !== "ao") {
+      throw new Error("Codex did not take ao's permission profile (is the codex on PATH too old for permission profiles?): no command runs unless confined as ao sets it");
     }
     threadId = started.thread.id as string;
     model = started.model ?? null;
@@ -159,6 +174,9 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
         return;
       case "turn/completed": {
         turnId = null;
+        // A command the sandbox refused gets no item/completed from Codex: it is closed as failed.
+        for (const item of running.values()) mapCodexItem("completed", { ...item, status: "failed", aggregatedOutput: "", exitCode: null }, ctx.workdir, ctx);
+        running.clear();
         const turn = params.turn ?? {};
         if (turn.status === "failed") {
           const message = String(turn.error?.message ?? "the codex turn failed");
@@ -173,6 +191,10 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
       case "item/completed": {
         const item = params.item ?? {};
         if (item.type === "fileChange" && item.id) fileItems.set(item.id, item);
+        if (item.type === "commandExecution" && item.id) {
+          if (method === "item/started") running.set(item.id, item);
+          else running.delete(item.id);
+        }
         // Commands Codex knows to be read-only (ls, cat, grep, git status...) run without asking:
         // the timeline still says who let them run.
         if (method === "item/completed" && item.type === "commandExecution" && item.source === "agent" && item.status !== "declined" && !asked.has(item.id)) {
