@@ -2,7 +2,7 @@
 // stand-in model calls its shell and apply_patch tools; the adapter puts each ask to the policy or
 // to the (recorded) person, and the answers go back on the same thread.
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
@@ -296,4 +296,21 @@ test("a retry that continues resumes the same Codex thread, and counts only its 
   // The model sees the first attempt's conversation.
   expect(JSON.stringify(standIn.requests[1].body.input)).toContain("First attempt: looked around.");
   expect(ctx.usages.at(-1)).toMatchObject({ inputTokens: 1000, cacheReadTokens: 3000, outputTokens: 10 });
+});
+
+// Last in the file: Codex's sandboxed file-system helpers run in a session of their own, and some
+// outlived their app-server until the adapter ended them (killSandboxHelpers in codex.ts).
+test("no sandbox helper of these runs outlives its app-server", async () => {
+  const ours = () =>
+    readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          const cmdline = readFileSync(`/proc/${p}/cmdline`, "latin1");
+          return cmdline.includes(tmp) && cmdline.includes("--codex-run-as-fs-helper");
+        } catch {
+          return false;
+        }
+      });
+  expect(ours()).toEqual([]);
 });
