@@ -246,7 +246,6 @@ test("a turn the model API fails: one error event with Codex's account of it, an
   standIn = startOpenAIStandIn();
   standIn.push({ items: [], error: { status: 400, type: "invalid_request_error", code: "context_length_exceeded", message: "Your input exceeds the context window of this model." } });
   const { ctx, run } = start({ standIn });
-  console.log("DBGX", JSON.stringify(await run.exited), JSON.stringify(ctx.events.filter((e) => e.type !== "log")).slice(0, 800), JSON.stringify(ctx.events.filter((e) => e.type === "log").map((e) => e.data.line).filter((l) => !/INFO|DEBUG/.test(l))).slice(0, 800));
   expect((await run.exited).code).not.toBe(0);
   const errors = ctx.events.filter((e) => e.type === "error").map((e) => e.data.message);
   // Codex words the API's error its own way; it is on the timeline once.
