@@ -9,6 +9,7 @@ import { codexAgent } from "../../src/worker/agents/codex";
 import type { AgentRun } from "../../src/worker/agents/types";
 import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { alive } from "../e2e/worker-helpers";
+import { argvOf } from "../helpers/processes";
 import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
 
 let tmp: string;
@@ -27,11 +28,12 @@ afterEach(async () => {
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A fresh stand-in, checkout and CODEX_HOME; the adapter started on them. */
-function start(opts: Partial<Parameters<typeof recordingContext>[0]> = {}) {
+/** A fresh stand-in, checkout and CODEX_HOME; the adapter started on them (after `prepare` saw the home). */
+function start(opts: Partial<Parameters<typeof recordingContext>[0]> = {}, prepare?: (home: string) => void) {
   const dir = join(tmp, `case-${++n}`);
   standIn = opts.standIn ?? startOpenAIStandIn();
   const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn, ...opts });
+  prepare?.(join(dir, "codex-home"));
   const run = codexAgent(CODEX_BIN).start(ctx);
   runs.push(run);
   return { ctx, run, workdir: ctx.workdir };
@@ -181,14 +183,12 @@ test("a sandbox_mode in Codex's own config does not loosen ao's profile: a write
   standIn = startOpenAIStandIn();
   const outside = join(tmp, `outside-${n + 1}.txt`);
   standIn.push({ items: [{ exec: `touch ${outside} inside.txt` }] }, { items: [{ message: "Tried." }] });
-  const dir = join(tmp, `case-${++n}`);
-  const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn, policy: { allow: ["shell"] } });
-  const config = join(dir, "codex-home", "config.toml");
-  writeFileSync(config, `sandbox_mode = "danger-full-access"\n${readFileSync(config, "utf8")}`);
-  const run = codexAgent(CODEX_BIN).start(ctx);
-  runs.push(run);
+  const { run, workdir } = start({ standIn, policy: { allow: ["shell"] } }, (home) => {
+    const config = join(home, "config.toml");
+    writeFileSync(config, `sandbox_mode = "danger-full-access"\n${readFileSync(config, "utf8")}`);
+  });
   expect(await run.exited).toEqual({ code: 0, signal: null });
-  expect(existsSync(join(ctx.workdir, "inside.txt"))).toBe(true);
+  expect(existsSync(join(workdir, "inside.txt"))).toBe(true);
   expect(existsSync(outside)).toBe(false);
 });
 
@@ -305,8 +305,8 @@ test("no sandbox helper of these runs outlives its app-server", async () => {
       .filter((p) => /^\d+$/.test(p))
       .filter((p) => {
         try {
-          const cmdline = readFileSync(`/proc/${p}/cmdline`, "latin1");
-          return cmdline.includes(tmp) && cmdline.includes("--codex-run-as-fs-helper");
+          const argv = argvOf(Number(p));
+          return argv.some((a) => a.includes(tmp)) && argv.includes("--codex-run-as-fs-helper");
         } catch {
           return false;
         }
