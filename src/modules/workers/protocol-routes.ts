@@ -1,6 +1,7 @@
 // The worker protocol over HTTP (SPEC §7): pairing from the worker's side, then claim,
 // transition, events and artifact uploads of the attempts it holds.
 import { Elysia, t } from "elysia";
+import { CloneType, type TSchema } from "@sinclair/typebox";
 import type { Core } from "../../server/core";
 import { storeArtifact } from "../tasks/artifacts";
 import { clientIp } from "../auth/http";
@@ -31,6 +32,14 @@ import { ApiError } from "../../server/errors";
 
 const tags = ["worker protocol"];
 const TaskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) });
+
+/**
+ * A copy of a request schema for Elysia. When it first compiles a route (at the route's first
+ * request), Elysia's normalisation sets `additionalProperties: false` on the body schema it was
+ * given, in place. The worker socket (socket-requests.ts) checks the same requests with the shared
+ * schemas; on a copy, what it compiles, and when, does not depend on which HTTP route ran first.
+ */
+const elysiasOwn = <T extends TSchema>(schema: T): T => CloneType(schema);
 
 export default (core: Core) =>
   new Elysia({ name: "workers-protocol", seed: core.instanceId })
@@ -69,7 +78,7 @@ export default (core: Core) =>
     .post("/worker/tasks/:taskId/claim", async ({ worker, params, body }) => withRepositoryTokens(core, worker.org_id, await claimTask(core, worker, params.taskId, body.offerId)), {
       worker: true,
       params: TaskParams,
-      body: ClaimRequest,
+      body: elysiasOwn(ClaimRequest),
       response: { 200: ClaimResult, ...errors, 409: ErrorBody },
       detail: {
         summary: "Claim an offered task",
@@ -81,7 +90,7 @@ export default (core: Core) =>
     .post("/worker/tasks/:taskId/transition", ({ worker, params, body }) => transitionTask(core, worker, params.taskId, body), {
       worker: true,
       params: TaskParams,
-      body: TransitionRequest,
+      body: elysiasOwn(TransitionRequest),
       response: { 200: t.Object({ status: t.String(), attempt: t.Integer() }), ...errors, 409: ErrorBody },
       detail: {
         summary: "Report where the attempt went",
@@ -92,7 +101,7 @@ export default (core: Core) =>
     .post("/worker/tasks/:taskId/events", ({ worker, params, body }) => appendEvents(core, worker, params.taskId, body), {
       worker: true,
       params: TaskParams,
-      body: EventsRequest,
+      body: elysiasOwn(EventsRequest),
       response: { 200: EventsResult, ...errors, 409: ErrorBody },
       detail: { summary: "Append timeline events of the attempt", description: "Idempotent per (attempt, seq): resent events are skipped.", tags },
     })
