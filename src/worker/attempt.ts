@@ -19,6 +19,8 @@ export interface AttemptDeps {
   client: WorkerClient;
   agent: Agent;
   runsDir: string;
+  /** Files the agent's commands must not read (AgentContext.unreadable). */
+  unreadable: string[];
   killGraceMs: number;
   log(line: string): void;
 }
@@ -211,6 +213,7 @@ export class Attempt {
         claim: this.claim,
         workdir: checkout.workdir,
         artifactsDir,
+        unreadable: this.deps.unreadable,
         env,
         instructions: instructionsFor(this.claim),
         emit: (type, data) => this.sink.push(type, data),

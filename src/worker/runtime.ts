@@ -9,6 +9,7 @@ import { Attempt } from "./attempt";
 import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
 import { killOrphan } from "./orphans";
+import { credentialPath } from "./credential";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
@@ -173,7 +174,7 @@ export class WorkerRuntime {
       const agent = this.agentFor(claim);
       this.say(`ao worker: ${claim.task.id} runs with ${agent.name}`);
       const attempt = new Attempt(
-        { client: this.client, agent, runsDir: this.runsDir, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        { client: this.client, agent, runsDir: this.runsDir, unreadable: [credentialPath(this.options.dataDir)], killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
       const key = `${claim.task.id}:${claim.attempt}`;

@@ -55,6 +55,7 @@ function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string;
     },
     workdir,
     artifactsDir: join(workdir, "..", "artifacts"),
+    unreadable: [],
     env: { ...(process.env as Record<string, string>), ...claudeEnv(standin, home) },
     instructions: opts.prompt ?? "Create the file made-by-claude.txt",
     emit: (type, data) => void rec.events.push({ type, data }),

@@ -21,7 +21,7 @@ export interface Recording extends AgentContext {
   until<T>(find: () => T | undefined | null | false, ms?: number): Promise<T>;
 }
 
-export function recordingContext(opts: { workdir: string; home: string; standIn: OpenAIStandIn; policy?: AgentPolicy; runMode?: "fresh" | "continue"; kind?: "task" | "plan"; instructions?: string }): Recording {
+export function recordingContext(opts: { workdir: string; home: string; standIn: OpenAIStandIn; policy?: AgentPolicy; runMode?: "fresh" | "continue"; kind?: "task" | "plan"; instructions?: string; unreadable?: string[] }): Recording {
   const { env } = codexHome(opts.home, opts.standIn);
   const events: Recording["events"] = [];
   const asks: Recording["asks"] = [];
@@ -34,6 +34,7 @@ export function recordingContext(opts: { workdir: string; home: string; standIn:
     claim,
     workdir: opts.workdir,
     artifactsDir,
+    unreadable: opts.unreadable ?? [],
     env: { ...(process.env as Record<string, string>), ...env, AO_ARTIFACTS_DIR: artifactsDir },
     instructions: opts.instructions ?? "# Make the files\n\nCreate the files the task needs.",
     emit: (type, data) => void events.push({ type, data }),

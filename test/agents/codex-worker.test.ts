@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { credentialPath } from "../../src/worker/credential";
 import { alive, bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 
 let s: TestServer;
@@ -148,6 +149,21 @@ test("the project policy allows a command: it runs without asking anyone, and th
     { tool: "exec_command", kind: "shell", subject: "touch allowed.txt", decision: "allow", by: "policy", rule: "shell:touch *" },
   ]);
   expect(ev.some((e) => e.type === "status" && e.data?.to === "needs_approval")).toBe(false);
+});
+
+test("a command cannot read the worker's credential, though it runs as the worker's user", async () => {
+  const p = await project({ agent: { allow: ["shell"] } });
+  const g = gate();
+  const before = standIn.requests.length;
+  const credential = credentialPath(dataDir);
+  expect(readFileSync(credential, "utf8")).toContain("aow_");
+  standIn.push({ items: [{ exec: `cat ${credential} > leaked.txt; echo ran > ran.txt` }] }, { items: [{ message: "Done." }], hold: g.held });
+  const t = await createTaskApi(s, p, { title: "Read the credential", prompt: "Copy the worker's credential" });
+  await standIn.waitForRequest(before + 2);
+  expect(readFileSync(join(workdir(t.id), "ran.txt"), "utf8")).toBe("ran\n");
+  expect(readFileSync(join(workdir(t.id), "leaked.txt"), "utf8")).not.toContain("aow_");
+  g.open();
+  await waitStatus(p, t.id, "completed");
 });
 
 test("input on a running task is a follow-up Codex reads in the same turn", async () => {

@@ -2,10 +2,11 @@
 // stand-in model calls its shell and apply_patch tools; the adapter puts each ask to the policy or
 // to the (recorded) person, and the answers go back on the same thread.
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
+import { credentialPath } from "../../src/worker/credential";
 import type { AgentRun } from "../../src/worker/agents/types";
 import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { alive } from "../e2e/worker-helpers";
@@ -177,6 +178,23 @@ test("commands cannot read Codex's own home (its sign-in), approved or not, and 
   expect(readFileSync(join(home, "config.toml"), "utf8")).toContain("model_provider");
   expect(existsSync(join(workdir, "leaked.txt")) ? readFileSync(join(workdir, "leaked.txt"), "utf8") : "").not.toContain("model_provider");
   expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
+});
+
+test("commands cannot read the files the worker names unreadable (its credential)", async () => {
+  standIn = startOpenAIStandIn();
+  const dataDir = join(tmp, `worker-data-${n + 1}`);
+  mkdirSync(dataDir, { recursive: true });
+  const credential = credentialPath(dataDir);
+  writeFileSync(credential, JSON.stringify({ credential: "aow_secret_value" }), { mode: 0o600 });
+  const beside = join(dataDir, "readable.txt");
+  writeFileSync(beside, "not secret");
+  standIn.push({ items: [{ exec: `cat ${credential} > leaked.txt; cat ${beside} > beside.txt` }] }, { items: [{ message: "Tried." }] });
+  const { run, workdir } = start({ standIn, policy: { allow: ["shell"] }, unreadable: [credential] });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(readFileSync(join(workdir, "leaked.txt"), "utf8")).not.toContain("aow_secret_value");
+  expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
+  // Only the file: the rest of the worker's directory reads as before.
+  expect(readFileSync(join(workdir, "beside.txt"), "utf8")).toBe("not secret");
 });
 
 test("a sandbox_mode in Codex's own config does not loosen ao's profile: a write outside the checkout is still refused", async () => {

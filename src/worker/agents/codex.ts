@@ -102,9 +102,11 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     // Codex re-runs a command its sandbox refused without the sandbox, and does not ask again once
     // the command was approved. A profile that denies a read never runs a command outside the
     // sandbox (Codex's `unsandboxed_execution_allowed`): an approval stays an approval to run
-    // confined. What it denies: Codex's own home, where its sign-in lives.
+    // confined. What it denies: Codex's own home, where its sign-in lives, and the worker's
+    // credential (ctx.unreadable).
     const codexHome = ctx.env.CODEX_HOME || join(ctx.env.HOME || homedir(), ".codex");
-    const profile = { extends: ":workspace", filesystem: { ":slash_tmp": "read", ":tmpdir": "read", [ctx.artifactsDir]: "write", [codexHome]: "deny" } };
+    const denied = Object.fromEntries([codexHome, ...ctx.unreadable].map((path) => [path, "deny"]));
+    const profile = { extends: ":workspace", filesystem: { ":slash_tmp": "read", ":tmpdir": "read", [ctx.artifactsDir]: "write", ...denied } };
     const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", config: { default_permissions: "ao", permissions: { ao: profile } } };
     const file = threadFile(ctx.workdir);
     let started: any = null;

@@ -23,6 +23,12 @@ export interface AgentContext {
   workdir: string;
   /** Files left here are uploaded as artifacts; a plan task writes plan.json here. */
   artifactsDir: string;
+  /**
+   * Files the agent's commands must not read: the worker's credential. Codex's sandbox denies them;
+   * Claude Code and exec run commands as the worker's user, without a sandbox (README, "Agents
+   * and the worker's own files").
+   */
+  unreadable: string[];
   /** The environment for the agent process (the worker's own, plus AO_* variables). */
   env: Record<string, string>;
   /** The full instructions: title, prompt, project knowledge, review refs. */
