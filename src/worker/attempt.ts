@@ -220,7 +220,7 @@ export class Attempt {
         // Cut to what the server takes: a too long text would have the whole transition refused.
         summary: (text) => void (this.summary = clipText(text, MAX_SUMMARY)),
         ask: (kind, message) => void this.transition({ to: kind === "input" ? "needs_input" : "needs_approval", needs: { message: clipText(message, MAX_NEEDS) } }),
-        decide: (call) => decideTool(agentPolicyOf(this.claim.project.policy), checkout.workdir, call),
+        decide: (call) => decideTool(agentPolicyOf(this.claim.project.policy), checkout.workdir, call, this.deps.unreadable),
         usage: (u) => this.onUsage(u),
       });
       // A worker killed mid-attempt finds this at its next start and ends the orphaned agent.

@@ -19,7 +19,12 @@ export interface ToolDecision {
   rule: string | null;
   /** The project's policy, or the built-in rules (decidedBy names them for the timeline). */
   by: "policy" | "default";
+  /** Why, when the rules alone do not say it (a refusal of an unreadable file); told to the agent. */
+  reason?: string;
 }
+
+/** Why a file tool may not touch an unreadable path, as the agent and the timeline read it. */
+export const UNREADABLE_REASON = "it is or holds the worker's credential, which no agent may read";
 
 /** Who decided, as the timeline's decision events name it: "policy" or "built-in rules". */
 export function decidedBy(d: ToolDecision): "policy" | "built-in rules" {
@@ -53,7 +58,16 @@ function builtIn(call: ToolCall, workdir: string): ToolDecision["decision"] {
   return "ask";
 }
 
-export function decideTool(policy: AgentPolicy | undefined, workdir: string, call: ToolCall): ToolDecision {
+/**
+ * `unreadable`: files no file tool may touch whatever the policy says (the worker's credential,
+ * AgentContext.unreadable): a read, search or edit of one of them, or a search or listing of a
+ * directory holding one, is refused by the built-in rules.
+ */
+export function decideTool(policy: AgentPolicy | undefined, workdir: string, call: ToolCall, unreadable: readonly string[] = []): ToolDecision {
+  if (call.path !== undefined && (call.kind === "read" || call.kind === "search" || call.kind === "edit")) {
+    const path = call.path;
+    if (unreadable.some((u) => insideDir(u, path) || insideDir(path, u))) return { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
+  }
   for (const decision of ["deny", "ask", "allow"] as const) {
     const rule = policy?.[decision]?.find((r) => matches(r, call));
     if (rule !== undefined) return { decision, rule, by: "policy" };

@@ -36,7 +36,7 @@ interface Recorded {
 
 let n = 0;
 /** A run of the real CLI in a fresh checkout, against a stand-in answering from `script`. */
-function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; args?: string[]; onAsk?: (kind: string, message: string) => void } = {}) {
+function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; args?: string[]; onAsk?: (kind: string, message: string) => void; unreadable?: string[] } = {}) {
   const standin = startAnthropicStandin(script);
   standins.push(standin);
   const home = opts.home ?? join(tmp, `home-${++n}`);
@@ -55,7 +55,7 @@ function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string;
     },
     workdir,
     artifactsDir: join(workdir, "..", "artifacts"),
-    unreadable: [],
+    unreadable: opts.unreadable ?? [],
     env: { ...(process.env as Record<string, string>), ...claudeEnv(standin, home) },
     instructions: opts.prompt ?? "Create the file made-by-claude.txt",
     emit: (type, data) => void rec.events.push({ type, data }),
@@ -65,7 +65,7 @@ function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string;
       for (const w of asked.splice(0)) w({ kind, message });
       opts.onAsk?.(kind, message);
     },
-    decide: (call) => decideTool(opts.policy, workdir, call),
+    decide: (call) => decideTool(opts.policy, workdir, call, opts.unreadable),
     usage: (u) => void rec.usage.push(u),
   };
   const run = claudeAgent(CLAUDE, opts.args ?? []).start(ctx);
@@ -184,6 +184,31 @@ describe("claude: approvals", () => {
     const edit = rec.events.find((e) => e.type === "edit")!.data;
     expect(edit).toMatchObject({ path: file, tool: "Edit" });
     expect(edit.diff).toContain("-return a - b;\n+return a + b;");
+  });
+
+  test("Read is refused the worker's credential, even under a policy that allows every read", async () => {
+    const dataDir = join(tmp, "worker-data");
+    mkdirSync(dataDir, { recursive: true });
+    const credential = join(dataDir, "credential.json");
+    writeFileSync(credential, JSON.stringify({ credential: "aow_secret_value" }), { mode: 0o600 });
+    const { run, rec, standin } = startRun(
+      [
+        { content: [{ type: "tool_use", name: "Read", input: { file_path: credential } }] },
+        { content: [text("I could not read it.")] },
+      ],
+      { policy: { allow: ["read"] }, unreadable: [credential] },
+    );
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(rec.asks).toEqual([]);
+    const reason = "it is or holds the worker's credential, which no agent may read";
+    expect(decisions(rec)).toEqual([
+      { tool: "Read", kind: "read", subject: credential, decision: "deny", rule: null, by: "built-in rules", reason },
+    ]);
+    const refused = toolResults(standin.mainRequests()[1].body)[0];
+    expect(refused.is_error).toBe(true);
+    expect(resultText(refused)).toBe(`Refused: ${reason}.`);
+    expect(JSON.stringify(standin.mainRequests().map((r) => r.body))).not.toContain("aow_secret_value");
+    expect(readFileSync(credential, "utf8")).toContain("aow_secret_value");
   });
 
   test("--agent-args reach the CLI (a model), but cannot lift the asking (a permission mode is ao's own)", async () => {

@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
 import { AgentPolicy } from "../../src/protocol/policy";
-import { agentPolicyOf, decideTool, type ToolCall } from "../../src/worker/policy";
+import { agentPolicyOf, decideTool, UNREADABLE_REASON, type ToolCall, type ToolDecision } from "../../src/worker/policy";
 
 const workdir = "/runs/t1/work";
 const shell = (command: string): ToolCall => ({ kind: "shell", name: "Bash", subject: command });
@@ -82,5 +82,29 @@ describe("the policy's shape", () => {
     expect(agentPolicyOf({ agent: { allow: ["read"] } })).toEqual({ allow: ["read"] });
     expect(agentPolicyOf({})).toBeUndefined();
     expect(agentPolicyOf({ agent: ["read"] })).toBeUndefined();
+  });
+});
+
+describe("files the worker names unreadable (its credential)", () => {
+  const credential = "/home/w/.local/share/ao-worker/credential.json";
+  const read = (path: string): ToolCall => ({ kind: "read", name: "Read", subject: path, path });
+  const search = (path: string): ToolCall => ({ kind: "search", name: "Grep", subject: path, path });
+  const everything: AgentPolicy = { allow: ["read", "search", "edit"], default: "allow" };
+  const refused: ToolDecision = { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
+  test("reading, searching or editing the file is refused, whatever the policy allows", () => {
+    for (const call of [read(credential), search(credential), edit(credential)]) {
+      expect(decideTool(undefined, workdir, call, [credential])).toEqual(refused);
+      expect(decideTool(everything, workdir, call, [credential])).toEqual(refused);
+    }
+  });
+  test("so is a search or listing of a directory that holds it", () => {
+    expect(decideTool(everything, workdir, search("/home/w/.local/share/ao-worker"), [credential])).toEqual(refused);
+    expect(decideTool(everything, workdir, read("/home/w"), [credential])).toEqual(refused);
+  });
+  test("its neighbours, and calls without a path, are decided as before", () => {
+    expect(decideTool(undefined, workdir, read("/home/w/.local/share/ao-worker/runs/t1/work/a.ts"), [credential]).decision).toBe("allow");
+    expect(decideTool(undefined, workdir, read(`${credential}.bak`), [credential]).decision).toBe("allow");
+    expect(decideTool(undefined, workdir, { kind: "search", name: "Grep", subject: "TODO" }, [credential]).decision).toBe("allow");
+    expect(decideTool(undefined, workdir, shell(`cat ${credential}`), [credential]).decision).toBe("ask");
   });
 });

@@ -148,10 +148,10 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         const call = toolCallOf(input.tool_name, toolInput, ctx.workdir);
         let d = ctx.decide(call);
         if (d.by === "default" && BOOKKEEPING.has(call.name)) d = { decision: "allow", rule: null, by: "default" };
-        decisionEvent(call, d.decision, d.rule, by(d));
+        decisionEvent(call, d.decision, d.rule, by(d), d.reason);
         if (d.decision === "ask") asked.set(input.tool_use_id, { call, decision: d });
-        const reason =
-          d.decision === "deny" ? `Refused by the project's policy${d.rule ? ` (rule "${d.rule}")` : ""}.` : d.rule ? `${by(d)}: ${d.rule}` : `${by(d)}`;
+        const refusal = d.reason ? `Refused: ${d.reason}.` : `Refused by the project's policy${d.rule ? ` (rule "${d.rule}")` : ""}.`;
+        const reason = d.decision === "deny" ? refusal : d.rule ? `${by(d)}: ${d.rule}` : `${by(d)}`;
         return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: d.decision, permissionDecisionReason: reason } };
       };
 

@@ -254,11 +254,12 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
       const decided = calls.map((call) => ({ call, d: ctx.decide(call) }));
       const d = strictest(decided.map((x) => x.d));
       const call = decided.find((x) => x.d === d)!.call;
-      ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: decidedBy(d), rule: d.rule });
+      ctx.emit("decision", { tool: call.name, kind: call.kind, subject: call.subject ?? null, decision: d.decision, by: decidedBy(d), rule: d.rule, ...(d.reason ? { reason: d.reason } : {}) });
       if (d.decision === "allow") {
         rpc.respond(r.id, { decision: "accept" });
       } else if (d.decision === "deny") {
-        void decline(r.id, `The project's policy does not allow this${d.rule ? ` (rule "${d.rule}")` : ""}. Do not try it another way; continue without it or explain what you need.`);
+        const refusal = d.reason ? `This is refused: ${d.reason}.` : `The project's policy does not allow this${d.rule ? ` (rule "${d.rule}")` : ""}.`;
+        void decline(r.id, `${refusal} Do not try it another way; continue without it or explain what you need.`);
       } else {
         pending = { kind: "approval", id: r.id, call, what };
         const reason = typeof r.params.reason === "string" && r.params.reason ? `\nCodex's reason: ${r.params.reason}` : "";

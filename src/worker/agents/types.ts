@@ -24,9 +24,10 @@ export interface AgentContext {
   /** Files left here are uploaded as artifacts; a plan task writes plan.json here. */
   artifactsDir: string;
   /**
-   * Files the agent's commands must not read: the worker's credential. Codex's sandbox denies them;
-   * Claude Code and exec run commands as the worker's user, without a sandbox (README, "Agents
-   * and the worker's own files").
+   * Files the agent must not read: the worker's credential. The worker's decider refuses file
+   * tools on them (policy.ts decideTool) and Codex's sandbox denies them to commands; Claude Code
+   * and exec run commands as the worker's user, without a sandbox (README, "Agents and the
+   * worker's own files").
    */
   unreadable: string[];
   /** The environment for the agent process (the worker's own, plus AO_* variables). */
