@@ -1,5 +1,6 @@
 // Applies a project's agent policy (src/protocol/policy.ts) to one tool call an agent wants to make.
 // Adapters describe the call in these terms; the decision and what made it go on the timeline.
+import { realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import type { AgentPolicy, ToolKind } from "../protocol/policy";
 
@@ -46,6 +47,15 @@ function matches(rule: string, call: ToolCall): boolean {
   return pattern === null || (call.subject !== undefined && wildcard(pattern, call.subject.trim()));
 }
 
+/** Where a path leads once its links are followed; the path itself when it does not exist (yet). */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 export function insideDir(dir: string, path: string): boolean {
   const rel = relative(resolve(dir), resolve(dir, path));
   return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
@@ -64,9 +74,10 @@ function builtIn(call: ToolCall, workdir: string): ToolDecision["decision"] {
  * directory holding one, is refused by the built-in rules.
  */
 export function decideTool(policy: AgentPolicy | undefined, workdir: string, call: ToolCall, unreadable: readonly string[] = []): ToolDecision {
-  if (call.path !== undefined && (call.kind === "read" || call.kind === "search" || call.kind === "edit")) {
-    const path = call.path;
-    if (unreadable.some((u) => insideDir(u, path) || insideDir(path, u))) return { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
+  if (unreadable.length > 0 && call.path !== undefined && (call.kind === "read" || call.kind === "search" || call.kind === "edit")) {
+    // As named and where it leads: a link in the checkout to the credential is the credential.
+    const paths = [call.path, realPath(call.path)];
+    if (unreadable.some((u) => paths.some((p) => insideDir(u, p) || insideDir(p, u)))) return { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
   }
   for (const decision of ["deny", "ask", "allow"] as const) {
     const rule = policy?.[decision]?.find((r) => matches(r, call));

@@ -2,6 +2,9 @@
 // project's default; the built-in rules for a project without a policy.
 import { describe, expect, test } from "bun:test";
 import { Value } from "@sinclair/typebox/value";
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { AgentPolicy } from "../../src/protocol/policy";
 import { agentPolicyOf, decideTool, UNREADABLE_REASON, type ToolCall, type ToolDecision } from "../../src/worker/policy";
 
@@ -100,6 +103,18 @@ describe("files the worker names unreadable (its credential)", () => {
   test("so is a search or listing of a directory that holds it", () => {
     expect(decideTool(everything, workdir, search("/home/w/.local/share/ao-worker"), [credential])).toEqual(refused);
     expect(decideTool(everything, workdir, read("/home/w"), [credential])).toEqual(refused);
+  });
+  test("so is a link that leads to it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ao-policy-"));
+    try {
+      const real = join(dir, "credential.json");
+      writeFileSync(real, "{}");
+      symlinkSync(real, join(dir, "innocent.txt"));
+      expect(decideTool(everything, workdir, read(join(dir, "innocent.txt")), [real])).toEqual(refused);
+      expect(decideTool(everything, workdir, edit(join(dir, "innocent.txt")), [real])).toEqual(refused);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   test("its neighbours, and calls without a path, are decided as before", () => {
     expect(decideTool(undefined, workdir, read("/home/w/.local/share/ao-worker/runs/t1/work/a.ts"), [credential]).decision).toBe("allow");
