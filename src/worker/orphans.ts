@@ -1,8 +1,9 @@
 // Agents left running by a worker that died (kill -9, power loss): each attempt records its
 // agent's process group with the process's start time, and the next start of the worker ends
 // that group only if the same process still exists. A bare pid could, after a reboot, name an
-// unrelated process group of the same user.
-import { readFileSync, writeFileSync } from "node:fs";
+// unrelated process group of the same user. Codex's sandbox helpers live outside that group and
+// are found by the checkout they were started for.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const FILE = "agent.pid";
@@ -43,4 +44,36 @@ export function killOrphan(runDir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Ends the file-system helpers Codex started in its sandbox for a checkout at or under `dir`, and
+ * returns how many. Under a permission profile Codex runs them in bubblewrap in a session of their
+ * own, out of the app-server's process group, and some outlive the app-server (seen with Codex
+ * 0.169 on Linux): each would sleep on until the machine restarts. The Codex adapter calls this
+ * when its app-server exits, and the worker's next start for the runs a killed worker left.
+ * Linux only; elsewhere there is no /proc and nothing of the kind.
+ */
+export function killSandboxHelpers(dir: string): number {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return 0;
+  }
+  let killed = 0;
+  for (const pid of pids) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0");
+      const at = argv.indexOf("--sandbox-policy-cwd");
+      const cwd = at >= 0 ? argv[at + 1] : undefined;
+      if (cwd === undefined || !argv.includes("--codex-run-as-fs-helper")) continue;
+      if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
+      process.kill(Number(pid), "SIGKILL");
+      killed++;
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return killed;
 }

@@ -8,7 +8,7 @@ import { VERSION } from "../version";
 import { Attempt } from "./attempt";
 import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
-import { killOrphan } from "./orphans";
+import { killOrphan, killSandboxHelpers } from "./orphans";
 import { credentialPath } from "./credential";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
@@ -235,6 +235,8 @@ export class WorkerRuntime {
       if (entry === "kept") continue;
       // A run directory left behind means this worker died mid-attempt: its agent may still run.
       if (killOrphan(join(this.runsDir, entry))) this.say(`ao worker: ended the agent a previous run left behind (${entry})`);
+      const helpers = killSandboxHelpers(join(this.runsDir, entry));
+      if (helpers > 0) this.say(`ao worker: ended ${helpers} sandbox helper${helpers === 1 ? "" : "s"} a previous run left behind (${entry})`);
       rmSync(join(this.runsDir, entry), { recursive: true, force: true });
     }
     this.pruneKept();

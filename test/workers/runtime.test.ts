@@ -267,4 +267,33 @@ describe("agents left behind by a worker that died", () => {
       rmSync(tmp, { recursive: true, force: true });
     }
   });
+
+  test("the next start ends the sandbox helpers Codex started for a run it left, and no others", async () => {
+    const tmp = mkdtempSync(join(tmpdir(), "ao-helpers-"));
+    const run = join(tmp, "runs", "tsk_3-a1");
+    // Stand-ins with a Codex helper's command line, each in a session of its own as bubblewrap's are.
+    const helper = (cwd: string) => {
+      const p = spawn(process.execPath, ["-e", "setTimeout(() => {}, 30000)", "--sandbox-policy-cwd", cwd, "--codex-run-as-fs-helper"], { detached: true, stdio: "ignore" });
+      return { p, exited: new Promise((resolve) => p.on("exit", resolve)) };
+    };
+    const left = helper(join(run, "work"));
+    const others = [helper(join(tmp, "runs", "tsk_3-a10", "work")), helper(join(tmp, "elsewhere", "work"))];
+    const lines: string[] = [];
+    try {
+      mkdirSync(join(run, "work"), { recursive: true });
+      // Until each has exec'd (before that, /proc shows this process's command line).
+      const started = () => [left, ...others].every((h) => readFileSync(`/proc/${h.p.pid}/cmdline`, "latin1").includes("--codex-run-as-fs-helper"));
+      for (let i = 0; i < 500 && !started(); i++) await Bun.sleep(10);
+      const options = parseWorkerOptions(["--server", "http://127.0.0.1:9", "--data-dir", tmp, "--exec", "true"], {});
+      new WorkerRuntime(options, new WorkerClient(options.servers), { name: "x", start: () => { throw new Error("unused"); } }, (l) => lines.push(l));
+      expect(await left.exited).toBeNull();
+      expect(left.p.signalCode).toBe("SIGKILL");
+      expect(lines).toContain("ao worker: ended 1 sandbox helper a previous run left behind (tsk_3-a1)");
+      await Bun.sleep(100);
+      for (const h of others) expect(h.p.exitCode === null && h.p.signalCode === null).toBe(true);
+    } finally {
+      for (const h of [left, ...others]) h.p.kill("SIGKILL");
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 });

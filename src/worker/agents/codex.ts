@@ -5,12 +5,13 @@
 // reason handed to Codex, the rest wait for a person (needs_approval) and go on in the same turn.
 // Codex's own questions (request_user_input) become needs_input; `input` while it works is steered
 // into the running turn. (@openai/codex-sdk only wraps `codex exec`, which cannot ask anything.)
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { VERSION } from "../../version";
 import { decidedBy, type ToolCall } from "../policy";
 import { spawnGroup } from "../process";
+import { killSandboxHelpers } from "../orphans";
 import { CodexRpc, RpcError } from "./codex-rpc";
 import { commandCalls, fileCalls, strictest } from "./codex-asks";
 import { codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
@@ -80,6 +81,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
 
   const exited = proc.exited.then((r) => {
     processExited = true;
+    // Its file-system helpers run in a session of their own, and some outlive it (orphans.ts).
     killSandboxHelpers(ctx.workdir);
     rpc.close("codex app-server exited");
     if (outcome) return outcome;
@@ -308,30 +310,6 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     },
     answer,
   };
-}
-
-/**
- * Ends the file-system helpers Codex started in its sandbox for this checkout. Under a permission
- * profile Codex runs them in bubblewrap in a session of their own, out of the app-server's process
- * group, and some outlived the app-server (seen with Codex 0.169 on Linux): each would sleep on
- * until the machine restarts. Linux only; elsewhere there is no /proc and nothing of the kind.
- */
-function killSandboxHelpers(workdir: string) {
-  const mark = `--sandbox-policy-cwd\0${workdir}\0`;
-  let pids: string[];
-  try {
-    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
-  } catch {
-    return;
-  }
-  for (const pid of pids) {
-    try {
-      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "latin1");
-      if (cmdline.includes(mark) && cmdline.includes("\0--codex-run-as-fs-helper")) process.kill(Number(pid), "SIGKILL");
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
 }
 
 export function codexAgent(binary = "codex", extraArgs: string[] = CODEX_DEFAULT_ARGS): Agent {
