@@ -271,6 +271,45 @@ test("a turn the model API fails: one error event with Codex's account of it, an
   expect(ctx.summaries).toEqual([]);
 });
 
+test("a Codex that does not report ao's permission profile gets no turn: the attempt fails and says why", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push({ items: [{ message: "Never asked." }] });
+  const dir = join(tmp, `case-${++n}`);
+  mkdirSync(dir, { recursive: true });
+  // The real codex, its answers passed through a filter that drops the thread's active profile, as
+  // a Codex too old for permission profiles reports none.
+  const oldCodex = join(dir, "old-codex");
+  const filter = `
+    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "inherit", stdout: "pipe", stderr: "inherit" });
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of p.stdout) {
+      buf += decoder.decode(chunk, { stream: true });
+      for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
+        let line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        try {
+          const m = JSON.parse(line);
+          if (m.result && "activePermissionProfile" in m.result) {
+            delete m.result.activePermissionProfile;
+            line = JSON.stringify(m);
+          }
+        } catch {}
+        process.stdout.write(line + "\\n");
+      }
+    }
+    process.exit(await p.exited);
+  `;
+  writeFileSync(oldCodex, `#!${process.execPath}\n${filter}`, { mode: 0o755 });
+  const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn });
+  const run = codexAgent(oldCodex).start(ctx);
+  runs.push(run);
+  expect((await run.exited).code).not.toBe(0);
+  const errors = ctx.events.filter((e) => e.type === "error").map((e) => e.data.message);
+  expect(errors).toEqual(["codex: Codex did not take ao's permission profile (is the codex on PATH too old for permission profiles?): no command runs unless confined as ao sets it"]);
+  expect(standIn.requests).toHaveLength(0);
+});
+
 test("pause stops the real process group, resume continues it, cancel ends it", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();
