@@ -12,7 +12,7 @@ const root = join(import.meta.dir, "..");
  * WORKER_ENTRY), so the bundle every command loads at start, the server's included, is without it
  * and the agents' SDKs.
  */
-export const ENTRYPOINTS = [join(root, "src", "main.ts"), join(root, "src", "worker", "index.ts")];
+export const ENTRYPOINTS = [join(root, "src", "launch.ts"), join(root, "src", "main.ts"), join(root, "src", "worker", "index.ts")];
 
 export async function buildExecutable(outfile = join(root, "dist", "ao")): Promise<string> {
   outfile = resolve(outfile);

@@ -51,8 +51,9 @@ async function main(argv: string[]) {
   return (await command.run())(rest);
 }
 
-if (import.meta.main) {
-  main(process.argv.slice(2)).then(
+/** Runs the command line (argv without the executable and script): src/launch.ts in the executable, or below from source. */
+export function run(argv: string[]) {
+  main(argv).then(
     (code) => {
       if (typeof code === "number") process.exitCode = code;
     },
@@ -62,3 +63,5 @@ if (import.meta.main) {
     },
   );
 }
+
+if (import.meta.main) run(process.argv.slice(2));
