@@ -8,9 +8,11 @@ import { dirname, join, resolve } from "node:path";
 const root = join(import.meta.dir, "..");
 
 /**
- * The program, and the worker as an entry point of its own: `ao worker` alone loads it (src/main.ts,
- * WORKER_ENTRY), so the bundle every command loads at start, the server's included, is without it
- * and the agents' SDKs.
+ * The executable's entry (the launcher: `ao serve` starts itself again from it, before the program
+ * loads), the program (src/launch.ts imports it by MAIN_ENTRY), and the worker as an entry point of
+ * its own: `ao worker` alone loads it (src/main.ts, WORKER_ENTRY), so the bundle every command
+ * loads at start, the server's included, is without it and the agents' SDKs. The first is the one
+ * the executable runs.
  */
 export const ENTRYPOINTS = [join(root, "src", "launch.ts"), join(root, "src", "main.ts"), join(root, "src", "worker", "index.ts")];
 
