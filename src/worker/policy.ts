@@ -75,9 +75,11 @@ function builtIn(call: ToolCall, workdir: string): ToolDecision["decision"] {
  */
 export function decideTool(policy: AgentPolicy | undefined, workdir: string, call: ToolCall, unreadable: readonly string[] = []): ToolDecision {
   if (unreadable.length > 0 && call.path !== undefined && (call.kind === "read" || call.kind === "search" || call.kind === "edit")) {
-    // As named and where it leads: a link in the checkout to the credential is the credential.
+    // Both as named and where they lead: a link in the checkout to the credential is the
+    // credential, and so is the credential's real path when its own path runs through a link.
     const paths = [call.path, realPath(call.path)];
-    if (unreadable.some((u) => paths.some((p) => insideDir(u, p) || insideDir(p, u)))) return { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
+    const targets = unreadable.flatMap((u) => [u, realPath(u)]);
+    if (targets.some((u) => paths.some((p) => insideDir(u, p) || insideDir(p, u)))) return { decision: "deny", rule: null, by: "default", reason: UNREADABLE_REASON };
   }
   for (const decision of ["deny", "ask", "allow"] as const) {
     const rule = policy?.[decision]?.find((r) => matches(r, call));

@@ -104,7 +104,7 @@ describe("files the worker names unreadable (its credential)", () => {
     expect(decideTool(everything, workdir, search("/home/w/.local/share/ao-worker"), [credential])).toEqual(refused);
     expect(decideTool(everything, workdir, read("/home/w"), [credential])).toEqual(refused);
   });
-  test("so is a link that leads to it", () => {
+  test("so is a link that leads to it, or its real path when it is named through a link", () => {
     const dir = mkdtempSync(join(tmpdir(), "ao-policy-"));
     try {
       const real = join(dir, "credential.json");
@@ -112,8 +112,12 @@ describe("files the worker names unreadable (its credential)", () => {
       symlinkSync(real, join(dir, "innocent.txt"));
       expect(decideTool(everything, workdir, read(join(dir, "innocent.txt")), [real])).toEqual(refused);
       expect(decideTool(everything, workdir, edit(join(dir, "innocent.txt")), [real])).toEqual(refused);
+      // The credential named through a linked directory, read by its real path.
+      symlinkSync(dir, `${dir}-link`);
+      expect(decideTool(everything, workdir, read(real), [join(`${dir}-link`, "credential.json")])).toEqual(refused);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+      rmSync(`${dir}-link`, { force: true });
     }
   });
   test("its neighbours, and calls without a path, are decided as before", () => {
