@@ -4,17 +4,24 @@
 // macro in src/db/migrations.macro.ts), so it runs from any directory with nothing beside it.
 import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { LAZY_ENTRIES } from "../src/lazy";
 
 const root = join(import.meta.dir, "..");
 
 /**
  * The executable's entry (the launcher: `ao serve` starts itself again from it, before the program
- * loads), the program (src/launch.ts imports it by MAIN_ENTRY), and the worker as an entry point of
- * its own: `ao worker` alone loads it (src/main.ts, WORKER_ENTRY), so the bundle every command
- * loads at start, the server's included, is without it and the agents' SDKs. The first is the one
- * the executable runs.
+ * loads), the program (src/launch.ts imports it by MAIN_ENTRY), and the parts the program loads on
+ * first use (src/lazy.ts: the worker and the agents' SDKs, octokit), each an entry point of its own,
+ * so the bundle every command loads at start, the server's included, is without them. The first is
+ * the one the executable runs.
  */
-export const ENTRYPOINTS = [join(root, "src", "launch.ts"), join(root, "src", "main.ts"), join(root, "src", "worker", "index.ts")];
+export const ENTRYPOINTS = [join(root, "src", "launch.ts"), join(root, "src", "main.ts"), ...LAZY_ENTRIES.map((entry) => join(root, "src", entry))];
+
+/**
+ * Left out of the executable: Elysia imports file-type, when first used, to check the type of
+ * uploaded files (`t.File`), which no route of ao declares (120 kB of the bundle every command loads).
+ */
+export const EXTERNAL = ["file-type"];
 
 export async function buildExecutable(outfile = join(root, "dist", "ao")): Promise<string> {
   outfile = resolve(outfile);
@@ -24,6 +31,7 @@ export async function buildExecutable(outfile = join(root, "dist", "ao")): Promi
     entrypoints: ENTRYPOINTS,
     target: "bun",
     format: "esm",
+    external: EXTERNAL,
     bytecode: true,
     // No minify: Elysia compiles its handlers from function source and breaks on renamed identifiers.
     minify: false,

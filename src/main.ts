@@ -1,13 +1,10 @@
 #!/usr/bin/env bun
 // The ao executable: server, worker and command-line client in one.
 import { VERSION } from "./version";
+import { loadWorker } from "./lazy";
 
 type Command = (args: string[]) => Promise<number | void>;
 
-// The worker is an entry point of its own in the executable (scripts/build.ts). Imported by a
-// specifier the bundler does not follow, it and the agents' SDKs (1.5 MB) stay out of the bundle
-// that every command, the server's included, loads at start.
-const WORKER_ENTRY: string = "./worker/index.ts";
 
 const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }> = {
   serve: { summary: "run the server", run: async () => (await import("./cli/serve")).serve },
@@ -22,7 +19,7 @@ const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }>
   task: { summary: "create, list, follow and control tasks", run: async () => (await import("./cli/client")).task },
   codehost: { summary: "the GitHub app: codehost status | sync", run: async () => (await import("./cli/client")).codehost },
   token: { summary: "create a personal API token", run: async () => (await import("./cli/client")).token },
-  worker: { summary: "run tasks on this machine: worker --server URL (pairs on first start)", run: async () => ((await import(WORKER_ENTRY)) as typeof import("./worker")).worker },
+  worker: { summary: "run tasks on this machine: worker --server URL (pairs on first start)", run: async () => (await loadWorker()).worker },
 };
 
 export function registerCommand(name: string, summary: string, run: () => Promise<Command>) {

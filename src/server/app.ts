@@ -1,16 +1,15 @@
 // Composes the feature modules into one Elysia app. No listen here: serve.ts does that.
-import { Elysia, ValidationError } from "elysia";
-import { openapi } from "@elysiajs/openapi";
+import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import type { Core } from "./core";
 import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, requireJsonObject } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { bodyRefusal, mediaTypeRefusal } from "./limits";
-import { VERSION } from "../version";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 import { requestNotes } from "./observe";
 import { isApiPath, notFoundPage } from "../web";
 import { docsModule } from "./docs";
+import { openapiModule } from "./openapi";
 
 export function createApp(core: Core) {
   const refusedCredential = credentialRefusal(() => app.routes);
@@ -60,34 +59,7 @@ export function createApp(core: Core) {
       const refusal = bodyRefusal(request, core.config);
       if (refusal) throw refusal;
     })
-    .use(
-      openapi({
-        path: "/api/v1/docs",
-        specPath: "/api/v1/openapi.json",
-        // The reference page is docsModule's, with its own security policy.
-        provider: null,
-        documentation: {
-          info: {
-            title: "ao API",
-            version: VERSION,
-            description:
-              "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
-              "Any write may answer 507 insufficient_storage while the server's disk is full. " +
-              "Request bodies are JSON with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
-              "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
-              "Past the connections one client address may hold: 429 rate_limited.",
-          },
-          components: {
-            securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },
-              worker: { type: "http", scheme: "bearer", description: "A worker credential (aow_...), from pairing" },
-              metricsToken: { type: "http", scheme: "bearer", description: "AO_METRICS_TOKEN" },
-            },
-          },
-          security: [{ bearer: [] }],
-        },
-      }),
-    )
+    .use(openapiModule((): AnyElysia => app))
     .use(docsModule("ao API"))
     .use(healthModule());
   for (const mod of MODULES) app = app.use(mod(core)) as unknown as typeof app;

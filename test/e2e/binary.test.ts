@@ -9,6 +9,7 @@ import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { onPostgres } from "../helpers/server";
 import { argvOf, environOf, inheritedEnv } from "../helpers/processes";
+import { startGitHubStandIn } from "../helpers/github-standin";
 
 const root = join(import.meta.dir, "..", "..");
 const journal = JSON.parse(readFileSync(join(root, "migrations", "meta", "_journal.json"), "utf8")) as { entries: unknown[] };
@@ -247,6 +248,42 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     expect(bare.stderr()).toMatch(/finish setup at http:\/\/127\.0\.0\.1:\d+\/setup\?token=\S+/);
     bare.proc.kill("SIGTERM");
     expect(await bare.proc.exited).toBe(0);
+  });
+
+  test("talks to GitHub through octokit, an entry point of its own loaded on first use: the app made from the manifest, its installations listed with its JWT", async () => {
+    const gh = await startGitHubStandIn();
+    try {
+      gh.signIn("octo-admin");
+      const s = await startServe(workdir("github"), [], {
+        AO_ADMIN_EMAIL: "admin@example.com",
+        AO_ADMIN_PASSWORD: "change-me-now",
+        AO_GITHUB_URL: gh.url,
+        AO_GITHUB_API_URL: gh.apiUrl,
+      });
+      const base = `http://127.0.0.1:${s.port}/api/v1`;
+      const login = await fetch(`${base}/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: "admin@example.com", password: "change-me-now" }),
+      });
+      const { accessToken } = (await login.json()) as { accessToken: string };
+      const headers = { authorization: `Bearer ${accessToken}`, "content-type": "application/json" };
+      const orgId = ((await (await fetch(`${base}/orgs`, { headers })).json()) as { items: { id: string }[] }).items[0]!.id;
+      const made = await fetch(`${base}/orgs/${orgId}/codehost/app/manifest`, { method: "POST", headers, body: JSON.stringify({ name: "ao binary app" }) });
+      expect(made.status).toBe(200);
+      const { url, manifest } = (await made.json()) as { url: string; manifest: unknown };
+      // The browser posts the manifest to GitHub and follows its redirect back: ao converts the code (octokit).
+      const atGithub = await fetch(url, { method: "POST", body: new URLSearchParams({ manifest: JSON.stringify(manifest) }), redirect: "manual" });
+      const back = await fetch(atGithub.headers.get("location")!, { redirect: "manual" });
+      expect({ status: back.status, location: back.headers.get("location") }).toEqual({ status: 302, location: expect.stringContaining("/github?app=") });
+      // Listing the app's installations signs a JWT with its key (@octokit/auth-app).
+      const synced = await fetch(`${base}/orgs/${orgId}/codehost/sync`, { method: "POST", headers });
+      expect(synced.status).toBe(200);
+      s.proc.kill("SIGTERM");
+      expect(await s.proc.exited).toBe(0);
+    } finally {
+      await gh.close();
+    }
   });
 
   test("reads AO_PORT, AO_HOST, AO_DATA_DIR and AO_PUBLIC_URL; a flag wins over its variable", async () => {

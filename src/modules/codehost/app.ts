@@ -172,7 +172,7 @@ export async function finishManifest(core: Core, code: string | undefined, state
   if (await core.store.read(appRow(core))) throw conflict("this server already has its GitHub app", { reason: "app_exists" });
   let data: Conversion;
   try {
-    data = (await apiClient(core).request("POST /app-manifests/{code}/conversions", { code })).data as unknown as Conversion;
+    data = (await (await apiClient(core)).request("POST /app-manifests/{code}/conversions", { code })).data as unknown as Conversion;
   } catch (err) {
     throw githubFailure(err, "converting the app manifest");
   }

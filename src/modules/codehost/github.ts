@@ -1,9 +1,9 @@
 // The GitHub client of the code-hosting app: octokit configured for AO_GITHUB_API_URL, app JWTs and
 // installation tokens through @octokit/auth-app (never signed by hand), a short-lived token cache
 // (memory only: tokens are never written to disk), and GitHub's refusals turned into our answers.
-import { Octokit } from "@octokit/rest";
-import { createAppAuth } from "@octokit/auth-app";
-import { OAuthApp } from "@octokit/oauth-app";
+// Octokit loads when first used (src/lazy.ts).
+import type { Octokit } from "@octokit/rest";
+import { loadGithub } from "../../lazy";
 import type { Core } from "../../server/core";
 import { ApiError } from "../../server/errors";
 import { VERSION } from "../../version";
@@ -20,17 +20,19 @@ export interface AppCredentials {
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 /** A plain client for AO_GITHUB_API_URL, with a token or none (the manifest conversion needs none). */
-export function apiClient(core: Core, token?: string): Octokit {
-  return new Octokit({ baseUrl: core.config.github.apiUrl, auth: token, userAgent: `ao/${VERSION}`, log: quiet });
+export async function apiClient(core: Core, token?: string): Promise<Octokit> {
+  const github = await loadGithub();
+  return new github.Octokit({ baseUrl: core.config.github.apiUrl, auth: token, userAgent: `ao/${VERSION}`, log: quiet });
 }
 
 /** A client authenticated as the app itself (a JWT signed with its private key, by @octokit/auth-app). */
-export function appClient(core: Core, app: AppCredentials): Octokit {
-  return new Octokit({
+export async function appClient(core: Core, app: AppCredentials): Promise<Octokit> {
+  const github = await loadGithub();
+  return new github.Octokit({
     baseUrl: core.config.github.apiUrl,
     userAgent: `ao/${VERSION}`,
     log: quiet,
-    authStrategy: createAppAuth,
+    authStrategy: github.createAppAuth,
     auth: { appId: app.appId, privateKey: app.privateKey, clientId: app.clientId, clientSecret: app.clientSecret },
   });
 }
@@ -39,13 +41,14 @@ export function appClient(core: Core, app: AppCredentials): Octokit {
  * The OAuth web flow of the app (a person's own connection). Its token exchange goes to the web
  * host (github.com, or the GHES host), which @octokit/oauth-methods derives from the client's baseUrl.
  */
-export function oauthApp(core: Core, app: AppCredentials) {
-  return new OAuthApp({
+export async function oauthApp(core: Core, app: AppCredentials) {
+  const github = await loadGithub();
+  return new github.OAuthApp({
     clientType: "github-app",
     clientId: app.clientId,
     clientSecret: app.clientSecret,
     baseUrl: core.config.github.url,
-    Octokit: Octokit.defaults({ baseUrl: core.config.github.url, userAgent: `ao/${VERSION}`, log: quiet }) as any,
+    Octokit: github.Octokit.defaults({ baseUrl: core.config.github.url, userAgent: `ao/${VERSION}`, log: quiet }) as any,
   });
 }
 
@@ -83,7 +86,8 @@ export async function installationToken(core: Core, app: AppCredentials, install
   const key = keyOf(installationId, scope);
   const hit = cache.get(key);
   if (hit && hit.expiresAt - Date.now() > MIN_LIFE_MS) return hit;
-  const auth = createAppAuth({ appId: app.appId, privateKey: app.privateKey, request: apiClient(core).request, log: quiet });
+  const github = await loadGithub();
+  const auth = github.createAppAuth({ appId: app.appId, privateKey: app.privateKey, request: (await apiClient(core)).request, log: quiet });
   // refresh: @octokit/auth-app keeps its own cache, which would hand back a token GitHub has revoked.
   const minted = await auth({ type: "installation", installationId, repositoryIds: scope.repositoryIds, permissions: scope.permissions, refresh: true });
   const fresh = { token: minted.token, expiresAt: Date.parse(minted.expiresAt) };
@@ -105,13 +109,13 @@ export function forgetInstallationTokens(core: Core, installationId: number) {
 export async function withInstallation<T>(core: Core, app: AppCredentials, installationId: number, fn: (octokit: Octokit) => Promise<T>): Promise<T> {
   const first = await installationToken(core, app, installationId);
   try {
-    return await fn(apiClient(core, first.token));
+    return await fn(await apiClient(core, first.token));
   } catch (err) {
     if (statusOf(err) !== 401) throw err;
     core.log.warn("GitHub refused an installation token (401): minting a new one", { installationId });
     forgetInstallationTokens(core, installationId);
     const second = await installationToken(core, app, installationId);
-    return fn(apiClient(core, second.token));
+    return fn(await apiClient(core, second.token));
   }
 }
 

@@ -55,7 +55,7 @@ export async function createCodehostRepository(core: Core, orgId: string, userId
           { field: "owner", message: "no installation of the app on this organization here, and not your GitHub login" },
         ]);
       }
-      created = (await apiClient(core, me.token).request("POST /user/repos", params)).data as unknown as GithubRepository;
+      created = (await (await apiClient(core, me.token)).request("POST /user/repos", params)).data as unknown as GithubRepository;
     }
   } catch (err) {
     if (statusOf(err) === 422) throw conflict(`GitHub refused the repository ${body.owner}/${body.name}: it may exist already`, { field: "name" });

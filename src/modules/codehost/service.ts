@@ -159,7 +159,7 @@ export async function finishInstallation(core: Core, query: { installation_id?: 
   let gh: GithubInstallation;
   try {
     // Asked of GitHub as the app: the id must be an installation of this app, whatever the browser says.
-    gh = (await appClient(core, credentialsOf(core, app)).request("GET /app/installations/{installation_id}", { installation_id: id })).data as unknown as GithubInstallation;
+    gh = (await (await appClient(core, credentialsOf(core, app))).request("GET /app/installations/{installation_id}", { installation_id: id })).data as unknown as GithubInstallation;
   } catch (err) {
     throw githubFailure(err, `reading installation ${id}`);
   }
@@ -182,7 +182,7 @@ async function requireInstallationOfPerson(core: Core, userId: string, installat
     });
   let mine: GithubInstallation[];
   try {
-    mine = (await apiClient(core, core.sealer.open(c.tokenSealed)).paginate("GET /user/installations", { per_page: 100 })) as unknown as GithubInstallation[];
+    mine = (await (await apiClient(core, core.sealer.open(c.tokenSealed))).paginate("GET /user/installations", { per_page: 100 })) as unknown as GithubInstallation[];
   } catch (err) {
     // GitHub no longer takes the person's token (expired or revoked): the same way out as without one.
     if (statusOf(err) === 401)
@@ -208,7 +208,7 @@ export async function syncOrg(core: Core, orgId: string) {
   const app = await core.store.read(requireApp(core));
   let atGithubList: GithubInstallation[];
   try {
-    atGithubList = (await appClient(core, credentialsOf(core, app)).paginate("GET /app/installations", { per_page: 100 })) as unknown as GithubInstallation[];
+    atGithubList = (await (await appClient(core, credentialsOf(core, app))).paginate("GET /app/installations", { per_page: 100 })) as unknown as GithubInstallation[];
   } catch (err) {
     throw githubFailure(err, "listing the app's installations");
   }
@@ -297,7 +297,7 @@ export async function startUserConnection(core: Core, orgId: string, userId: str
       return { app, state: yield* newState(core, "user", orgId, userId) };
     })(),
   );
-  const { url } = oauthApp(core, credentialsOf(core, app)).getWebFlowAuthorizationUrl({
+  const { url } = (await oauthApp(core, credentialsOf(core, app))).getWebFlowAuthorizationUrl({
     state,
     redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback`,
   });
@@ -311,9 +311,9 @@ export async function finishUserConnection(core: Core, code: string | undefined,
   let auth: { token: string; refreshToken?: string; expiresAt?: string };
   let user: { login: string; id: number };
   try {
-    const created = await oauthApp(core, credentialsOf(core, app)).createToken({ code, state: state!, redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback` } as any);
+    const created = await (await oauthApp(core, credentialsOf(core, app))).createToken({ code, state: state!, redirectUrl: `${core.config.publicUrl}/api/v1/codehost/user/callback` } as any);
     auth = created.authentication as typeof auth;
-    user = (await apiClient(core, auth.token).request("GET /user")).data as { login: string; id: number };
+    user = (await (await apiClient(core, auth.token)).request("GET /user")).data as { login: string; id: number };
   } catch (err) {
     throw githubFailure(err, "authorizing your GitHub account");
   }

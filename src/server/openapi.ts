@@ -1,0 +1,54 @@
+// The API's OpenAPI document (GET /api/v1/openapi.json), made from the routes' schemas by
+// @elysiajs/openapi's generator when first asked for, and kept while the routes stay the same.
+// Only the generator is imported: the plugin's index also carries the Scalar and Swagger pages and
+// the Zod and Valibot converters (150 kB of the bundle every command loads at start), and ao serves
+// its reference page itself (docs.ts).
+import { Elysia, type AnyElysia } from "elysia";
+import { toOpenAPISchema } from "@elysiajs/openapi/openapi";
+import { VERSION } from "../version";
+
+const OPENAPI_VERSION = "3.1.2";
+
+const DOCUMENTATION = {
+  info: {
+    title: "ao API",
+    version: VERSION,
+    description:
+      "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
+      "Any write may answer 507 insufficient_storage while the server's disk is full. " +
+      "Request bodies are JSON with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
+      "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
+      "Past the connections one client address may hold: 429 rate_limited.",
+  },
+  components: {
+    securitySchemes: {
+      bearer: { type: "http", scheme: "bearer", description: "An access token from sign-in, or a personal API token (aot_...)" },
+      worker: { type: "http", scheme: "bearer", description: "A worker credential (aow_...), from pairing" },
+      metricsToken: { type: "http", scheme: "bearer", description: "AO_METRICS_TOKEN" },
+    },
+  },
+  security: [{ bearer: [] }],
+};
+
+/** The route of the document of `app()`'s routes (the app as composed when the document is asked for). */
+export function openapiModule(app: () => AnyElysia) {
+  let cached: { routes: number; document: object } | undefined;
+  return new Elysia({ name: "openapi" }).get(
+    "/api/v1/openapi.json",
+    function openAPISchema() {
+      const routes = app().routes.length;
+      if (cached?.routes !== routes) {
+        const { paths, components } = toOpenAPISchema(app(), undefined, undefined, undefined, OPENAPI_VERSION);
+        const document = {
+          ...DOCUMENTATION,
+          openapi: OPENAPI_VERSION,
+          paths,
+          components: { ...DOCUMENTATION.components, schemas: components.schemas },
+        };
+        cached = { routes, document };
+      }
+      return cached.document;
+    },
+    { detail: { hide: true } },
+  );
+}
