@@ -1,11 +1,17 @@
 // WAL checkpoints on a thread of their own. By default SQLite checkpoints inside the commit that
 // crosses 1000 WAL pages, i.e. inside some request, which then pays for copying the pages and an
-// fsync of the database file (milliseconds: the p99 of every write route). The server turns that
-// off on its connection and this worker, with its own connection, runs PASSIVE checkpoints
-// (they never block writers) every `intervalMs`, and a RESTART one (a pause of a few ms for
-// writers) when the WAL has grown past RESTART_FRAMES. If the worker fails, the main connection goes
-// back to checkpointing itself, so the WAL can never grow without bound, until the worker's
-// checkpoints succeed again (a full disk was freed).
+// fsync of the database file (milliseconds: the p99 of every write route). While the thread runs,
+// the server turns that off on its connection and the thread, with its own connection, runs
+// PASSIVE checkpoints (they never block writers) every `intervalMs`, and a RESTART one (a pause of
+// a few ms for writers) when the WAL has grown past RESTART_FRAMES. If the thread fails, the main
+// connection goes back to checkpointing itself, so the WAL can never grow without bound, until the
+// thread's checkpoints succeed again (a full disk was freed).
+//
+// The thread runs while the server writes: it starts at the first write the server's connection
+// makes (seen once a second through SQLite's total_changes()) and stops after IDLE_MS without one,
+// when it has long caught up with the log. A thread is a JavaScript VM of its own, about 5 MiB,
+// which an idle server does not need to hold; until it starts again, the server's connection
+// checkpoints as SQLite does by default.
 import type { Database } from "bun:sqlite";
 
 /**
@@ -57,60 +63,111 @@ self.onmessage = (e) => {
 
 /** WAL frames (4 KiB pages) after which the log is started over: about 32 MiB. */
 const RESTART_FRAMES = 8192;
+/** Without a write this long, the thread stops. */
+const IDLE_MS = 60_000;
+
+export interface CheckpointerOptions {
+  /** Between two rounds of the thread. */
+  intervalMs?: number;
+  restartFrames?: number;
+  /** Between two looks at whether the server's connection has written. */
+  watchMs?: number;
+  /** Without a write this long, the thread stops; the next write starts it again. */
+  idleMs?: number;
+  /** Start the thread at once instead of at the first write. */
+  now?: boolean;
+  /** The thread failed: the server's connection checkpoints inline again. */
+  onError?: (message: string) => void;
+  /** The failure passed: the thread checkpoints again. */
+  onRecovered?: () => void;
+}
 
 export interface Checkpointer {
+  /** Settles when a thread has first taken the checkpoints over. */
+  ready: Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Starts background checkpoints of the database at `path`, whose main connection is `main`. */
-export function startCheckpointer(
-  main: Database,
-  path: string,
-  intervalMs = 200,
-  onError: (message: string) => void = () => {},
-  restartFrames = RESTART_FRAMES,
-  onRecovered: () => void = () => {},
-): Checkpointer & { ready: Promise<void> } {
-  const worker = new Worker(URL.createObjectURL(new Blob([CODE], { type: "application/javascript" })));
-  // Until the worker runs, and again if it fails, the main connection checkpoints as usual.
-  let delegated = false;
-  const takeBack = (message: string) => {
-    if (delegated) main.exec("PRAGMA wal_autocheckpoint = 1000");
-    delegated = false;
-    onError(message);
-  };
-  let stopped: (() => void) | null = null;
+/** Background checkpoints of the database at `path`, whose main connection is `main`, while it writes. */
+export function startCheckpointer(main: Database, path: string, options: CheckpointerOptions = {}): Checkpointer {
+  const { watchMs = 1000, idleMs = IDLE_MS } = options;
   let started: () => void = () => {};
   const ready = new Promise<void>((resolve) => (started = resolve));
-  worker.onmessage = (e: MessageEvent<{ type: string; message?: string }>) => {
-    if (e.data.type === "started") {
-      main.exec("PRAGMA wal_autocheckpoint = 0");
-      // The WAL file shrinks back after a burst instead of keeping its largest size.
-      main.exec("PRAGMA journal_size_limit = 67108864");
-      delegated = true;
-      started();
-    } else if (e.data.type === "error") takeBack(e.data.message ?? "checkpointer failed");
-    else if (e.data.type === "recovered" && !delegated) {
-      // The failure passed (a full disk was freed): the thread takes the checkpoints back.
-      main.exec("PRAGMA wal_autocheckpoint = 0");
-      delegated = true;
-      onRecovered();
+  const open = () => checkpointThread(main, path, options, started);
+  const changes = main.query<{ n: number }, []>("SELECT total_changes() AS n");
+  let seen = changes.get()!.n;
+  let lastWrite = performance.now();
+  let thread: Thread | null = options.now ? open() : null;
+  const watch = setInterval(() => {
+    const now = changes.get()!.n;
+    if (now !== seen) {
+      seen = now;
+      lastWrite = performance.now();
+      thread ??= open();
+    } else if (thread && performance.now() - lastWrite >= idleMs) {
+      void thread.stop();
+      thread = null;
     }
-    else if (e.data.type === "stopped") stopped?.();
-  };
-  worker.onerror = (e) => takeBack(String(e.message));
-  worker.postMessage({ type: "start", path, intervalMs, restartFrames });
+  }, watchMs);
+  watch.unref();
   return {
     ready,
     async stop() {
+      clearInterval(watch);
+      await thread?.stop();
+      thread = null;
+    },
+  };
+}
+
+interface Thread {
+  stop(): Promise<void>;
+}
+
+function checkpointThread(main: Database, path: string, options: CheckpointerOptions, started: () => void): Thread {
+  const { intervalMs = 200, restartFrames = RESTART_FRAMES, onError = () => {}, onRecovered = () => {} } = options;
+  const worker = new Worker(URL.createObjectURL(new Blob([CODE], { type: "application/javascript" })));
+  // Until the worker runs, and again if it fails, the main connection checkpoints as usual.
+  let delegated = false;
+  let stopping = false;
+  const delegate = (yes: boolean) => {
+    if (yes !== delegated) main.exec(`PRAGMA wal_autocheckpoint = ${yes ? 0 : 1000}`);
+    delegated = yes;
+  };
+  let stopped: (() => void) | null = null;
+  worker.onmessage = (e: MessageEvent<{ type: string; message?: string }>) => {
+    if (e.data.type === "stopped") return stopped?.();
+    if (stopping) return;
+    if (e.data.type === "started") {
+      delegate(true);
+      // The WAL file shrinks back after a burst instead of keeping its largest size.
+      main.exec("PRAGMA journal_size_limit = 67108864");
+      started();
+    } else if (e.data.type === "error") {
+      delegate(false);
+      onError(e.data.message ?? "checkpointer failed");
+    } else if (e.data.type === "recovered" && !delegated) {
+      delegate(true);
+      onRecovered();
+    }
+  };
+  worker.onerror = (e) => {
+    if (stopping) return;
+    delegate(false);
+    onError(String(e.message));
+  };
+  worker.postMessage({ type: "start", path, intervalMs, restartFrames });
+  return {
+    async stop() {
+      // The server's connection checkpoints again from now: a thread started meanwhile takes over anew.
+      stopping = true;
+      delegate(false);
       await new Promise<void>((resolve) => {
         stopped = resolve;
         worker.postMessage({ type: "stop" });
         setTimeout(resolve, 2000);
       });
       worker.terminate();
-      if (delegated) main.exec("PRAGMA wal_autocheckpoint = 1000");
-      delegated = false;
     },
   };
 }

@@ -110,16 +110,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     onClose: [],
   };
 
-  // WAL checkpoints run on a thread of their own, outside every request (db/checkpointer.ts).
+  // WAL checkpoints run on a thread of their own while the server writes, outside every request (db/checkpointer.ts).
   const checkpointer = storage.sqlite
-    ? startCheckpointer(
-        storage.sqlite,
-        join(config.dataDir, "ao.db"),
-        200,
-        (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
-        undefined,
-        () => core.log.info("background checkpoints work again"),
-      )
+    ? startCheckpointer(storage.sqlite, join(config.dataDir, "ao.db"), {
+        onError: (message) => core.log.warn("background checkpoints failed; the server checkpoints inline again", { message, cause: message }),
+        onRecovered: () => core.log.info("background checkpoints work again"),
+      })
     : null;
 
   await bootstrap(core);

@@ -1,7 +1,8 @@
 // The background checkpointer (src/db/checkpointer.ts): past the limit a checkpoint starts the
 // WAL over even while writes keep coming; the server's connection stops checkpointing inside
 // commits while the thread runs, and gets it back when it stops or fails (a full disk), until the
-// thread's checkpoints succeed again.
+// thread's checkpoints succeed again. The thread runs while the connection writes: it starts at a
+// write and stops after a quiet spell.
 import { afterAll, afterEach, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,7 +10,9 @@ import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { checkpointOnce, startCheckpointer } from "../../src/db/checkpointer";
 import { mountSmallDisk } from "../helpers/disk";
-import { onPostgres } from "../helpers/server";
+import { onPostgres, startTestServer } from "../helpers/server";
+import { createAdmin } from "../helpers/identity";
+import { until } from "../workers/helpers";
 
 // The checkpointer runs only beside SQLite's file (its WAL); a PostgreSQL run has nothing of it to test.
 const sqliteOnly = test.skipIf(onPostgres);
@@ -56,9 +59,14 @@ sqliteOnly("past the limit one round starts the log over; below it, it only copi
 sqliteOnly("the thread takes checkpoints over and gives them back; the log starts over under writes", async () => {
   const { path, db, write, salt } = database();
   db.exec("PRAGMA wal_autocheckpoint = 1000");
-  const cp = startCheckpointer(db, path, 10, (m) => {
-    throw new Error(m);
-  }, 50);
+  const cp = startCheckpointer(db, path, {
+    now: true,
+    intervalMs: 10,
+    restartFrames: 50,
+    onError: (m) => {
+      throw new Error(m);
+    },
+  });
   await cp.ready;
   expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
   write(100);
@@ -73,6 +81,54 @@ sqliteOnly("the thread takes checkpoints over and gives them back; the log start
   await cp.stop();
   expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
   db.close();
+});
+
+sqliteOnly("the thread starts at the connection's first write, stops after a quiet spell, and starts again at the next write", async () => {
+  const { path, db, write } = database();
+  db.exec("PRAGMA wal_autocheckpoint = 1000");
+  const autocheckpoint = () => db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
+  const threads = () => Number(/^Threads:\s+(\d+)$/m.exec(readFileSync("/proc/self/status", "utf8"))![1]);
+  const before = threads();
+  const cp = startCheckpointer(db, path, { intervalMs: 10, watchMs: 10, idleMs: 500 });
+  try {
+    // Reads are not writes: no thread, and the connection checkpoints as SQLite does by default.
+    for (let i = 0; i < 5; i++) {
+      db.query("SELECT count(*) FROM t").get();
+      await Bun.sleep(20);
+    }
+    expect({ autocheckpoint: autocheckpoint(), threads: threads() }).toEqual({ autocheckpoint: 1000, threads: before });
+    write(1);
+    await cp.ready;
+    expect(autocheckpoint()).toBe(0);
+    expect(threads()).toBeGreaterThan(before);
+    // Writes keep it running past the quiet spell's length.
+    for (let i = 0; i < 12; i++) {
+      write(1);
+      await Bun.sleep(50);
+    }
+    expect(autocheckpoint()).toBe(0);
+    // Quiet: the connection takes the checkpoints back and the thread goes.
+    await until(() => autocheckpoint() === 1000, 10_000, 10);
+    await until(() => threads() === before, 10_000, 10);
+    // The next write starts a thread again.
+    write(1);
+    await until(() => autocheckpoint() === 0, 10_000, 10);
+  } finally {
+    await cp.stop();
+  }
+  expect(autocheckpoint()).toBe(1000);
+  db.close();
+});
+
+sqliteOnly("the server's writes start its thread: the server's connection stops checkpointing inside commits", async () => {
+  const s = await startTestServer();
+  try {
+    const autocheckpoint = () => s.core.sqlite!.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
+    await createAdmin(s);
+    await until(() => autocheckpoint() === 0, 10_000, 10);
+  } finally {
+    await s.stop();
+  }
 });
 
 const disk = onPostgres ? "the checkpointer is SQLite's" : mountSmallDisk(8 * 1024 * 1024);
@@ -96,10 +152,16 @@ test.skipIf(typeof disk === "string")("on a full disk the server checkpoints inl
     const back = new Promise<void>((resolve) => (recovered = resolve));
     let firstFailure = () => {};
     const failure = new Promise<void>((resolve) => (firstFailure = resolve));
-    const cp = startCheckpointer(db, path, 10, (m) => {
-      failed.push(m);
-      firstFailure();
-    }, 50, () => recovered());
+    const cp = startCheckpointer(db, path, {
+      now: true,
+      intervalMs: 10,
+      restartFrames: 50,
+      onError: (m) => {
+        failed.push(m);
+        firstFailure();
+      },
+      onRecovered: () => recovered(),
+    });
     await failure;
     expect(failed[0]).toMatch(/full/);
     expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
