@@ -5,7 +5,6 @@ import { loadWorker } from "./lazy";
 
 type Command = (args: string[]) => Promise<number | void>;
 
-
 const COMMANDS: Record<string, { summary: string; run: () => Promise<Command> }> = {
   serve: { summary: "run the server", run: async () => (await import("./cli/serve")).serve },
   healthcheck: { summary: "exit 0 when the local server answers /api/v1/health", run: async () => (await import("./cli/serve")).healthcheck },
