@@ -8,6 +8,7 @@ import { newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { SOCKET_REQUEST_OPS, type SocketRequestOp } from "../../src/protocol/messages";
 import { answerSocketRequest } from "../../src/modules/workers/socket-requests";
+import { sha256Hex } from "../../src/lib/tokens";
 import { WorkerClient } from "../../src/worker/client";
 import { SocketRequests } from "../../src/worker/socket-requests";
 import { ClaimRequest, EventsRequest, TransitionRequest } from "../../src/protocol/requests";
@@ -181,7 +182,7 @@ describe("requests on the worker socket", () => {
     expect((await s.api("DELETE", `/orgs/${p.orgId}/workers/${w.workerId}`, { token: p.token })).status).toBe(200);
     expect((await c.waitClose()).code).toBe(4001);
     // What a message that arrived just before the close would get.
-    const reply = await answerSocketRequest(s.core, w.credential, {
+    const reply = await answerSocketRequest(s.core, sha256Hex(w.credential), {
       type: "request",
       id: 7,
       op: "events",

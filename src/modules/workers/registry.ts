@@ -99,7 +99,11 @@ export function forgetWorkers(core: Core) {
 /** The worker a credential names. 401 for anything malformed, unknown or revoked (no database read for garbage). */
 export function* workerByCredential(core: Core, credential: string | null | undefined): Q<WorkerRow> {
   if (!credential || !isWellFormedToken(credential, "aow_")) throw unauthorized("the worker credential is missing or malformed");
-  const hash = sha256Hex(credential);
+  return yield* workerByCredentialHash(core, sha256Hex(credential));
+}
+
+/** The worker whose well-formed credential hashes to `hash` (a socket's, hashed once at its upgrade); 401 when unknown or revoked. */
+export function* workerByCredentialHash(core: Core, hash: string): Q<WorkerRow> {
   // A hit reads nothing; misses are not cached.
   const row = yield* credentialCache(core).readThrough(hash, () => get<WorkerRow>(BY_CREDENTIAL, hash));
   if (!row) throw unauthorized("the worker credential is unknown");

@@ -11,7 +11,7 @@ import type { Reply, SocketRequest, SocketRequestOp } from "../../protocol/messa
 import { ClaimRequest, EventsRequest, TransitionRequest } from "../../protocol/requests";
 import { withRepositoryTokens } from "../codehost/claims";
 import { appendEvents, claimTask, transitionTask } from "./leases";
-import { workerByCredential } from "./registry";
+import { workerByCredentialHash } from "./registry";
 
 const schemas = { claim: ClaimRequest, events: EventsRequest, transition: TransitionRequest } satisfies Record<SocketRequestOp, unknown>;
 const bodies = {
@@ -21,17 +21,17 @@ const bodies = {
 } satisfies Record<SocketRequestOp, unknown>;
 
 /**
- * Answers one request of the worker holding `credential`. The credential is looked up again for
- * each request, as an HTTP request's would be: a revoked worker is refused even before its socket
- * has been closed.
+ * Answers one request of the worker whose credential hashes to `credentialHash`. The credential is
+ * looked up again for each request, as an HTTP request's would be: a revoked worker is refused even
+ * before its socket has been closed.
  */
-export async function answerSocketRequest(core: Core, credential: string, m: SocketRequest): Promise<Reply> {
+export async function answerSocketRequest(core: Core, credentialHash: string, m: SocketRequest): Promise<Reply> {
   const started = performance.now();
   let status = 200;
   let body: unknown;
   let workerId: string | undefined;
   try {
-    const worker = await core.store.read(workerByCredential(core, credential));
+    const worker = await core.store.read(workerByCredentialHash(core, credentialHash));
     workerId = worker.id;
     const check = bodies[m.op];
     requireJsonObject(m.body);

@@ -9,6 +9,7 @@ import { CLOSE, WorkerMessage, type SocketRequest } from "../../protocol/message
 import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
 import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
+import { sha256Hex } from "../../lib/tokens";
 import { answerSocketRequest } from "./socket-requests";
 
 export const WORKER_SOCKET_PATH = "/api/v1/worker/ws";
@@ -24,7 +25,7 @@ const GARBAGE_LIMIT = 20;
  * after the previous: a worker's messages are handled in the order they came (hello before its
  * first heartbeat, the close after both).
  */
-type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; credential: string; garbage: number; queue: Promise<void> };
+type WorkerSocketData = { path: string; conn?: Conn; workerId: string; orgId: string; credentialHash: string; garbage: number; queue: Promise<void> };
 
 export function workerSocket(core: Core): SocketHandler {
   const presence = presenceOf(core);
@@ -44,7 +45,7 @@ export function workerSocket(core: Core): SocketHandler {
   // task's events), each in the order of its own awaits.
   const answer = (ws: Socket, data: WorkerSocketData, message: SocketRequest) => {
     // A reply to a socket closed meanwhile is dropped: the worker retries over its next connection.
-    const done = answerSocketRequest(core, data.credential, message)
+    const done = answerSocketRequest(core, data.credentialHash, message)
       .then((reply) => void ws.send(JSON.stringify(reply)))
       .catch((err) => core.log.error("worker request failed", { workerId: data.workerId, error: String((err as Error)?.stack ?? err) }));
     running.add(done);
@@ -58,7 +59,8 @@ export function workerSocket(core: Core): SocketHandler {
       try {
         const credential = bearerOf(request.headers.get("authorization"));
         const worker = await core.store.read(workerByCredential(core, credential));
-        return { credential, workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
+        // Its requests look the worker up again by the credential's hash (a revoked one is refused at once), hashed here once.
+        return { credentialHash: sha256Hex(credential!), workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
       } catch (err) {
         if (err instanceof ApiError) return errorResponse(err);
         throw err;
