@@ -48,7 +48,7 @@ function matches(rule: string, call: ToolCall): boolean {
 }
 
 /** Where a path leads once its links are followed; the path itself when it does not exist (yet). */
-function realPath(path: string): string {
+export function realPath(path: string): string {
   try {
     return realpathSync(path);
   } catch {

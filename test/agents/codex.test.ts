@@ -2,7 +2,7 @@
 // stand-in model calls its shell and apply_patch tools; the adapter puts each ask to the policy or
 // to the (recorded) person, and the answers go back on the same thread.
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
@@ -195,6 +195,22 @@ test("commands cannot read the files the worker names unreadable (its credential
   expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
   // Only the file: the rest of the worker's directory reads as before.
   expect(readFileSync(join(workdir, "beside.txt"), "utf8")).toBe("not secret");
+});
+
+test("a credential named through a linked directory: the thread starts, and commands can read it neither by the link nor by its real path", async () => {
+  standIn = startOpenAIStandIn();
+  const realDir = join(tmp, `worker-real-${n + 1}`);
+  const linkedDir = join(tmp, `worker-linked-${n + 1}`);
+  mkdirSync(realDir, { recursive: true });
+  symlinkSync(realDir, linkedDir);
+  writeFileSync(credentialPath(realDir), JSON.stringify({ credential: "aow_secret_value" }), { mode: 0o600 });
+  standIn.push({ items: [{ exec: `cat ${credentialPath(realDir)} > by-real.txt; cat ${credentialPath(linkedDir)} > by-link.txt` }] }, { items: [{ message: "Tried." }] });
+  // Named through the link, as a worker whose data directory sits under a linked home names it.
+  const { run, workdir } = start({ standIn, policy: { allow: ["shell"] }, unreadable: [credentialPath(linkedDir)] });
+  expect(await run.exited).toEqual({ code: 0, signal: null });
+  expect(readFileSync(join(workdir, "by-real.txt"), "utf8")).not.toContain("aow_secret_value");
+  expect(readFileSync(join(workdir, "by-link.txt"), "utf8")).not.toContain("aow_secret_value");
+  expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
 });
 
 test("a sandbox_mode in Codex's own config does not loosen ao's profile: a write outside the checkout is still refused", async () => {

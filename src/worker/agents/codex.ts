@@ -9,7 +9,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { VERSION } from "../../version";
-import { decidedBy, type ToolCall } from "../policy";
+import { decidedBy, realPath, type ToolCall } from "../policy";
 import { spawnGroup } from "../process";
 import { killSandboxHelpers } from "../orphans";
 import { CodexRpc, RpcError } from "./codex-rpc";
@@ -105,9 +105,11 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     // the command was approved. A profile that denies a read never runs a command outside the
     // sandbox (Codex's `unsandboxed_execution_allowed`): an approval stays an approval to run
     // confined. What it denies: Codex's own home, where its sign-in lives, and the worker's
-    // credential (ctx.unreadable).
+    // credential (ctx.unreadable). By their real paths: the sandbox (bubblewrap) hides a path by
+    // mounting over it, which it cannot do through a linked directory (the thread would not start),
+    // and a read by the link's name leads to the real path anyway.
     const codexHome = ctx.env.CODEX_HOME || join(ctx.env.HOME || homedir(), ".codex");
-    const denied = Object.fromEntries([codexHome, ...ctx.unreadable].map((path) => [path, "deny"]));
+    const denied = Object.fromEntries([codexHome, ...ctx.unreadable].map((path) => [realPath(path), "deny"]));
     const profile = { extends: ":workspace", filesystem: { ":slash_tmp": "read", ":tmpdir": "read", [ctx.artifactsDir]: "write", ...denied } };
     const settings = { cwd: ctx.workdir, approvalPolicy: "untrusted", config: { default_permissions: "ao", permissions: { ao: profile } } };
     const file = threadFile(ctx.workdir);
