@@ -3,7 +3,6 @@
 // (the credential, then the body) and the same answers, as one message each way. What it saves
 // per request is the HTTP work around the operation: parsing, routing, the response schema and
 // the request's log line.
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Value } from "@sinclair/typebox/value";
 import type { Core } from "../../server/core";
 import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, requireJsonObject } from "../../server/errors";
@@ -12,12 +11,13 @@ import { ClaimRequest, EventsRequest, TransitionRequest } from "../../protocol/r
 import { withRepositoryTokens } from "../codehost/claims";
 import { appendEvents, claimTask, transitionTask } from "./leases";
 import { workerByCredentialHash } from "./registry";
+import { compiledOnFirstUse } from "../../lib/checks";
 
 const schemas = { claim: ClaimRequest, events: EventsRequest, transition: TransitionRequest } satisfies Record<SocketRequestOp, unknown>;
 const bodies = {
-  claim: TypeCompiler.Compile(ClaimRequest),
-  events: TypeCompiler.Compile(EventsRequest),
-  transition: TypeCompiler.Compile(TransitionRequest),
+  claim: compiledOnFirstUse(ClaimRequest),
+  events: compiledOnFirstUse(EventsRequest),
+  transition: compiledOnFirstUse(TransitionRequest),
 } satisfies Record<SocketRequestOp, unknown>;
 
 /**
@@ -33,7 +33,7 @@ export async function answerSocketRequest(core: Core, credentialHash: string, m:
   try {
     const worker = await core.store.read(workerByCredentialHash(core, credentialHash));
     workerId = worker.id;
-    const check = bodies[m.op];
+    const check = bodies[m.op]();
     requireJsonObject(m.body);
     if (!check.Check(m.body)) throw invalidRequest("body", fieldErrors(check.Errors(m.body)));
     // Fields the schema does not name are dropped, as the HTTP routes' normalisation drops them.

@@ -1,7 +1,6 @@
 // The worker socket, /api/v1/worker/ws: authenticated by the aow_ credential at the upgrade,
 // then hello, heartbeats, declines and requests in; welcome, offers, controls, clone, readiness
 // and replies out.
-import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { Core } from "../../server/core";
 import type { Socket, SocketHandler } from "../../server/sockets";
 import { ApiError, errorResponse } from "../../server/errors";
@@ -10,11 +9,12 @@ import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
 import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
 import { sha256Hex } from "../../lib/tokens";
+import { compiledOnFirstUse } from "../../lib/checks";
 import { answerSocketRequest } from "./socket-requests";
 
 export const WORKER_SOCKET_PATH = "/api/v1/worker/ws";
 
-const checkMessage = TypeCompiler.Compile(WorkerMessage);
+const checkMessage = compiledOnFirstUse(WorkerMessage);
 /** Largest worker message accepted (a hello with every list at its limit fits easily). */
 const MAX_MESSAGE_BYTES = 256 * 1024;
 /** Malformed messages tolerated per connection before it is closed. */
@@ -98,7 +98,7 @@ export function workerSocket(core: Core): SocketHandler {
       } catch {
         message = undefined;
       }
-      if (!checkMessage.Check(message)) {
+      if (!checkMessage().Check(message)) {
         data.garbage++;
         ws.send(JSON.stringify({ type: "error", code: "bad_message", message: "not a worker protocol message" }));
         if (data.garbage >= GARBAGE_LIMIT) ws.close(CLOSE.garbage, "too many malformed messages");
