@@ -6,6 +6,7 @@ import { SQL } from "bun";
 import { leadership, lockKey, type Leadership } from "../../src/server/leader";
 import type { Logger } from "../../src/server/core";
 import { freshDatabase } from "../helpers/postgres";
+import { until } from "../workers/helpers";
 
 const log: Logger = { info() {}, warn() {}, error() {} };
 
@@ -67,22 +68,26 @@ describe("two servers contend on one PostgreSQL database", () => {
     expect(follower.isLeader()).toBe(true);
   });
 
-  test("when the leader's backend is terminated, it steps down and the other takes over; later it can lead again", async () => {
+  test("when the leader's backend is terminated, it steps down, one of the two leads again, and the stepped-down one can lead again", async () => {
     const [leader, follower] = await contenders(url, "kill");
     open.push(leader, follower);
     const lost = becomes(leader, false);
-    const won = becomes(follower, true);
     const killed = await admin`
       SELECT pg_terminate_backend(l.pid) AS ok FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'ao leader kill'`;
     expect(killed.map((r: { ok: boolean }) => r.ok)).toEqual([true]);
-    await Promise.all([lost, won]);
-    expect(leader.isLeader()).toBe(false);
+    await lost;
+    // Both contend for the freed lock: the other on its connection, the stepped-down one on a new
+    // one. Usually the other wins; under load the stepped-down one can be first. Exactly one leads.
+    await until(() => leader.isLeader() || follower.isLeader(), 10_000, 10);
+    expect([leader.isLeader(), follower.isLeader()].filter(Boolean)).toHaveLength(1);
 
-    // The stepped-down server keeps contending on a new connection and leads once the other goes.
-    const back = becomes(leader, true);
-    await follower.close();
-    await back;
+    // The stepped-down server keeps contending on its new connection and leads once the other goes.
+    if (follower.isLeader()) {
+      const back = becomes(leader, true);
+      await follower.close();
+      await back;
+    }
     expect(leader.isLeader()).toBe(true);
   });
 
