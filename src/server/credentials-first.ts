@@ -21,11 +21,13 @@ const checks = new WeakSet<object>();
 
 /** A macro's resolve that authenticates: memoised per request and findable by refusedCredential. */
 export function credentialCheck<R>(check: (ctx: CheckContext) => Promise<R> | R) {
-  const resolve = (ctx: CheckContext): Promise<R> => {
-    let done = outcomes.get(ctx.request);
-    if (!done) outcomes.set(ctx.request, (done = new Map()));
+  // The fields are named: Elysia reads a hook's source to decide what each request must parse, and
+  // a whole context would make every authenticated route parse its cookies and query string.
+  const resolve = ({ request, headers, params }: CheckContext): Promise<R> => {
+    let done = outcomes.get(request);
+    if (!done) outcomes.set(request, (done = new Map()));
     let outcome = done.get(resolve) as Promise<R> | undefined;
-    if (!outcome) done.set(resolve, (outcome = (async () => check(ctx))()));
+    if (!outcome) done.set(resolve, (outcome = (async () => check({ request, headers, params }))()));
     return outcome;
   };
   checks.add(resolve);
