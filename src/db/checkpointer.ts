@@ -93,7 +93,19 @@ export function startCheckpointer(main: Database, path: string, options: Checkpo
   const { watchMs = 1000, idleMs = IDLE_MS } = options;
   let started: () => void = () => {};
   const ready = new Promise<void>((resolve) => (started = resolve));
-  const open = () => checkpointThread(main, path, options, started);
+  let refusedAt = -Infinity;
+  const open = (): Thread | null => {
+    // A thread the system refuses (its limits) is tried again after a quiet spell's length, not at
+    // every look; meanwhile the connection checkpoints inline.
+    if (performance.now() - refusedAt < idleMs) return null;
+    try {
+      return checkpointThread(main, path, options, started);
+    } catch (err) {
+      refusedAt = performance.now();
+      options.onError?.(`the checkpoint thread could not start: ${String(err)}`);
+      return null;
+    }
+  };
   const changes = main.query<{ n: number }, []>("SELECT total_changes() AS n");
   let seen = changes.get()!.n;
   let lastWrite = performance.now();

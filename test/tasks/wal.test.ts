@@ -120,6 +120,32 @@ sqliteOnly("the thread starts at the connection's first write, stops after a qui
   db.close();
 });
 
+sqliteOnly("a thread the system refuses is reported, not thrown from the timer; the connection keeps checkpointing inline", async () => {
+  const { path, db, write } = database();
+  db.exec("PRAGMA wal_autocheckpoint = 1000");
+  const real = globalThis.Worker;
+  const failures: string[] = [];
+  // The one way to make the runtime refuse a thread here: its constructor throws, as at a process's thread limit.
+  globalThis.Worker = class {
+    constructor() {
+      throw new Error("EAGAIN: no more threads");
+    }
+  } as unknown as typeof Worker;
+  const cp = startCheckpointer(db, path, { watchMs: 10, idleMs: 60_000, onError: (m) => failures.push(m) });
+  try {
+    write(1);
+    await until(() => failures.length > 0, 10_000, 10);
+    write(1);
+    await Bun.sleep(100);
+    expect(failures).toEqual(["the checkpoint thread could not start: Error: EAGAIN: no more threads"]);
+    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+  } finally {
+    globalThis.Worker = real;
+    await cp.stop();
+    db.close();
+  }
+});
+
 sqliteOnly("the server's writes start its thread: the server's connection stops checkpointing inside commits", async () => {
   const s = await startTestServer();
   try {
