@@ -99,7 +99,13 @@ export function startCheckpointer(main: Database, path: string, options: Checkpo
     // every look; meanwhile the connection checkpoints inline.
     if (performance.now() - refusedAt < idleMs) return null;
     try {
-      return checkpointThread(main, path, options, started);
+      return checkpointThread(main, path, options, () => {
+        started();
+        // The thread the system refused before runs now: said as a failure that passed is.
+        if (refusedAt === -Infinity) return;
+        refusedAt = -Infinity;
+        options.onRecovered?.();
+      });
     } catch (err) {
       refusedAt = performance.now();
       options.onError?.(`the checkpoint thread could not start: ${String(err)}`);

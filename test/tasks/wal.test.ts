@@ -120,7 +120,7 @@ sqliteOnly("the thread starts at the connection's first write, stops after a qui
   db.close();
 });
 
-sqliteOnly("a thread the system refuses is reported, not thrown from the timer; the connection keeps checkpointing inline", async () => {
+sqliteOnly("a thread the system refuses is reported, not thrown from the timer; the connection keeps checkpointing inline; a later one that starts is reported too", async () => {
   const { path, db, write } = database();
   db.exec("PRAGMA wal_autocheckpoint = 1000");
   const real = globalThis.Worker;
@@ -131,14 +131,24 @@ sqliteOnly("a thread the system refuses is reported, not thrown from the timer; 
       throw new Error("EAGAIN: no more threads");
     }
   } as unknown as typeof Worker;
-  const cp = startCheckpointer(db, path, { watchMs: 10, idleMs: 60_000, onError: (m) => failures.push(m) });
+  let recovered = 0;
+  const cp = startCheckpointer(db, path, { watchMs: 10, idleMs: 500, onError: (m) => failures.push(m), onRecovered: () => recovered++ });
   try {
     write(1);
     await until(() => failures.length > 0, 10_000, 10);
+    // Not tried again at every look while the quiet spell's length has not passed.
     write(1);
     await Bun.sleep(100);
     expect(failures).toEqual(["the checkpoint thread could not start: Error: EAGAIN: no more threads"]);
     expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+    // Threads are allowed again: the next try, at a write, starts one and says so.
+    globalThis.Worker = real;
+    for (let i = 0; i < 500 && recovered === 0; i++) {
+      write(1);
+      await Bun.sleep(20);
+    }
+    expect(recovered).toBe(1);
+    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
   } finally {
     globalThis.Worker = real;
     await cp.stop();
