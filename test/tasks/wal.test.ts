@@ -20,6 +20,9 @@ const sqliteOnly = test.skipIf(onPostgres);
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+/** The connection's wal_autocheckpoint: 0 while the thread checkpoints, 1000 while the connection does. */
+const autocheckpointOf = (db: Database) => db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
+
 function database() {
   const dir = mkdtempSync(join(tmpdir(), "ao-wal-"));
   dirs.push(dir);
@@ -68,7 +71,7 @@ sqliteOnly("the thread takes checkpoints over and gives them back; the log start
     },
   });
   await cp.ready;
-  expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
+  expect(autocheckpointOf(db)).toBe(0);
   write(100);
   const first = salt();
   let restarted = false;
@@ -79,14 +82,13 @@ sqliteOnly("the thread takes checkpoints over and gives them back; the log start
   }
   expect(restarted).toBe(true);
   await cp.stop();
-  expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+  expect(autocheckpointOf(db)).toBe(1000);
   db.close();
 });
 
 sqliteOnly("the thread starts at the connection's first write, stops after a quiet spell, and starts again at the next write", async () => {
   const { path, db, write } = database();
   db.exec("PRAGMA wal_autocheckpoint = 1000");
-  const autocheckpoint = () => db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
   const threads = () => Number(/^Threads:\s+(\d+)$/m.exec(readFileSync("/proc/self/status", "utf8"))![1]);
   const before = threads();
   const cp = startCheckpointer(db, path, { intervalMs: 10, watchMs: 10, idleMs: 500 });
@@ -96,27 +98,27 @@ sqliteOnly("the thread starts at the connection's first write, stops after a qui
       db.query("SELECT count(*) FROM t").get();
       await Bun.sleep(20);
     }
-    expect({ autocheckpoint: autocheckpoint(), threads: threads() }).toEqual({ autocheckpoint: 1000, threads: before });
+    expect({ autocheckpoint: autocheckpointOf(db), threads: threads() }).toEqual({ autocheckpoint: 1000, threads: before });
     write(1);
     await cp.ready;
-    expect(autocheckpoint()).toBe(0);
+    expect(autocheckpointOf(db)).toBe(0);
     expect(threads()).toBeGreaterThan(before);
     // Writes keep it running past the quiet spell's length.
     for (let i = 0; i < 12; i++) {
       write(1);
       await Bun.sleep(50);
     }
-    expect(autocheckpoint()).toBe(0);
+    expect(autocheckpointOf(db)).toBe(0);
     // Quiet: the connection takes the checkpoints back and the thread goes.
-    await until(() => autocheckpoint() === 1000, 10_000, 10);
+    await until(() => autocheckpointOf(db) === 1000, 10_000, 10);
     await until(() => threads() === before, 10_000, 10);
     // The next write starts a thread again.
     write(1);
-    await until(() => autocheckpoint() === 0, 10_000, 10);
+    await until(() => autocheckpointOf(db) === 0, 10_000, 10);
   } finally {
     await cp.stop();
   }
-  expect(autocheckpoint()).toBe(1000);
+  expect(autocheckpointOf(db)).toBe(1000);
   db.close();
 });
 
@@ -140,7 +142,7 @@ sqliteOnly("a thread the system refuses is reported, not thrown from the timer; 
     write(1);
     await Bun.sleep(100);
     expect(failures).toEqual(["the checkpoint thread could not start: Error: EAGAIN: no more threads"]);
-    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+    expect(autocheckpointOf(db)).toBe(1000);
     // Threads are allowed again: the next try, at a write, starts one and says so.
     globalThis.Worker = real;
     for (let i = 0; i < 500 && recovered === 0; i++) {
@@ -148,7 +150,7 @@ sqliteOnly("a thread the system refuses is reported, not thrown from the timer; 
       await Bun.sleep(20);
     }
     expect(recovered).toBe(1);
-    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
+    expect(autocheckpointOf(db)).toBe(0);
   } finally {
     globalThis.Worker = real;
     await cp.stop();
@@ -159,9 +161,8 @@ sqliteOnly("a thread the system refuses is reported, not thrown from the timer; 
 sqliteOnly("the server's writes start its thread: the server's connection stops checkpointing inside commits", async () => {
   const s = await startTestServer();
   try {
-    const autocheckpoint = () => s.core.sqlite!.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
     await createAdmin(s);
-    await until(() => autocheckpoint() === 0, 10_000, 10);
+    await until(() => autocheckpointOf(s.core.sqlite!) === 0, 10_000, 10);
   } finally {
     await s.stop();
   }
@@ -200,10 +201,10 @@ test.skipIf(typeof disk === "string")("on a full disk the server checkpoints inl
     });
     await failure;
     expect(failed[0]).toMatch(/full/);
-    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(1000);
+    expect(autocheckpointOf(db)).toBe(1000);
     rmSync(filler);
     await back;
-    expect(db.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint).toBe(0);
+    expect(autocheckpointOf(db)).toBe(0);
     await cp.stop();
     db.close();
   } finally {
