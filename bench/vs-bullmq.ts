@@ -20,7 +20,9 @@
 // node_modules) must have been installed with `npm install` in a copy passed as --peers.
 //   bun bench/vs-bullmq.ts --peers /work/peers-run [--seconds 10] [--reps 3] [--rate 500]
 //                          [--phases lifecycle,latency,drain] [--worker-requests socket|http]
-//                          [--binary dist/ao] [--help]
+//                          [--binary dist/ao] [--server ao|bare] [--help]
+// --server bare runs bench/lifecycle-bare-server.ts in ao's place (the same clients, protocol, rows
+// and schema, nothing else): the ceiling of this design on this machine, beside BullMQ.
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -30,6 +32,7 @@ import { cpuMs, pairWorkers, percentiles } from "./workers-support";
 import { startFleet } from "./workers-fleet";
 import { busyPct, machineTicks, median, peerOptions, peerSystem, peersDir } from "./peers-support";
 import { execWithServerAllocator } from "../src/server/allocator";
+import { BARE_IDENTITY, barePaired, startBare } from "./lifecycle-bare-server";
 
 // This process (which creates ao's tasks) and the simulated workers it starts are Bun processes
 // sharing the two cores with the server: they run with the allocator setting `ao serve` gives
@@ -37,7 +40,10 @@ import { execWithServerAllocator } from "../src/server/allocator";
 // the setting and keeps it. `MIMALLOC_PURGE_HOLES=1` before the command measures Bun's default.
 execWithServerAllocator();
 
-const { values } = parseArgs({ options: peerOptions });
+const { values } = parseArgs({ options: { ...peerOptions, server: { type: "string", default: "ao" } } });
+const bare = values.server === "bare";
+/** The name of the server measured, in the output. */
+const AO = bare ? "bare" : "ao";
 const seconds = Number(values.seconds);
 const reps = Number(values.reps);
 const rate = Number(values.rate);
@@ -105,9 +111,9 @@ async function bullLatency() {
 // ---------------------------------------------------------------- ao
 console.log(`# vs-bullmq · ${conditions()}`);
 console.log(`uptime before: ${readFileSync("/proc/loadavg", "utf8").trim()}`);
-ao = await startAo(values.binary);
-const who = await identity(ao.url);
-const paired = await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
+ao = bare ? await startBare() : await startAo(values.binary);
+const who = bare ? BARE_IDENTITY : await identity(ao.url);
+const paired = bare ? barePaired(Number(values.workers)) : await pairWorkers(ao.url, who.accessToken, who.orgId, Number(values.workers));
 
 const requests = values["worker-requests"] === "http" ? "http" : "socket";
 let fleet = await startFleet(ao.url, who, paired, requests);
@@ -193,7 +199,7 @@ try {
       life.bull.push({ perSec: b.perSec, cpu: `${b.redisCpuMsPerJob.toFixed(3)} ms redis + ${b.workerCpuMsPerJob.toFixed(3)} ms worker`, busy: b.busy });
       // The next BullMQ run drains about `seconds` worth of jobs at the rate just measured.
       bullN = Math.max(1000, Math.round(b.perSec * seconds));
-      console.error(`lifecycle rep ${rep + 1}: ao ${a.perSec.toFixed(0)}/s, BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
+      console.error(`lifecycle rep ${rep + 1}: ${AO} ${a.perSec.toFixed(0)}/s, BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
     }
     if (phases.has("drain")) {
       loads.push(`drain rep ${rep + 1}: ${load()}`);
@@ -204,7 +210,7 @@ try {
       const b = await bullLifecycle(bullN);
       drain.bull.push({ perSec: b.perSec, cpu: `${b.redisCpuMsPerJob.toFixed(3)} ms redis + ${b.workerCpuMsPerJob.toFixed(3)} ms worker`, busy: b.busy });
       bullN = Math.max(1000, Math.round(b.perSec * seconds));
-      console.error(`drain rep ${rep + 1}: ao ${a.perSec.toFixed(0)}/s (${a.seconds.toFixed(1)} s), BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
+      console.error(`drain rep ${rep + 1}: ${AO} ${a.perSec.toFixed(0)}/s (${a.seconds.toFixed(1)} s), BullMQ ${b.perSec.toFixed(0)}/s (${b.seconds.toFixed(1)} s)`);
     }
     if (phases.has("latency")) {
       loads.push(`latency rep ${rep + 1}: ${load()}`);
@@ -213,7 +219,7 @@ try {
       lat.ao.push(a);
       const b = await bullLatency();
       lat.bull.push(b);
-      console.error(`latency rep ${rep + 1}: ao p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)}; BullMQ p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)}`);
+      console.error(`latency rep ${rep + 1}: ${AO} p50 ${a.p50.toFixed(2)} p99 ${a.p99.toFixed(2)}; BullMQ p50 ${b.p50.toFixed(2)} p99 ${b.p99.toFixed(2)}`);
     }
   }
 } finally {
@@ -231,13 +237,13 @@ function sideBySide(runs: { ao: Life[]; bull: Life[] }, labels: { rate: string; 
   const a = median(runs.ao.map((x) => x.perSec));
   const b = median(runs.bull.map((x) => x.perSec));
   return [
-    "| what | ao (each run) | BullMQ, AOF everysec (each run) |",
+    `| what | ${AO} (each run) | BullMQ, AOF everysec (each run) |`,
     "|---|---|---|",
     `| ${labels.rate} | ${each(runs.ao, (x) => x.perSec.toFixed(0))} /s | ${each(runs.bull, (x) => x.perSec.toFixed(0))} /s |`,
     `| ${labels.busy} | ${each(runs.ao, (x) => x.busy.toFixed(0))} | ${each(runs.bull, (x) => x.busy.toFixed(0))} |`,
     `| ${labels.cpu} | ${each(runs.ao, (x) => x.cpu)} | ${each(runs.bull, (x) => x.cpu)} |`,
     "",
-    `${labels.name} medians: ao ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ao/BullMQ **${(a / b).toFixed(2)}**`,
+    `${labels.name} medians: ${AO} ${a.toFixed(0)}/s, BullMQ ${b.toFixed(0)}/s, ratio ${AO}/BullMQ **${(a / b).toFixed(2)}**`,
   ];
 }
 if (life.ao.length) {
@@ -248,7 +254,7 @@ if (life.ao.length) {
       cpu: "CPU per lifecycle",
       name: "lifecycle",
     }),
-    `ao server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`,
+    `${AO} server CPU per lifecycle, median: ${median(aoCpu).toFixed(3)} ms (goal <= 0.5 ms)`,
   );
 }
 if (drain.ao.length) {
@@ -266,13 +272,13 @@ if (lat.ao.length) {
   const m = (xs: { p50: number; p99: number }[], k: "p50" | "p99") => median(xs.map((x) => x[k]));
   lines.push(
     "",
-    `pickup at ${rate}/s for ${seconds} s (ao create -> offer received; BullMQ add -> handler start; from send):`,
-    `| run | ao p50 / p99 | BullMQ p50 / p99 |`,
+    `pickup at ${rate}/s for ${seconds} s (${AO} create -> offer received; BullMQ add -> handler start; from send):`,
+    `| run | ${AO} p50 / p99 | BullMQ p50 / p99 |`,
     `|---|---|---|`,
     ...lat.ao.map((x, i) => `| ${i + 1} | ${f(x.p50)} / ${f(x.p99)} ms (n ${x.n}) | ${f(lat.bull[i].p50)} / ${f(lat.bull[i].p99)} ms (n ${lat.bull[i].n}) |`),
     `| median | ${f(m(lat.ao, "p50"))} / ${f(m(lat.ao, "p99"))} ms | ${f(m(lat.bull, "p50"))} / ${f(m(lat.bull, "p99"))} ms |`,
     "",
-    `pickup ratios ao/BullMQ: p50 **${(m(lat.ao, "p50") / m(lat.bull, "p50")).toFixed(2)}**, p99 **${(m(lat.ao, "p99") / m(lat.bull, "p99")).toFixed(2)}** (<= 1.0 is the goal)`,
+    `pickup ratios ${AO}/BullMQ: p50 **${(m(lat.ao, "p50") / m(lat.bull, "p50")).toFixed(2)}**, p99 **${(m(lat.ao, "p99") / m(lat.bull, "p99")).toFixed(2)}** (<= 1.0 is the goal)`,
   );
 }
 console.log(lines.join("\n"));
