@@ -24,7 +24,8 @@ export const barePaired = (n: number): Paired[] => Array.from({ length: n }, (_,
 export async function startBare(): Promise<AoServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "ao-bare-"));
   const port = freePort();
-  const proc = Bun.spawn([process.execPath, import.meta.path, String(port), dataDir], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+  const bunArgs = (process.env.AO_BENCH_BUN_ARGS ?? "").split(" ").filter(Boolean); // as startAo: a profile, say
+  const proc = Bun.spawn([process.execPath, ...bunArgs, import.meta.path, String(port), dataDir], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/api/v1/health`);
   return {
@@ -149,6 +150,7 @@ if (import.meta.main) {
     reply(404, { error: { code: "not_found", message: m.op } });
   }
 
+  process.on("SIGTERM", () => process.exit(0)); // an exit, so that a --cpu-prof is written
   Bun.serve<Worker>({
     port: Number(port),
     hostname: "127.0.0.1",
