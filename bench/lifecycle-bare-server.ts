@@ -6,11 +6,11 @@
 // logs or metrics, no checkpointer thread (SQLite checkpoints inline, its default).
 //   bun bench/lifecycle-bare-server.ts <port> <dataDir>
 import type { ServerWebSocket } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../src/db";
-import { freePort, waitFor, type AoServer, type Identity } from "./tasks-support";
+import { benchBunArgs, freePort, serverProcess, type AoServer, type Identity } from "./tasks-support";
 import type { Paired } from "./workers-support";
 
 export const BARE_ORG = "org_bare";
@@ -21,23 +21,10 @@ export const BARE_IDENTITY: Identity = { orgId: BARE_ORG, projectId: BARE_PROJEC
 export const barePaired = (n: number): Paired[] => Array.from({ length: n }, (_, i) => ({ workerId: `wkr_${i}`, credential: "none" }));
 
 /** Starts the bare server as a process of its own, on a fresh data directory. */
-export async function startBare(): Promise<AoServer> {
+export function startBare(): Promise<AoServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "ao-bare-"));
   const port = freePort();
-  const bunArgs = (process.env.AO_BENCH_BUN_ARGS ?? "").split(" ").filter(Boolean); // as startAo: a profile, say
-  const proc = Bun.spawn([process.execPath, ...bunArgs, import.meta.path, String(port), dataDir], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(`${url}/api/v1/health`);
-  return {
-    url,
-    dataDir,
-    pid: proc.pid,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return serverProcess([process.execPath, ...benchBunArgs(), import.meta.path, String(port), dataDir], port, dataDir);
 }
 
 const COLUMNS = [

@@ -44,18 +44,27 @@ const PASSWORD = "bench password 123";
 export async function startAo(binary?: string, existingDataDir?: string, env: Record<string, string> = {}): Promise<AoServer> {
   const dataDir = existingDataDir ?? mkdtempSync(join(tmpdir(), "ao-bench-"));
   const port = freePort();
-  // AO_BENCH_BUN_ARGS: extra Bun flags for a server from source, e.g. a profile of the server alone:
-  // AO_BENCH_BUN_ARGS="--cpu-prof-md --cpu-prof-dir=/tmp/prof" (written when the server stops).
-  const bunArgs = (process.env.AO_BENCH_BUN_ARGS ?? "").split(" ").filter(Boolean);
-  const cmd = binary ? [binary, "serve"] : [BUN, ...bunArgs, join(ROOT, "src/main.ts"), "serve"];
-  const proc = Bun.spawn([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
-    cwd: dataDir,
-    // Every simulated client comes from loopback: the per-address connection cap would measure itself.
-    env: { ...process.env, AO_ADMIN_EMAIL: EMAIL, AO_ADMIN_PASSWORD: PASSWORD, AO_ORG_NAME: "bench", AO_MAX_CONNECTIONS_PER_ADDRESS: "0", ...env },
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "inherit",
+  const cmd = binary ? [binary, "serve"] : [BUN, ...benchBunArgs(), join(ROOT, "src/main.ts"), "serve"];
+  // Every simulated client comes from loopback: the per-address connection cap would measure itself.
+  return serverProcess([...cmd, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], port, dataDir, {
+    ...process.env,
+    AO_ADMIN_EMAIL: EMAIL,
+    AO_ADMIN_PASSWORD: PASSWORD,
+    AO_ORG_NAME: "bench",
+    AO_MAX_CONNECTIONS_PER_ADDRESS: "0",
+    ...env,
   });
+}
+
+/**
+ * AO_BENCH_BUN_ARGS: extra Bun flags for a server run from source, e.g. a profile of the server alone:
+ * AO_BENCH_BUN_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (written when the server stops).
+ */
+export const benchBunArgs = () => (process.env.AO_BENCH_BUN_ARGS ?? "").split(" ").filter(Boolean);
+
+/** A server started as `cmd` (listening on `port`, its files in `dataDir`), once it answers /api/v1/health. */
+export async function serverProcess(cmd: string[], port: number, dataDir: string, env: Record<string, string | undefined> = process.env): Promise<AoServer> {
+  const proc = Bun.spawn(cmd, { cwd: dataDir, env, stdin: "ignore", stdout: "ignore", stderr: "inherit" });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`${url}/api/v1/health`);
   return {
