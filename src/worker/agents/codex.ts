@@ -13,6 +13,7 @@ import { decidedBy, realPath, type ToolCall } from "../policy";
 import { spawnGroup } from "../process";
 import { killSandboxHelpers } from "../orphans";
 import { CodexRpc, RpcError } from "./codex-rpc";
+import { helperDirFor, linkSandboxHelper, withHelperDir } from "./codex-helper";
 import { commandCalls, fileCalls, strictest } from "./codex-asks";
 import { codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
 import type { Agent, AgentContext, AgentRun, Answer } from "./types";
@@ -33,9 +34,11 @@ type Pending =
 const text = (t: string) => [{ type: "text", text: t, text_elements: [] }];
 
 export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[]): AgentRun {
+  // A directory first on the app-server's PATH, for the link to its sandbox helper (codex-helper.ts).
+  const helperDir = helperDirFor(ctx.workdir);
   const proc = spawnGroup(binary, ["app-server", ...extraArgs], {
     cwd: ctx.workdir,
-    env: ctx.env,
+    env: withHelperDir(ctx.env, helperDir),
     onStdout: (line) => rpc.feed(line),
     // Codex's own log lines, ANSI colour kept for the web app and the CLI to render.
     onStderr: (line) => ctx.emit("log", { stream: "stderr", line }),
@@ -98,6 +101,8 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   async function boot() {
     await rpc.request("initialize", { clientInfo: { name: "ao", title: "ao worker", version: VERSION }, capabilities: { experimentalApi: true, requestAttestation: false } });
     rpc.notify("initialized");
+    // Before the thread starts, which is when Codex first runs its sandbox helper.
+    if (helperDir) linkSandboxHelper(helperDir, proc.pid);
     // Commands write to the checkout and to the artifacts directory, not to /tmp or $TMPDIR as
     // Codex's :workspace allows (other tasks' checkouts may live there). This is a permission
     // profile rather than the older sandbox_mode settings, for its "deny" entry. Under `untrusted`,
