@@ -14,6 +14,7 @@ import { recordAgent } from "./orphans";
 import { agentPolicyOf, decideTool } from "./policy";
 import type { Agent, AgentRun, AgentUsage, Answer } from "./agents/types";
 import { BudgetGuard, UsageReporter, usd } from "./usage";
+import type { Confine } from "./confine";
 
 export interface AttemptDeps {
   client: WorkerClient;
@@ -21,6 +22,8 @@ export interface AttemptDeps {
   runsDir: string;
   /** Files the agent's commands must not read (AgentContext.unreadable). */
   unreadable: string[];
+  /** How agents without a sandbox of their own are started (AgentContext.confine). */
+  confine: Confine;
   killGraceMs: number;
   log(line: string): void;
 }
@@ -214,6 +217,7 @@ export class Attempt {
         workdir: checkout.workdir,
         artifactsDir,
         unreadable: this.deps.unreadable,
+        confine: this.deps.confine,
         env,
         instructions: instructionsFor(this.claim),
         emit: (type, data) => this.sink.push(type, data),

@@ -10,6 +10,7 @@ import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
 import { killOrphan, killSandboxHelpers } from "./orphans";
 import { credentialPath } from "./credential";
+import { confinementFor, unconfined, type Confinement } from "./confine";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
@@ -40,6 +41,10 @@ export class WorkerRuntime {
   readonly runsDir: string;
   /** The agents it runs, in order of preference (the first is the fallback for a task that names none). */
   private readonly agents: Agent[];
+  /** The files no agent may read: the worker's credential. */
+  private readonly unreadable: string[];
+  /** Tried at the start: whether agents' commands run without those files. */
+  private confinement: Confinement = { confine: unconfined, status: "" };
 
   constructor(
     private readonly options: WorkerOptions,
@@ -49,6 +54,7 @@ export class WorkerRuntime {
   ) {
     this.agents = Array.isArray(agents) ? agents : [agents];
     this.runsDir = join(options.dataDir, "runs");
+    this.unreadable = [credentialPath(options.dataDir)];
     mkdirSync(this.runsDir, { recursive: true });
     mkdirSync(options.workspace, { recursive: true });
     this.pruneRuns();
@@ -66,6 +72,11 @@ export class WorkerRuntime {
     const found = new Map(this.inventory.agents.map((a) => [a.name, a]));
     this.inventory.agents = this.agents.map((a) => a.info ?? found.get(a.name) ?? { name: a.name, version: null });
     this.say(`ao worker: agent ${this.agents.map((a) => a.name).join(", ")}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
+    // Tried once, and only for agents without a sandbox of their own (Claude Code, exec).
+    if (this.agents.some((a) => !a.ownSandbox)) {
+      this.confinement = confinementFor(this.unreadable);
+      this.say(`ao worker: ${this.confinement.status}`);
+    }
     this.connect();
     this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);
     return this.exited;
@@ -174,7 +185,7 @@ export class WorkerRuntime {
       const agent = this.agentFor(claim);
       this.say(`ao worker: ${claim.task.id} runs with ${agent.name}`);
       const attempt = new Attempt(
-        { client: this.client, agent, runsDir: this.runsDir, unreadable: [credentialPath(this.options.dataDir)], killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        { client: this.client, agent, runsDir: this.runsDir, unreadable: this.unreadable, confine: this.confinement.confine, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
       const key = `${claim.task.id}:${claim.attempt}`;

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { claudeAgent } from "../../src/worker/agents/claude";
 import type { AgentContext, AgentRun, AgentUsage } from "../../src/worker/agents/types";
 import { decideTool } from "../../src/worker/policy";
+import { confinementFor, unconfined, type Confine } from "../../src/worker/confine";
+import { testWithBwrap } from "../helpers/bubblewrap";
 import type { AgentPolicy } from "../../src/protocol/policy";
 import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type Script } from "../helpers/anthropic-standin";
 
@@ -36,7 +38,7 @@ interface Recorded {
 
 let n = 0;
 /** A run of the real CLI in a fresh checkout, against a stand-in answering from `script`. */
-function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; args?: string[]; onAsk?: (kind: string, message: string) => void; unreadable?: string[] } = {}) {
+function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string; workdir?: string; home?: string; runMode?: "fresh" | "continue"; args?: string[]; onAsk?: (kind: string, message: string) => void; unreadable?: string[]; confine?: Confine } = {}) {
   const standin = startAnthropicStandin(script);
   standins.push(standin);
   const home = opts.home ?? join(tmp, `home-${++n}`);
@@ -56,6 +58,7 @@ function startRun(script: Script, opts: { policy?: AgentPolicy; prompt?: string;
     workdir,
     artifactsDir: join(workdir, "..", "artifacts"),
     unreadable: opts.unreadable ?? [],
+    confine: opts.confine ?? unconfined,
     env: { ...(process.env as Record<string, string>), ...claudeEnv(standin, home) },
     instructions: opts.prompt ?? "Create the file made-by-claude.txt",
     emit: (type, data) => void rec.events.push({ type, data }),
@@ -211,6 +214,34 @@ describe("claude: approvals", () => {
     expect(readFileSync(credential, "utf8")).toContain("aow_secret_value");
   });
 
+  testWithBwrap("an approved command cannot read the worker's credential: the CLI runs in bubblewrap without it", async () => {
+    const dataDir = join(tmp, "worker-data-confined");
+    mkdirSync(dataDir, { recursive: true });
+    const credential = join(dataDir, "credential.json");
+    writeFileSync(credential, JSON.stringify({ credential: "aow_secret_value" }), { mode: 0o600 });
+    const confinement = confinementFor([credential]);
+    expect(confinement.status).toBe("agent commands run in bubblewrap, without the worker's credential");
+    const { run, rec, standin } = startRun([{ content: [bash(`cat ${credential}; echo "read: $?"`, "Look at it")] }, { content: [text("I could not read it.")] }], {
+      policy: { allow: ["shell"] },
+      unreadable: [credential],
+      confine: confinement.confine,
+    });
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(decisions(rec)[0]).toMatchObject({ tool: "Bash", decision: "allow", rule: "shell" });
+    const output = resultText(toolResults(standin.mainRequests()[1].body)[0]);
+    expect(output).toContain("Permission denied");
+    expect(output).toContain("read: 1");
+    expect(JSON.stringify(standin.mainRequests().map((r) => r.body))).not.toContain("aow_secret_value");
+    expect(readFileSync(credential, "utf8")).toContain("aow_secret_value");
+  });
+
+  test("unconfined (no bubblewrap), the same approved command reads it: what the confinement is for", async () => {
+    const credential = join(tmp, "worker-data-confined", "credential.json");
+    const { run, standin } = startRun([{ content: [bash(`cat ${credential}`, "Look at it")] }, { content: [text("ok")] }], { policy: { allow: ["shell"] }, unreadable: [credential] });
+    expect(await run.exited).toEqual({ code: 0, signal: null });
+    expect(resultText(toolResults(standin.mainRequests()[1].body)[0])).toContain("aow_secret_value");
+  });
+
   test("--agent-args reach the CLI (a model), but cannot lift the asking (a permission mode is ao's own)", async () => {
     const { run, rec, standin, nextAsk } = startRun([{ content: [bash("touch made-by-claude.txt")] }, { content: [text("ok")] }], {
       args: ["--model", "claude-test-model-1", "--permission-mode", "bypassPermissions"],
@@ -325,13 +356,17 @@ describe("claude: questions, follow-ups, the process", () => {
   });
 });
 
-test("a CLI that is not there fails the run with the reason", async () => {
+test.each([
+  ["unconfined", unconfined, 127],
+  ["in bubblewrap", confinementFor([]).confine, 127],
+] as const)("a CLI that is not there fails the run with the reason (%s)", async (_, confine, code) => {
   const events: { type: string; data: any }[] = [];
   const ctx = {
     claim: { runMode: "fresh" },
     workdir: tmp,
     env: {},
     instructions: "hi",
+    confine,
     emit: (type: string, data: unknown) => void events.push({ type, data }),
     summary() {},
     ask() {},
@@ -339,6 +374,6 @@ test("a CLI that is not there fails the run with the reason", async () => {
     usage() {},
   } as unknown as AgentContext;
   const missing = claudeAgent(join(tmp, "no-such-claude")).start(ctx);
-  expect(await missing.exited).toEqual({ code: 127, signal: null });
+  expect(await missing.exited).toEqual({ code, signal: null });
   expect(events.find((e) => e.type === "error")!.data.message).toContain("no-such-claude");
 });

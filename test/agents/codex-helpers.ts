@@ -7,6 +7,7 @@ import type { AgentPolicy } from "../../src/protocol/policy";
 import type { ClaimResult, WorkerEventType } from "../../src/protocol/requests";
 import { decideTool } from "../../src/worker/policy";
 import type { AgentContext, AgentUsage } from "../../src/worker/agents/types";
+import { unconfined } from "../../src/worker/confine";
 import { codexHome, type OpenAIStandIn } from "../helpers/openai-standin";
 import { sh } from "../e2e/worker-helpers";
 
@@ -35,6 +36,8 @@ export function recordingContext(opts: { workdir: string; home: string; standIn:
     workdir: opts.workdir,
     artifactsDir,
     unreadable: opts.unreadable ?? [],
+    // Codex has its own sandbox: the adapter starts it as it is.
+    confine: unconfined,
     env: { ...(process.env as Record<string, string>), ...env, AO_ARTIFACTS_DIR: artifactsDir },
     instructions: opts.instructions ?? "# Make the files\n\nCreate the files the task needs.",
     emit: (type, data) => void events.push({ type, data }),

@@ -12,6 +12,7 @@ import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standi
 import { alive } from "../e2e/worker-helpers";
 import { argvOf } from "../helpers/processes";
 import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
+import { testWithBwrap } from "../helpers/bubblewrap";
 
 /** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
 const CODEX_NATIVE = join(import.meta.dir, "..", "..", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex");
@@ -200,11 +201,10 @@ test("commands cannot read the files the worker names unreadable (its credential
   expect(readFileSync(join(workdir, "beside.txt"), "utf8")).toBe("not secret");
 });
 
-test("with the system's bubblewrap (Debian's, as CI installs it), which Codex prefers to its own: the thread starts and commands run confined", async () => {
+testWithBwrap("with the system's bubblewrap (Debian's, as CI installs it), which Codex prefers to its own: the thread starts and commands run confined", async () => {
   // Codex then starts its sandbox helper by name from a PATH without it; the adapter links it
   // beside the checkout (codex-helper.ts). Without the link no thread starts: "bwrap: execvp
   // codex-linux-sandbox: No such file or directory".
-  expect(existsSync("/usr/bin/bwrap")).toBe(true);
   standIn = startOpenAIStandIn();
   const outside = join(tmp, `outside-${n + 1}.txt`);
   standIn.push({ items: [{ exec: `echo inside > inside.txt; echo x > ${outside}` }] }, { items: [{ message: "Done." }] });

@@ -12,6 +12,7 @@ import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../worke
 import { presenceOf } from "../../src/modules/workers/presence";
 import { all } from "../../src/db/query";
 import { alive, bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
+import { testWithBwrap } from "../helpers/bubblewrap";
 
 const TIMEOUTS = { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 };
 
@@ -74,6 +75,11 @@ case "$AO_TASK_TITLE" in
   fail)
     echo "about to fail"
     exit 3
+    ;;
+  credential)
+    cat "$AO_TASK_PROMPT" || echo "not read"
+    echo "x" > "$AO_TASK_PROMPT" || echo "not written"
+    echo "::ao::summary tried"
     ;;
 esac
 `;
@@ -184,6 +190,20 @@ describe("a paired worker runs tasks", () => {
     expect(await dl.text()).toBe("# Report\n");
     // Nothing of a completed attempt is left on the worker.
     await until(() => !existsSync(join(dataDir, "runs", `${t.id}-a1`)));
+  });
+
+  testWithBwrap("the exec agent's commands run in bubblewrap: they can neither read nor overwrite the worker's credential", async () => {
+    expect(worker.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential");
+    const file = join(dataDir, "credential.json");
+    const secret = JSON.parse(readFileSync(file, "utf8")).credential as string;
+    const t = await createTaskApi(s, p, { title: "credential", prompt: file });
+    expect(await waitStatus(p, t.id, "completed")).toMatchObject({ summary: "tried" });
+    const lines = (await events(p, t.id)).filter((e) => e.type === "log").map((e) => e.data.line as string);
+    expect(lines).toContain("not read");
+    expect(lines).toContain("not written");
+    expect(lines.some((l) => l.includes("Permission denied"))).toBe(true);
+    expect(JSON.stringify(lines)).not.toContain(secret);
+    expect(JSON.parse(readFileSync(file, "utf8")).credential).toBe(secret);
   });
 
   test("a flood of output: 1.8 MB of lines, a 1 MB line and an over-long summary all reach the server (cut where too big)", async () => {

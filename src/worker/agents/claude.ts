@@ -200,7 +200,9 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         },
         spawnClaudeCodeProcess: (o) => {
           // detached: the CLI leads a new process group (setsid), which is what pause and cancel signal.
-          const child = spawn(o.command, o.args, { cwd: o.cwd, env: o.env as NodeJS.ProcessEnv, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+          // Inside bubblewrap where it runs: the CLI's commands cannot read the worker's credential.
+          const { command, args } = ctx.confine({ command: o.command, args: o.args });
+          const child = spawn(command, args, { cwd: o.cwd, env: o.env as NodeJS.ProcessEnv, detached: true, stdio: ["pipe", "pipe", "pipe"] });
           pid = child.pid ?? -1;
           childExit = new Promise((resolve) => {
             child.on("error", () => resolve({ code: 127, signal: null }));

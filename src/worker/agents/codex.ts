@@ -320,5 +320,5 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
 }
 
 export function codexAgent(binary = "codex", extraArgs: string[] = CODEX_DEFAULT_ARGS): Agent {
-  return { name: "codex", start: (ctx) => startCodex(ctx, binary, extraArgs) };
+  return { name: "codex", ownSandbox: true, start: (ctx) => startCodex(ctx, binary, extraArgs) };
 }

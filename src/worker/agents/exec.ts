@@ -78,7 +78,8 @@ export function execAgent(command: string): Agent {
     name: "exec",
     info: { name: "exec", version: null, command: programOf(command) },
     start(ctx: AgentContext): AgentRun {
-      const proc = spawnGroup("/bin/sh", ["-c", command], {
+      const { command: program, args } = ctx.confine({ command: "/bin/sh", args: ["-c", command] });
+      const proc = spawnGroup(program, args, {
         cwd: ctx.workdir,
         env: ctx.env,
         onStdout: (line) => handleExecLine(ctx, line),

@@ -3,6 +3,7 @@
 import type { AgentInfo } from "../../protocol/messages";
 import type { ClaimResult, WorkerEventType } from "../../protocol/requests";
 import type { ToolCall, ToolDecision } from "../policy";
+import type { Confine } from "../confine";
 
 /** A person's answer to what the agent asked, or a follow-up message (`input` on a running task). */
 export type Answer = { kind: "approve" } | { kind: "deny"; reason: string } | { kind: "input"; text: string };
@@ -26,10 +27,12 @@ export interface AgentContext {
   /**
    * Files the agent must not read: the worker's credential. The worker's decider refuses file
    * tools on them (policy.ts decideTool) and Codex's sandbox denies them to commands; Claude Code
-   * and exec run commands as the worker's user, without a sandbox (README, "Agents and the
-   * worker's own files").
+   * and exec start their process through `confine`, which covers them where bubblewrap runs
+   * (README, "Agents and the worker's own files").
    */
   unreadable: string[];
+  /** How to start an agent that has no sandbox of its own: inside bubblewrap, without the unreadable files (confine.ts). */
+  confine: Confine;
   /** The environment for the agent process (the worker's own, plus AO_* variables). */
   env: Record<string, string>;
   /** The full instructions: title, prompt, project knowledge, review refs. */
@@ -61,5 +64,7 @@ export interface Agent {
   name: string;
   /** How the worker advertises it when no PATH probe finds it (exec: the program it starts). */
   info?: AgentInfo;
+  /** It confines its commands itself (Codex's sandbox): the worker does not start it through ctx.confine. */
+  ownSandbox?: boolean;
   start(ctx: AgentContext): AgentRun;
 }

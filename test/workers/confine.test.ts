@@ -1,0 +1,85 @@
+// The confinement of agents without a sandbox of their own (src/worker/confine.ts), with the real
+// bubblewrap (Debian's; .ci/run installs it, test/helpers/bubblewrap.ts): a confined command cannot read or overwrite the
+// worker's credential, by its path or through a link, and sees everything else as it is.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { confinementFor, unconfined, type Command } from "../../src/worker/confine";
+import { describeWithBwrap } from "../helpers/bubblewrap";
+
+let tmp: string;
+let credential: string;
+const SECRET = "aow_confine_test_secret";
+
+beforeAll(() => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-confine-"));
+  mkdirSync(join(tmp, "data"));
+  credential = join(tmp, "data", "credential.json");
+  writeFileSync(credential, JSON.stringify({ credential: SECRET }), { mode: 0o600 });
+  writeFileSync(join(tmp, "data", "beside.txt"), "readable");
+  symlinkSync(join(tmp, "data"), join(tmp, "linked"));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs a shell line as the confinement starts it; its exit code and output. */
+function sh(c: (x: Command) => Command, line: string) {
+  const { command, args } = c({ command: "/bin/sh", args: ["-c", line] });
+  const r = Bun.spawnSync([command, ...args], { cwd: tmp, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+}
+
+describeWithBwrap("with bubblewrap", () => {
+  test("the credential cannot be read, by its path or through a link; the files beside it can", () => {
+    const { confine, status } = confinementFor([credential]);
+    expect(status).toBe("agent commands run in bubblewrap, without the worker's credential");
+    const byPath = sh(confine, `cat ${credential}`);
+    expect(byPath.code).not.toBe(0);
+    expect(byPath.err).toContain("Permission denied");
+    expect(byPath.out).not.toContain(SECRET);
+    const byLink = sh(confine, `cat ${join(tmp, "linked", "credential.json")}; cp ${credential} ${join(tmp, "copy.json")}`);
+    expect(byLink.out + byLink.err).not.toContain(SECRET);
+    expect(() => readFileSync(join(tmp, "copy.json"), "utf8")).toThrow();
+    expect(sh(confine, `cat ${join(tmp, "linked", "beside.txt")}`)).toMatchObject({ code: 0, out: "readable" });
+    // Unconfined, the same command reads it: what the confinement is for.
+    expect(sh(unconfined, `cat ${join(tmp, "linked", "credential.json")}`).out).toContain(SECRET);
+  });
+
+  test("nor overwritten, moved or removed; the rest of the file system is writable as before; exit codes pass through", () => {
+    const { confine } = confinementFor([credential]);
+    const r = sh(confine, `echo x > ${credential}; mv ${credential} ${join(tmp, "moved.json")}; rm -f ${credential}; echo done > ${join(tmp, "written.txt")}; exit 7`);
+    expect(r.code).toBe(7);
+    expect(JSON.parse(readFileSync(credential, "utf8"))).toEqual({ credential: SECRET });
+    expect(readFileSync(join(tmp, "written.txt"), "utf8")).toBe("done\n");
+  });
+
+  test("a program that is not there is left as it is, to fail with the system's reason", () => {
+    const { confine } = confinementFor([credential]);
+    expect(confine({ command: join(tmp, "no-such-agent"), args: ["x"] })).toEqual({ command: join(tmp, "no-such-agent"), args: ["x"] });
+    expect(confine({ command: "/bin/sh", args: [] }).command).toBe(Bun.which("bwrap")!);
+  });
+
+  test("named through a linked directory, the credential is covered by its real path", () => {
+    const { confine } = confinementFor([join(tmp, "linked", "credential.json")]);
+    const r = sh(confine, `cat ${credential}; cat ${join(tmp, "linked", "credential.json")}`);
+    expect(r.out).not.toContain(SECRET);
+    expect(r.err).toContain("Permission denied");
+  });
+});
+
+describe("without a bubblewrap that runs", () => {
+  test("none installed: commands run as they are, and the status says why", () => {
+    const c = confinementFor([credential], null);
+    expect(c.status).toBe("agent commands can read the worker's credential: bubblewrap (bwrap) is not installed");
+    expect(c.confine({ command: "/bin/sh", args: ["-c", "true"] })).toEqual({ command: "/bin/sh", args: ["-c", "true"] });
+  });
+
+  test("one that cannot run here (no user namespaces, say): its first line of error in the status", () => {
+    const fake = join(tmp, "bwrap-refuses");
+    writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n");
+    chmodSync(fake, 0o755);
+    const c = confinementFor([credential], fake);
+    expect(c.status).toBe("agent commands can read the worker's credential: bubblewrap cannot run here (bwrap: No permissions to create a new namespace)");
+    expect(sh(c.confine, `cat ${credential}`).out).toContain(SECRET);
+  });
+});
