@@ -28,7 +28,10 @@ export const unconfined: Confine = (c) => c;
  * must succeed, or every command runs unconfined (`status` says why). `bwrap`: the program to use.
  */
 export function confinementFor(unreadable: readonly string[], bwrap = Bun.which("bwrap")): Confinement {
-  if (!bwrap) return { confine: unconfined, status: "agent commands can read the worker's credential: bubblewrap (bwrap) is not installed" };
+  if (!bwrap) {
+    const why = process.platform === "linux" ? "bubblewrap (bwrap) is not installed" : "bubblewrap runs on Linux only";
+    return { confine: unconfined, status: `agent commands can read the worker's credential: ${why}` };
+  }
   // By real path: bubblewrap cannot mount over a path that goes through a link.
   const covers = unreadable.filter((p) => existsSync(p)).flatMap((p) => ["--ro-bind", "/dev/null", realPath(p)]);
   const prefix = [bwrap, "--dev-bind", "/", "/", ...covers, "--"];
