@@ -8,7 +8,7 @@
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 
-export const SANDBOX_HELPER = "codex-linux-sandbox";
+const SANDBOX_HELPER = "codex-linux-sandbox";
 
 /** The directory for the helper's link: beside the checkout (never in it), or null off Linux. */
 export function helperDirFor(workdir: string): string | null {
