@@ -21,11 +21,13 @@ export interface WorkerOptions {
   agentArgs: string[] | null;
   /** How long a cancelled agent gets between SIGTERM and SIGKILL. */
   killGraceMs: number;
+  /** Start Claude Code and exec inside bubblewrap without the credential (confine.ts); false: --no-confine. */
+  confine: boolean;
 }
 
 export const USAGE = `usage: ao worker --server URL[,URL...] [--name N] [--labels a,b] [--data-dir D]
                  [--workspace DIR] [--capacity N] [--agent NAME[,NAME...]|auto] [--exec 'COMMAND']
-                 [--agent-args 'ARGS'] [--kill-grace-ms MS]
+                 [--agent-args 'ARGS'] [--kill-grace-ms MS] [--no-confine]
 
 Pairs with the server on first start (prints a code to approve in the web app), then takes tasks.
 Several servers of one ao service (one database): repeat --server or separate the URLs with
@@ -34,8 +36,11 @@ one it uses stops answering.
 Agents: exec, claude, codex; several separated by commas, or auto for every one found (exec when
 --exec is given, claude and codex when on PATH). Each task runs with the agent it names, else the
 project's preferredAgent, else the first one listed. --agent-args goes with one coding agent.
+Claude Code and exec run inside bubblewrap, which keeps the worker's credential from their
+commands, when it is installed; --no-confine runs them without it (their commands may then use
+sudo, which bubblewrap's no-new-privileges rule stops, and may read the credential).
 Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
-AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS.`;
+AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS, AO_WORKER_NO_CONFINE=1.`;
 
 export class UsageError extends Error {
   constructor(
@@ -61,6 +66,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
       exec: { type: "string" },
       "agent-args": { type: "string" },
       "kill-grace-ms": { type: "string" },
+      "no-confine": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -90,6 +96,8 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   if (rawArgs !== undefined && agents && (agents[0] === "auto" || agents.filter((a) => a !== "exec").length > 1)) {
     throw new UsageError("--agent-args goes with one coding agent (its arguments would not suit another)");
   }
+  const noConfine = env.AO_WORKER_NO_CONFINE;
+  if (noConfine !== undefined && noConfine !== "" && noConfine !== "0" && noConfine !== "1") throw new UsageError("AO_WORKER_NO_CONFINE must be 1 (or 0)");
   const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
   if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");
   return {
@@ -104,6 +112,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     exec,
     agentArgs: rawArgs === undefined ? null : rawArgs.split(/\s+/).filter(Boolean),
     killGraceMs,
+    confine: !(values["no-confine"] || noConfine === "1"),
   };
 }
 

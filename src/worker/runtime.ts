@@ -74,7 +74,7 @@ export class WorkerRuntime {
     this.say(`ao worker: agent ${this.agents.map((a) => a.name).join(", ")}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
     // Tried once, and only for agents without a sandbox of their own (Claude Code, exec).
     if (this.agents.some((a) => !a.ownSandbox)) {
-      this.confinement = confinementFor(this.unreadable);
+      this.confinement = this.options.confine ? confinementFor(this.unreadable) : { confine: unconfined, status: "agent commands can read the worker's credential: --no-confine" };
       this.say(`ao worker: ${this.confinement.status}`);
     }
     this.connect();

@@ -372,6 +372,23 @@ describe("faults and gates", () => {
     await second.stop();
   }, 40_000);
 
+  test("--no-confine: the worker says its agents' commands can read its credential, and they can", async () => {
+    const org = await newOrg(s);
+    const p = await orgWithProject(s, org);
+    const dataDir = join(tmp, "unconfined");
+    await preparedWorker(s, p.orgId, dataDir);
+    const proc = run(dataDir, ["--no-confine"]);
+    await proc.waitFor(/agent commands can read the worker's credential: --no-confine/);
+    await proc.waitFor(/connected as/);
+    const file = join(dataDir, "credential.json");
+    const secret = JSON.parse(readFileSync(file, "utf8")).credential as string;
+    const t = await createTaskApi(s, p, { title: "credential", prompt: file });
+    await waitStatus(p, t.id, "completed");
+    const lines = (await events(p, t.id)).filter((e) => e.type === "log").map((e) => e.data.line as string);
+    expect(lines.some((l) => l.includes(secret))).toBe(true);
+    await proc.stop();
+  });
+
   test("approval gate: a pending worker connects but runs nothing until approved", async () => {
     const org = await newOrg(s);
     const p = await orgWithProject(s, org);

@@ -99,6 +99,7 @@ describe("options", () => {
     ["agent args for two coding agents", ["--server", "http://x", "--agent", "claude,codex", "--agent-args=-x"], /one coding agent/],
     ["agent args with auto", ["--server", "http://x", "--agent", "auto", "--agent-args=-x"], /one coding agent/],
     ["negative grace", ["--server", "http://x", "--kill-grace-ms", "-1"], /--kill-grace-ms/],
+    ["a value for --no-confine", ["--server", "http://x", "--no-confine=yes"], /no-confine/],
     ["unknown flag", ["--server", "http://x", "--frobnicate"], /frobnicate/],
   ])("refused: %s", (_name, args, message) => {
     expect(() => parseWorkerOptions(args as string[], {})).toThrow(message);
@@ -106,7 +107,7 @@ describe("options", () => {
 
   test("defaults and environment variables", () => {
     const o = parseWorkerOptions(["--server", "http://ao.lan:7070/", "--data-dir", "/tmp/w", "--labels", "Linux, gpu", "--exec", "make"], {});
-    expect(o).toMatchObject({ servers: ["http://ao.lan:7070"], dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000 });
+    expect(o).toMatchObject({ servers: ["http://ao.lan:7070"], dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000, confine: true });
     const e = parseWorkerOptions([], { AO_SERVER: "https://ao.example", AO_WORKER_CAPACITY: "4", AO_WORKER_WORKSPACE: "/srv/ws", AO_WORKER_AGENT: "codex", AO_WORKER_AGENT_ARGS: "--sandbox  read-only" });
     expect(e).toMatchObject({ servers: ["https://ao.example"], capacity: 4, workspace: "/srv/ws", agent: "codex", agents: ["codex"], agentArgs: ["--sandbox", "read-only"] });
     // Several agents, in the order of preference given (repeats dropped); auto; none named.
@@ -114,6 +115,11 @@ describe("options", () => {
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "auto"], {}).agents).toEqual(["auto"]);
     expect(parseWorkerOptions(["--server", "http://x", "--agent", "exec,claude", "--exec", "make", "--agent-args=-v"], {}).agentArgs).toEqual(["-v"]);
     expect(parseWorkerOptions(["--server", "http://x"], {}).agents).toBeNull();
+    // Confinement (bubblewrap) unless turned off, by the flag or AO_WORKER_NO_CONFINE=1.
+    expect(parseWorkerOptions(["--server", "http://x", "--no-confine"], {}).confine).toBe(false);
+    expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "1" }).confine).toBe(false);
+    expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "0" }).confine).toBe(true);
+    expect(() => parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "yes" })).toThrow(/AO_WORKER_NO_CONFINE must be 1/);
   });
 
   test("several servers: --server repeated or with commas, or AO_SERVER with commas; in the order given", () => {
