@@ -3,7 +3,7 @@
 // the API. The stand-in holds the model's next answer where a test must look at the checkout
 // before the attempt ends (a completed attempt removes it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -12,6 +12,10 @@ import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/op
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { credentialPath } from "../../src/worker/credential";
 import { alive, bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { testWithBwrap } from "../helpers/bubblewrap";
+
+/** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
+const CODEX_NATIVE = join(import.meta.dir, "..", "..", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex");
 
 let s: TestServer;
 let tmp: string;
@@ -162,6 +166,24 @@ test("a command cannot read the worker's credential, though it runs as the worke
   await standIn.waitForRequest(before + 2);
   expect(readFileSync(join(workdir(t.id), "ran.txt"), "utf8")).toBe("ran\n");
   expect(readFileSync(join(workdir(t.id), "leaked.txt"), "utf8")).not.toContain("aow_");
+  g.open();
+  await waitStatus(p, t.id, "completed");
+});
+
+testWithBwrap("with the system's bubblewrap (Debian's, which Codex prefers to its own): the thread starts and the command runs confined", async () => {
+  // Codex then starts its sandbox helper by name from a PATH without it: the adapter links it
+  // beside the checkout (codex-helper.ts). Without the link no thread starts: "bwrap: execvp
+  // codex-linux-sandbox: No such file or directory".
+  const p = await project({ agent: { allow: ["shell"] } });
+  const g = gate();
+  const before = standIn.requests.length;
+  const outside = join(tmp, "outside.txt");
+  standIn.push({ items: [{ exec: `echo inside > inside.txt; echo x > ${outside}` }] }, { items: [{ message: "Done." }], hold: g.held });
+  const t = await createTaskApi(s, p, { title: "Inside and out", prompt: "Write two files" });
+  await standIn.waitForRequest(before + 2);
+  expect(readFileSync(join(workdir(t.id), "inside.txt"), "utf8")).toBe("inside\n");
+  expect(existsSync(outside)).toBe(false);
+  expect(realpathSync(join(workdir(t.id), "..", "codex-helper", "codex-linux-sandbox"))).toBe(realpathSync(CODEX_NATIVE));
   g.open();
   await waitStatus(p, t.id, "completed");
 });

@@ -2,7 +2,7 @@
 // stand-in model calls its shell and apply_patch tools; the adapter puts each ask to the policy or
 // to the (recorded) person, and the answers go back on the same thread.
 import { afterAll, afterEach, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
@@ -12,10 +12,6 @@ import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standi
 import { alive } from "../e2e/worker-helpers";
 import { argvOf } from "../helpers/processes";
 import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
-import { testWithBwrap } from "../helpers/bubblewrap";
-
-/** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
-const CODEX_NATIVE = join(import.meta.dir, "..", "..", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex");
 
 let tmp: string;
 let standIn: OpenAIStandIn;
@@ -199,21 +195,6 @@ test("commands cannot read the files the worker names unreadable (its credential
   expect(standIn.toolOutput("call_exec_1_0")).toMatch(/Permission denied|No such file|Operation not permitted/);
   // Only the file: the rest of the worker's directory reads as before.
   expect(readFileSync(join(workdir, "beside.txt"), "utf8")).toBe("not secret");
-});
-
-testWithBwrap("with the system's bubblewrap (Debian's, as CI installs it), which Codex prefers to its own: the thread starts and commands run confined", async () => {
-  // Codex then starts its sandbox helper by name from a PATH without it; the adapter links it
-  // beside the checkout (codex-helper.ts). Without the link no thread starts: "bwrap: execvp
-  // codex-linux-sandbox: No such file or directory".
-  standIn = startOpenAIStandIn();
-  const outside = join(tmp, `outside-${n + 1}.txt`);
-  standIn.push({ items: [{ exec: `echo inside > inside.txt; echo x > ${outside}` }] }, { items: [{ message: "Done." }] });
-  const { run, workdir } = start({ standIn, policy: { allow: ["shell"] } });
-  expect(await run.exited).toEqual({ code: 0, signal: null });
-  expect(readFileSync(join(workdir, "inside.txt"), "utf8")).toBe("inside\n");
-  expect(existsSync(outside)).toBe(false);
-  const link = join(workdir, "..", "codex-helper", "codex-linux-sandbox");
-  expect(realpathSync(link)).toBe(realpathSync(CODEX_NATIVE));
 });
 
 test("a credential named through a linked directory: the thread starts, and commands can read it neither by the link nor by its real path", async () => {

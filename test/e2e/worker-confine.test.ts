@@ -1,0 +1,76 @@
+// A real `ao worker` keeps its credential from the exec agent's commands (src/worker/confine.ts):
+// inside bubblewrap they can neither read nor overwrite it; with --no-confine they run as before,
+// and the worker says which way it runs. The agent's command tries both, on the file the task's
+// prompt names.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestServer, type TestServer } from "../helpers/server";
+import { createAdmin, type Session } from "../helpers/identity";
+import { testWithBwrap } from "../helpers/bubblewrap";
+import { createTaskApi, orgWithProject, until } from "../workers/helpers";
+import { preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
+
+const AGENT = `cat "$AO_TASK_PROMPT" || echo "not read"
+echo "x" > "$AO_TASK_PROMPT" || echo "not written"
+echo "::ao::summary tried"
+`;
+
+let s: TestServer;
+let tmp: string;
+let owner: Session;
+let script: string;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "ao-worker-confine-"));
+  script = join(tmp, "agent.sh");
+  writeFileSync(script, AGENT);
+  s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 3000, heartbeatMs: 300 } });
+  owner = await createAdmin(s);
+});
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await s.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+/** A paired worker of a new project running the agent script, with `extra` flags; its credential's file and value. */
+async function workerWith(name: string, extra: string[]) {
+  const p = await orgWithProject(s, owner);
+  const dataDir = join(tmp, name);
+  await preparedWorker(s, p.orgId, dataDir);
+  const proc = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra]);
+  workers.push(proc);
+  await proc.waitFor(/connected as/);
+  const file = join(dataDir, "credential.json");
+  return { p, proc, file, secret: JSON.parse(readFileSync(file, "utf8")).credential as string };
+}
+
+/** Runs one task on the credential's file; its log lines once it completed. */
+async function tryTheCredential(p: Awaited<ReturnType<typeof orgWithProject>>, file: string): Promise<string[]> {
+  const t = await createTaskApi(s, p, { title: "the credential", prompt: file });
+  await until(async () => (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}`, { token: p.token })).body.status === "completed", 15_000, 50);
+  const items = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}/events?limit=200`, { token: p.token })).body.items as any[];
+  return items.filter((e) => e.type === "log").map((e) => e.data.line as string);
+}
+
+testWithBwrap("the exec agent's commands run in bubblewrap: they can neither read nor overwrite the worker's credential", async () => {
+  const { p, proc, file, secret } = await workerWith("confined", []);
+  expect(proc.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential");
+  const lines = await tryTheCredential(p, file);
+  expect(lines).toContain("not read");
+  expect(lines).toContain("not written");
+  expect(lines.some((l) => l.includes("Permission denied"))).toBe(true);
+  expect(JSON.stringify(lines)).not.toContain(secret);
+  expect(JSON.parse(readFileSync(file, "utf8")).credential).toBe(secret);
+});
+
+test("--no-confine: the worker says its agents' commands can read its credential, and they can", async () => {
+  const { p, proc, file, secret } = await workerWith("unconfined", ["--no-confine"]);
+  expect(proc.output).toContain("ao worker: agent commands can read the worker's credential: --no-confine");
+  const lines = await tryTheCredential(p, file);
+  expect(lines.some((l) => l.includes(secret))).toBe(true);
+});
