@@ -8,12 +8,26 @@ import { join } from "node:path";
 
 const FILE = "agent.pid";
 
+/**
+ * The fields of /proc/<pid>/stat after the command name (which may contain spaces): [0] is the
+ * state, [1] the parent's pid, [19] the start time. Throws when the process is gone (or off Linux).
+ */
+export function statFields(pid: number | string): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
+/** The ids of the processes the system lists in /proc (Linux); throws elsewhere. */
+export function processIds(): number[] {
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number);
+}
+
 /** When the process started, as the system tells it (Linux: /proc; elsewhere: ps), or null. */
 export function processStart(pid: number): string | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 22 (starttime), counted after the command name, which may contain spaces.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+    return statFields(pid)[19] ?? null;
   } catch {}
   try {
     const r = Bun.spawnSync(["ps", "-o", "lstart=", "-p", String(pid)], { stdout: "pipe", stderr: "ignore" });
@@ -55,9 +69,9 @@ export function killOrphan(runDir: string): boolean {
  * Linux only; elsewhere there is no /proc and nothing of the kind.
  */
 export function killSandboxHelpers(dir: string): number {
-  let pids: string[];
+  let pids: number[];
   try {
-    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+    pids = processIds();
   } catch {
     return 0;
   }
@@ -69,7 +83,7 @@ export function killSandboxHelpers(dir: string): number {
       const cwd = at >= 0 ? argv[at + 1] : undefined;
       if (cwd === undefined || !argv.includes("--codex-run-as-fs-helper")) continue;
       if (cwd !== dir && !cwd.startsWith(`${dir}/`)) continue;
-      process.kill(Number(pid), "SIGKILL");
+      process.kill(pid, "SIGKILL");
       killed++;
     } catch {
       // Gone meanwhile, or not ours to read.

@@ -5,8 +5,9 @@
 // codex-linux-sandbox: No such file or directory". So the adapter gives the app-server a PATH that
 // starts with a directory of its own, and links `codex-linux-sandbox` there to the running Codex
 // (one binary that acts as the helper when started by that name, as Codex's own links do).
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { mkdirSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { processIds, statFields } from "../orphans";
 
 const SANDBOX_HELPER = "codex-linux-sandbox";
 
@@ -34,18 +35,13 @@ function exeOf(pid: number): string | null {
 
 /** The processes whose parent is `pid` (from /proc; their order is the system's). */
 function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
+  return processIds().filter((p) => {
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      // The parent's pid is the second field after the command name, which may contain spaces.
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) children.push(Number(entry));
+      return Number(statFields(p)[1]) === pid;
     } catch {
-      // Gone meanwhile.
+      return false; // gone meanwhile
     }
-  }
-  return children;
+  });
 }
 
 /**
