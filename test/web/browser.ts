@@ -6,32 +6,21 @@
 // restores it (see deliverInOrder). The tests of a file also run one after another (no
 // test.concurrent), and the helpers listen to no network events: a failure report reads the
 // page's own Resource Timing entries instead.
-import { afterAll, beforeAll, describe, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { afterAll, beforeAll } from "bun:test";
+import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
+import { needing } from "../helpers/needs";
 
 export const CHROMIUM = "/usr/bin/chromium";
-const missing = !existsSync(CHROMIUM);
 
 /** Where the tests leave one screenshot per page, to look at. */
 export const SCREENSHOTS = join(tmpdir(), "ao-web-screenshots");
 
 /** describe() for tests that need the browser. */
-export function describeBrowser(name: string, body: () => void) {
-  if (!missing) return describe(name, body);
-  if (process.env.CI) {
-    return describe(name, () => {
-      test(`${CHROMIUM} is installed`, () => {
-        throw new Error(`${CHROMIUM} is missing: the web app's browser tests need Debian's chromium (apt-get install -y chromium; .ci/run does it)`);
-      });
-    });
-  }
-  console.warn(`[web] ${CHROMIUM} is missing: skipping "${name}" (apt-get install -y chromium to run it; CI fails instead)`);
-  return describe.skip(name, body);
-}
+export const describeBrowser = needing(CHROMIUM, "chromium", "the web app's browser tests need Debian's chromium", "web").describe;
 
 /** A browser suite's server and browser, started before its tests. */
 export interface WebSuite {
