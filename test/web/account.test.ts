@@ -52,8 +52,8 @@ describeBrowser("web: account page", () => {
       await expect(shownText(page, "#two-factor-setup .error")).resolves.toContain("not valid");
       expect((await s.api("GET", "/me", { token: m.accessToken })).body.twoFactorEnabled).toBe(false);
 
-      // The previous step's code, so that the current one is still unused for the sign-in below.
-      await page.getByLabel("Code from the app").fill(await totp(secret, 1));
+      // The current step's code; the sign-in below uses the next step's, as a step is accepted once.
+      await page.getByLabel("Code from the app").fill(await totp(secret));
       await page.getByRole("button", { name: "Turn on" }).click();
       await page.locator("#recovery-codes").waitFor();
       const codes = await page.locator("#recovery-codes ol.codes li").allTextContents();
@@ -68,7 +68,7 @@ describeBrowser("web: account page", () => {
     await steps(async ({ page, problems }) => {
       await page.goto(`${s.url}/account`);
       await signInWithForm(page, m.email, PASSWORD);
-      await page.getByLabel("Two-factor code").fill(await totp(secret));
+      await page.getByLabel("Two-factor code").fill(await totp(secret, 1));
       await page.locator("#signin-form").getByRole("button", { name: "Sign in" }).click();
       await page.locator("#two-factor").getByText("Signing in asks for a code").waitFor();
       expect(problems).toEqual([]);

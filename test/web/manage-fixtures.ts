@@ -53,8 +53,12 @@ export function connectWorker(s: TestServer, credential: string, hello: Record<s
 export const worker = (s: TestServer, who: Pick<Session, "orgId" | "accessToken">, id: string) =>
   s.api("GET", `/orgs/${who.orgId}/workers/${id}`, { token: who.accessToken }).then((r) => r.body as { status: string; name: string; labels: string[]; revokedAt: string | null });
 
-/** The TOTP code of `secret` for the 30 s step `stepsAgo` steps before now. */
-export const totp = (secret: string, stepsAgo = 0) => generate({ secret, epoch: Math.floor(Date.now() / 1000) - 30 * stepsAgo });
+/**
+ * The TOTP code of `secret` for the 30 s step `stepsAhead` steps after now. The server accepts one
+ * step either way, so the current step's code and the next one's both survive a step boundary
+ * crossed on the way to it (the previous step's code would not).
+ */
+export const totp = (secret: string, stepsAhead = 0) => generate({ secret, epoch: Math.floor(Date.now() / 1000) + 30 * stepsAhead });
 
 /** The secret of an otpauth:// URL (RFC 6238 key URI). */
 export const secretOf = (otpauthUrl: string) => {

@@ -61,8 +61,9 @@ describeBrowser("web: sign-in", () => {
     const email = (await s.api("GET", "/me", { token: u.accessToken })).body.email;
     const { secret } = (await s.api("POST", "/me/2fa/setup", { token: u.accessToken })).body;
     const now = () => Math.floor(Date.now() / 1000);
-    // Enabled with the previous step's code, so the current step's code is still unused for the sign-in.
-    const enabled = await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: await generate({ secret, epoch: now() - 30 }) } });
+    // Enabled with the current step's code; the sign-in uses the next step's, as a step is accepted once
+    // (both survive a step boundary crossed on the way to the server, which accepts one step either way).
+    const enabled = await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: await generate({ secret, epoch: now() }) } });
     expect(enabled.status).toBe(200);
 
     await usePage(browser, async ({ page, problems }) => {
@@ -77,7 +78,7 @@ describeBrowser("web: sign-in", () => {
       await page.getByRole("button", { name: "Sign in" }).click();
       await expect(shownText(page, "[role=alert]")).resolves.toStartWith("That two-factor code is not valid");
 
-      await page.getByLabel("Two-factor code").fill(await generate({ secret, epoch: now() }));
+      await page.getByLabel("Two-factor code").fill(await generate({ secret, epoch: now() + 30 }));
       await page.getByRole("button", { name: "Sign in" }).click();
       await home(page).waitFor();
       await expect(page.locator("#home-account").textContent()).resolves.toContain("two-factor on");
