@@ -18,12 +18,13 @@ const nowSec = () => Math.floor(Date.now() / 1000);
 const codeAt = (secret: string, offsetSec = 0) => generate({ secret, epoch: nowSec() + offsetSec });
 const loginWith = (u: Session, code?: string, password = u.password) => s.api("POST", "/auth/login", { body: { email: u.email, password, ...(code ? { code } : {}) } });
 
-async function enrolled(): Promise<{ u: Session; secret: string; recoveryCodes: string[] }> {
+async function enrolled(): Promise<{ u: Session; secret: string; enabledWith: string; recoveryCodes: string[] }> {
   const u = await addMember(s, admin, "member");
   const { secret } = (await s.api("POST", "/me/2fa/setup", { token: u.accessToken })).body;
-  const r = await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: await codeAt(secret) } });
+  const enabledWith = await codeAt(secret);
+  const r = await s.api("POST", "/me/2fa/enable", { token: u.accessToken, body: { code: enabledWith } });
   expect(r.status).toBe(200);
-  return { u, secret, recoveryCodes: r.body.recoveryCodes };
+  return { u, secret, enabledWith, recoveryCodes: r.body.recoveryCodes };
 }
 
 describe("enrolment", () => {
@@ -70,12 +71,12 @@ describe("enrolment", () => {
 
 describe("login with two-factor", () => {
   test("no code: two_factor_required; a code's time step works once; the next step works", async () => {
-    const { u, secret } = await enrolled();
+    const { u, secret, enabledWith } = await enrolled();
     const none = await loginWith(u);
     expect(none.status).toBe(401);
     expect(none.body.error.code).toBe("two_factor_required");
-    // The code used to enable is spent (same time step).
-    const replay = await loginWith(u, await codeAt(secret));
+    // The code used to enable is spent (its time step; computing "now" again could land in the next).
+    const replay = await loginWith(u, enabledWith);
     expect(replay.status).toBe(401);
     expect(replay.body.error.code).toBe("invalid_two_factor_code");
     const next = await codeAt(secret, 30);
