@@ -7,7 +7,7 @@ import { chmodSync, closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, r
 import { join } from "node:path";
 import { SQL } from "bun";
 import { freePort } from "./tasks-support";
-import { procStat } from "./workers-support";
+import { statFields } from "../src/worker/orphans";
 
 function binDir(): string {
   const base = "/usr/lib/postgresql";
@@ -118,7 +118,7 @@ export async function startPostgres(): Promise<BenchPostgres> {
       for (const d of readdirSync("/proc")) {
         if (!/^\d+$/.test(d)) continue;
         try {
-          const f = procStat(Number(d));
+          const f = statFields(Number(d));
           if (Number(d) === postmaster || Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
         } catch {} // a backend that ended between the listing and the read
       }

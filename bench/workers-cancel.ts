@@ -9,14 +9,14 @@ import { parseArgs } from "node:util";
 import { saveCredential } from "../src/worker/credential";
 import { ROOT, call, conditions, identity, startAo } from "./tasks-support";
 import { pairWorkers, percentiles } from "./workers-support";
+import { statFields } from "../src/worker/orphans";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "50" }, binary: { type: "string" } } });
 const runs = Number(values.runs);
 
 function alive(pid: number): boolean {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+    return statFields(pid)[0] !== "Z";
   } catch {
     return false;
   }

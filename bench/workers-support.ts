@@ -1,6 +1,7 @@
 // Shared by the worker benchmarks: workers paired through the real pairing routes, and simulated
 // workers that speak the protocol (socket + HTTP) from the benchmark process.
 import { PROTOCOL_VERSION } from "../src/protocol/messages";
+import { statFields } from "../src/worker/orphans";
 import { call } from "./tasks-support";
 
 export interface Paired {
@@ -104,20 +105,15 @@ export function percentiles(samples: number[]) {
   return { n: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s.at(-1) ?? NaN };
 }
 
-/** The fields of /proc/<pid>/stat after the command name (the state is [0]); throws when the process is gone. */
-export function procStat(pid: number): string[] {
-  const stat = require("node:fs").readFileSync(`/proc/${pid}/stat`, "utf8") as string;
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-}
 
 /** CPU time (user + system) of a process in milliseconds, from /proc. */
 export function cpuMs(pid: number): number {
-  const fields = procStat(pid);
+  const fields = statFields(pid);
   const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
   return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
 /** Minor page faults of a process so far (memory given back and touched again, among others). */
 export function minorFaults(pid: number): number {
-  return Number(procStat(pid)[7]);
+  return Number(statFields(pid)[7]);
 }

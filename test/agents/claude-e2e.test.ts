@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { until } from "../workers/helpers";
 import { alive } from "../e2e/worker-helpers";
+import { processState } from "../helpers/processes";
 import type { ScriptTurn } from "../helpers/anthropic-standin";
 import { BIN, claudeRun } from "./claude-run";
 
@@ -139,17 +140,10 @@ describe("ao worker --agent claude", () => {
     await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 60_000, 100);
     const sleeper = Number(readFileSync(pidFile, "utf8").trim());
     const agentPid = findAgentPid(t.id);
-    const state = (pid: number) => {
-      try {
-        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
-      } catch {
-        return "gone";
-      }
-    };
     expect((await action(t.id, { action: "pause" })).status).toBe(200);
-    await until(() => state(sleeper) === "T" && state(agentPid) === "T", 10_000, 50);
+    await until(() => processState(sleeper) === "T" && processState(agentPid) === "T", 10_000, 50);
     expect((await action(t.id, { action: "resume" })).status).toBe(200);
-    await until(() => state(sleeper) !== "T" && state(agentPid) !== "T", 10_000, 50);
+    await until(() => processState(sleeper) !== "T" && processState(agentPid) !== "T", 10_000, 50);
     expect((await action(t.id, { action: "cancel" })).status).toBe(200);
     await until(() => !alive(sleeper) && !alive(agentPid), 15_000, 100);
     await waitStatus(t.id, "cancelled");

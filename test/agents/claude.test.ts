@@ -10,6 +10,7 @@ import type { AgentContext, AgentRun, AgentUsage } from "../../src/worker/agents
 import { decideTool } from "../../src/worker/policy";
 import { confinementFor, unconfined, type Confine } from "../../src/worker/confine";
 import { testWithBwrap } from "../helpers/bubblewrap";
+import { processState } from "../helpers/processes";
 import type { AgentPolicy } from "../../src/protocol/policy";
 import { claudeEnv, startAnthropicStandin, type AnthropicStandin, type Script } from "../helpers/anthropic-standin";
 
@@ -308,29 +309,22 @@ describe("claude: questions, follow-ups, the process", () => {
     for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, "utf8").trim()); i++) await Bun.sleep(50);
     if (!existsSync(pidFile)) throw new Error(`no sleeper started: ${JSON.stringify(rec.events)}`);
     const sleeper = Number(readFileSync(pidFile, "utf8").trim());
-    const state = (pid: number) => {
-      try {
-        return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
-      } catch {
-        return "gone";
-      }
-    };
-    expect(state(run.pid)).not.toBe("gone");
+    expect(processState(run.pid)).not.toBe("gone");
     run.pause();
     await Bun.sleep(200);
-    expect(state(run.pid)).toBe("T");
-    expect(state(sleeper)).toBe("T");
+    expect(processState(run.pid)).toBe("T");
+    expect(processState(sleeper)).toBe("T");
     run.resume();
     await Bun.sleep(200);
-    expect(state(run.pid)).not.toBe("T");
-    expect(state(sleeper)).not.toBe("T");
+    expect(processState(run.pid)).not.toBe("T");
+    expect(processState(sleeper)).not.toBe("T");
     run.pause();
     await run.cancel(500);
     const exit = await run.exited;
     expect(exit.code === 0).toBe(false);
     await Bun.sleep(200);
-    expect(["gone", "Z"]).toContain(state(sleeper));
-    expect(["gone", "Z"]).toContain(state(run.pid));
+    expect(["gone", "Z"]).toContain(processState(sleeper));
+    expect(["gone", "Z"]).toContain(processState(run.pid));
     expect(rec.events.some((e) => e.type === "error")).toBe(false);
   });
 

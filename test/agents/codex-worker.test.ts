@@ -12,6 +12,7 @@ import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/op
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { credentialPath } from "../../src/worker/credential";
 import { alive, bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
+import { processState } from "../helpers/processes";
 import { testWithBwrap } from "../helpers/bubblewrap";
 
 /** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
@@ -214,11 +215,10 @@ test("pause and resume stop and continue the real codex process group; cancel en
   await standIn.waitForRequest(before + 1);
   const pid = JSON.parse(readFileSync(join(dataDir, "runs", `${t.id}-a1`, "agent.pid"), "utf8")).pid as number;
   expect(alive(pid)).toBe(true);
-  const state = () => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
   expect((await action(p, t.id, { action: "pause" })).status).toBe(200);
-  await until(() => state() === "T", 5000, 20);
+  await until(() => processState(pid) === "T", 5000, 20);
   expect((await action(p, t.id, { action: "resume" })).status).toBe(200);
-  await until(() => state() !== "T", 5000, 20);
+  await until(() => processState(pid) !== "T", 5000, 20);
   expect((await action(p, t.id, { action: "cancel", reason: "enough" })).status).toBe(200);
   await until(() => !alive(pid), 5000, 20);
   expect((await task(p, t.id)).status).toBe("cancelled");

@@ -10,7 +10,7 @@ import { credentialPath } from "../../src/worker/credential";
 import type { AgentRun } from "../../src/worker/agents/types";
 import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { alive } from "../e2e/worker-helpers";
-import { argvOf } from "../helpers/processes";
+import { argvOf, processState } from "../helpers/processes";
 import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
 
 let tmp: string;
@@ -332,16 +332,12 @@ test("pause stops the real process group, resume continues it, cancel ends it", 
   standIn.push({ items: [{ message: "Thinking." }], hold: new Promise<void>((r) => (release = r)) });
   const { run } = start({ standIn });
   await standIn.waitForRequest(1);
-  const state = () => {
-    const stat = readFileSync(`/proc/${run.pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0];
-  };
   run.pause();
   await Bun.sleep(200);
-  expect(state()).toBe("T");
+  expect(processState(run.pid)).toBe("T");
   run.resume();
   await Bun.sleep(200);
-  expect(state()).not.toBe("T");
+  expect(processState(run.pid)).not.toBe("T");
   await run.cancel(1000);
   const exit = await run.exited;
   expect(exit.code === null || exit.code !== 0).toBe(true);

@@ -3,12 +3,13 @@
 // API stand-in. The usage a task shows is what the stand-in's answers carried and the cost Claude
 // Code computed from them; a per-task budget crossed mid-run stops the real process and asks.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { createAdmin } from "../helpers/identity";
+import { processState } from "../helpers/processes";
 import type { ScriptTurn } from "../helpers/anthropic-standin";
 import { BIN, claudeRun } from "./claude-run";
 
@@ -35,13 +36,6 @@ function script(body: any): ScriptTurn {
 
 const run = claudeRun("ao-usage-e2e-", script);
 const { marker, newTask, task, events, action, waitStatus, findAgentPid } = run;
-const state = (pid: number) => {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
-  } catch {
-    return "gone";
-  }
-};
 /** The main-loop answers the stand-in gave a scenario's conversation. */
 const mainAnswers = (scenario: string) => run.standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes(`SCENARIO:${scenario}`));
 
@@ -86,10 +80,10 @@ describe("usage and budgets with ao worker --agent claude", () => {
     expect(asking.needs.allowanceUsd).toBe(0.000001);
     expect(asking.allowanceUsd).toBe(0.000001);
     const pid = findAgentPid(t.id);
-    expect(state(pid)).toBe("T");
+    expect(processState(pid)).toBe("T");
     // Stopped: it stays so while nobody answers.
     await Bun.sleep(500);
-    expect(state(pid)).toBe("T");
+    expect(processState(pid)).toBe("T");
     expect((await task(t.id)).status).toBe("needs_approval");
 
     expect((await action(t.id, { action: "approve" })).status).toBe(200);
@@ -115,7 +109,7 @@ describe("usage and budgets with ao worker --agent claude", () => {
     }
     expect(done.summary).toBe("budget-approve: finished");
     expect(existsSync(marker("budget-approve.txt"))).toBe(true);
-    expect(state(pid) === "gone" || state(pid) === "Z").toBe(true);
+    expect(processState(pid) === "gone" || processState(pid) === "Z").toBe(true);
     const ev = await events(t.id);
     const raised = ev.filter((e) => e.type === "action" && e.data.action === "approve").map((e) => e.data.budget.allowanceUsd);
     expect(raised).toHaveLength(approvals);
@@ -130,11 +124,11 @@ describe("usage and budgets with ao worker --agent claude", () => {
     const asking = await waitStatus(t.id, "needs_approval");
     expect(asking.needs.kind).toBe("budget");
     const pid = findAgentPid(t.id);
-    expect(state(pid)).toBe("T");
+    expect(processState(pid)).toBe("T");
     expect((await action(t.id, { action: "deny" })).status).toBe(200);
     const cancelled = await waitStatus(t.id, "cancelled");
     expect(cancelled.summary).toBeNull();
-    await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
+    await until(() => processState(pid) === "gone" || processState(pid) === "Z", 15_000, 100);
     const denied = (await events(t.id)).find((e) => e.type === "action" && e.data.action === "deny");
     expect(denied.actor).toBeTruthy();
     // Still cancelled a moment later: the stopped run did not complete it after all.
@@ -216,7 +210,7 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(asking.needs.costUsd).toBeCloseTo(cost, 9);
     expect(asking.needs.allowanceUsd).toBe(0.003);
     const pid = findAgentPid(t.id, codexData);
-    expect(state(pid)).toBe("T");
+    expect(processState(pid)).toBe("T");
     // Nothing goes out while it is paused (see pausedAfter).
     const atPause = pausedAfter(before);
     await Bun.sleep(500);
@@ -244,11 +238,11 @@ describe("usage and budgets with ao worker --agent codex", () => {
     expect(asking.status).toBe("needs_approval");
     expect(asking.needs.kind).toBe("budget");
     const pid = findAgentPid(t.id, codexData);
-    expect(state(pid)).toBe("T");
+    expect(processState(pid)).toBe("T");
     const atPause = pausedAfter(before);
     expect((await act(p, t.id, { action: "deny" })).status).toBe(200);
     await waitFor(p, t.id, ["cancelled"]);
-    await until(() => state(pid) === "gone" || state(pid) === "Z", 15_000, 100);
+    await until(() => processState(pid) === "gone" || processState(pid) === "Z", 15_000, 100);
     await Bun.sleep(500);
     // Cancelled while stopped: it ends without another request (SIGTERM is pending before SIGCONT wakes it).
     expect(standIn.requests.length - before).toBe(atPause);

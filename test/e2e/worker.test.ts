@@ -12,6 +12,7 @@ import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../worke
 import { presenceOf } from "../../src/modules/workers/presence";
 import { all } from "../../src/db/query";
 import { alive, bareFrom, gitRepo, preparedWorker, sh, startWorker, type WorkerProcess } from "./worker-helpers";
+import { processState } from "../helpers/processes";
 
 const TIMEOUTS = { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 };
 
@@ -250,13 +251,12 @@ describe("a paired worker runs tasks", () => {
     const child = Number(readFileSync(join(pids, `${t.id}.child`), "utf8"));
     expect(alive(main) && alive(child)).toBe(true);
     // Pause stops the whole group (SIGSTOP), resume continues it.
-    const state = (pid: number) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1][0];
     // The signals themselves are at once; the wait is for the control's way through the server
     // and the worker, which a loaded CI machine once stretched past 3 s.
     expect((await action(p, t.id, { action: "pause" })).status).toBe(200);
-    await until(() => state(main) === "T" && state(child) === "T", 10_000, 10);
+    await until(() => processState(main) === "T" && processState(child) === "T", 10_000, 10);
     expect((await action(p, t.id, { action: "resume" })).status).toBe(200);
-    await until(() => state(main) !== "T" && state(child) !== "T", 10_000, 10);
+    await until(() => processState(main) !== "T" && processState(child) !== "T", 10_000, 10);
     const started = Date.now();
     expect((await action(p, t.id, { action: "cancel", reason: "enough" })).status).toBe(200);
     await until(() => !alive(main), 3000, 10);

@@ -1,5 +1,15 @@
 // Processes the tests start and watch.
 import { readFileSync } from "node:fs";
+import { statFields } from "../../src/worker/orphans";
+
+/** A process's state as /proc tells it ("R", "S", "T" stopped, "Z" zombie...), or "gone". */
+export function processState(pid: number): string {
+  try {
+    return statFields(pid)[0]!;
+  } catch {
+    return "gone";
+  }
+}
 
 /** True while the process exists and is not a zombie (an unreaped orphan has finished). */
 export function alive(pid: number): boolean {
@@ -8,12 +18,8 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
+  const state = processState(pid);
+  return state !== "gone" && state !== "Z";
 }
 
 /**
