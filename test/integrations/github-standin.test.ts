@@ -1,87 +1,18 @@
 // The GitHub stand-in driven by GitHub's own clients (@octokit/app, @octokit/rest,
-// @octokit/oauth-app) and by real git: if they accept its answers, so will ao's code.
+// @octokit/oauth-app): the manifest flow, app JWTs and installation tokens, faults, the
+// installation flow and a person's connection. If they accept its answers, so will ao's code.
+// Repositories, pull requests and real git against it: github-standin-git.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync, createSign } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { App } from "@octokit/app";
 import { OAuthApp } from "@octokit/oauth-app";
-import { Octokit } from "@octokit/rest";
-import { verify } from "@octokit/webhooks-methods";
-import { startGitHubStandIn, type GitHubStandIn } from "../helpers/github-standin";
+import type { Octokit } from "@octokit/rest";
+import type { GitHubStandIn } from "../helpers/github-standin";
+import { manifest, redirect, startStandInWithApp, type OctokitApp, type StandInWithApp } from "./github-standin-fixtures";
 
-let gh: GitHubStandIn;
-let work: string;
-let GHOctokit: typeof Octokit;
-// what the manifest conversion handed back
-let created: any;
-let app: ReturnType<typeof makeApp>;
-
-/** An App as ao makes one: @octokit/app signing JWTs, talking to the stand-in's API. */
-function makeApp(privateKey: string) {
-  return new App({ appId: created.id, privateKey, Octokit: GHOctokit, oauth: { clientId: created.client_id, clientSecret: created.client_secret } });
-}
-let installationId: number;
-
-const redirect = "http://127.0.0.1:9/codehost/app/callback";
-const manifest = {
-  name: "ao test",
-  url: "http://127.0.0.1:9",
-  hook_attributes: { url: "http://127.0.0.1:9/api/v1/hooks/x", active: false },
-  redirect_url: redirect,
-  callback_urls: ["http://127.0.0.1:9/api/v1/codehost/user/callback"],
-  setup_url: "http://127.0.0.1:9/api/v1/codehost/installations/callback",
-  public: true,
-  default_permissions: { contents: "write", pull_requests: "write", issues: "write", metadata: "read", administration: "write" },
-  default_events: ["issues", "issue_comment", "pull_request"],
-};
-
-/** Runs a command without blocking: the stand-in answering git lives in this same process. */
-async function run(cwd: string, cmd: string[], env: Record<string, string> = {}) {
-  const r = Bun.spawn(cmd, {
-    cwd,
-    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "T", GIT_AUTHOR_EMAIL: "t@t.invalid", GIT_COMMITTER_NAME: "T", GIT_COMMITTER_EMAIL: "t@t.invalid", ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(r.stdout).text(), new Response(r.stderr).text(), r.exited]);
-  return { code, out: out.trim(), err };
-}
-
-/** git with an installation token in the environment only, as GitHub documents it for apps. */
-function tokenEnv(token: string): Record<string, string> {
-  return {
-    GIT_CONFIG_COUNT: "1",
-    GIT_CONFIG_KEY_0: "http.extraHeader",
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`,
-  };
-}
-
-async function manifestCode(state: string, path = "/settings/apps/new", m: object = manifest) {
-  const form = new FormData();
-  form.set("manifest", JSON.stringify(m));
-  const res = await fetch(`${gh.url}${path}?state=${state}`, { method: "POST", body: form, redirect: "manual" });
-  return res;
-}
-
-beforeAll(async () => {
-  gh = await startGitHubStandIn();
-  work = mkdtempSync(join(tmpdir(), "gh-standin-test-"));
-  GHOctokit = Octokit.defaults({ baseUrl: gh.apiUrl });
-  const res = await manifestCode("st-1");
-  const location = new URL(res.headers.get("location")!);
-  created = (await new GHOctokit().request("POST /app-manifests/{code}/conversions", { code: location.searchParams.get("code")! })).data;
-  app = makeApp(created.pem);
-  const { installation } = await gh.install(created.slug, "acme", { repositories: 150, type: "Organization" });
-  installationId = installation.record.id;
-});
-
-afterAll(async () => {
-  await gh.close();
-  rmSync(work, { recursive: true, force: true });
-});
+let gh: GitHubStandIn, GHOctokit: typeof Octokit, created: any, app: OctokitApp, installationId: number;
+let makeApp: StandInWithApp["makeApp"], manifestCode: StandInWithApp["manifestCode"];
+beforeAll(async () => ({ gh, GHOctokit, created, app, installationId, makeApp, manifestCode } = await startStandInWithApp()));
+afterAll(() => gh.close());
 
 describe("the manifest flow", () => {
   test("POST /settings/apps/new redirects to the manifest's redirect_url with a code and the state", async () => {
@@ -290,129 +221,5 @@ describe("the installation flow and the person's connection", () => {
     // a redirect_uri on another host comes back as redirect_uri_mismatch
     const res3 = await fetch(oauth.getWebFlowAuthorizationUrl({ state: "s3", redirectUrl: "http://evil.invalid/cb" }).url, { redirect: "manual" });
     expect(new URL(res3.headers.get("location")!).searchParams.get("error")).toBe("redirect_uri_mismatch");
-  });
-});
-
-describe("repositories, pull requests, reviews and comments", () => {
-  test("an installation creates an organization repository; duplicates are 422; /user/repos needs a user token", async () => {
-    // a new App: the earlier expireTokens() voided the tokens @octokit/auth-app has cached
-    const fresh = makeApp(created.pem);
-    const octokit = await fresh.getInstallationOctokit(installationId);
-    const { data, status } = await octokit.request("POST /orgs/{org}/repos", { org: "acme", name: "made-by-ao", private: true, auto_init: true, description: "from a test" });
-    expect(status).toBe(201);
-    expect(data.full_name).toBe("acme/made-by-ao");
-    expect(data.private).toBe(true);
-    expect(data.default_branch).toBe("main");
-    expect(gh.repository("acme", "made-by-ao")).toBeDefined();
-    const dup = await octokit.request("POST /orgs/{org}/repos", { org: "acme", name: "made-by-ao" }).catch((e) => e);
-    expect(dup.status).toBe(422);
-    expect(dup.response.data.errors[0].message).toBe("name already exists on this account");
-    const asInstallation = await octokit.request("POST /user/repos", { name: "mine" }).catch((e) => e);
-    expect(asInstallation.status).toBe(403);
-    const other = await octokit.request("POST /orgs/{org}/repos", { org: "acme-two", name: "x" }).catch((e) => e);
-    expect(other.status).toBe(404);
-  });
-
-  test("real git clones with the token, pushes a branch, and a pull request is opened, reviewed, commented, closed", async () => {
-    const token = gh.mintToken(installationId, { repositories: ["made-by-ao"] });
-    const repo = (await new GHOctokit({ auth: token }).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "made-by-ao" })).data;
-    const dir = join(work, "clone");
-    // no token: GitHub asks for credentials
-    const anon = await run(work, ["git", "clone", "--quiet", repo.clone_url, join(work, "anon")]);
-    expect(anon.code).not.toBe(0);
-    const clone = await run(work, ["git", "clone", "--quiet", repo.clone_url, dir], tokenEnv(token));
-    expect(clone.err).toBe("");
-    expect(clone.code).toBe(0);
-    writeFileSync(join(dir, "hello.txt"), "hi\n");
-    await run(dir, ["git", "checkout", "-q", "-b", "ao/task-1"]);
-    await run(dir, ["git", "add", "-A"]);
-    await run(dir, ["git", "commit", "-q", "-m", "Say hi"]);
-    const push = await run(dir, ["git", "push", "-q", "origin", "ao/task-1"], tokenEnv(token));
-    expect(push.code).toBe(0);
-    const bare = gh.repository("acme", "made-by-ao")!.dir;
-    expect((await run(bare, ["git", "log", "--format=%s", "ao/task-1"])).out.split("\n")[0]).toBe("Say hi");
-
-    const o = new GHOctokit({ auth: token });
-    const pr = await o.rest.pulls.create({ owner: "acme", repo: "made-by-ao", title: "Say hi", head: "ao/task-1", base: "main", body: "from ao", draft: true });
-    expect(pr.status).toBe(201);
-    expect(pr.data.number).toBe(1);
-    expect(pr.data.draft).toBe(true);
-    expect(pr.data.head.ref).toBe("ao/task-1");
-    expect(pr.data.head.sha).toBe((await run(bare, ["git", "rev-parse", "ao/task-1"])).out);
-    expect(pr.data.html_url).toBe(`${gh.url}/acme/made-by-ao/pull/1`);
-    expect(pr.data.user!.login).toBe("ao-test[bot]");
-    const again = await o.rest.pulls.create({ owner: "acme", repo: "made-by-ao", title: "x", head: "ao/task-1", base: "main" }).catch((e) => e);
-    expect(again.status).toBe(422);
-    const noBranch = await o.rest.pulls.create({ owner: "acme", repo: "made-by-ao", title: "x", head: "nope", base: "main" }).catch((e) => e);
-    expect(noBranch.status).toBe(422);
-
-    const review = await o.rest.pulls.createReview({ owner: "acme", repo: "made-by-ao", pull_number: 1, body: "Looks fine", event: "COMMENT" });
-    expect(review.data.state).toBe("COMMENTED");
-    expect(review.data.html_url).toContain("/acme/made-by-ao/pull/1#pullrequestreview-");
-    const comment = await o.rest.issues.createComment({ owner: "acme", repo: "made-by-ao", issue_number: 1, body: "a note" });
-    expect(comment.status).toBe(201);
-    expect(gh.repository("acme", "made-by-ao")!.reviews[0]!.body).toBe("Looks fine");
-    expect(gh.repository("acme", "made-by-ao")!.comments[0]!.body).toBe("a note");
-    const closed = await o.rest.pulls.update({ owner: "acme", repo: "made-by-ao", pull_number: 1, state: "closed" });
-    expect(closed.data.state).toBe("closed");
-    expect((await o.rest.pulls.get({ owner: "acme", repo: "made-by-ao", pull_number: 1 })).data.merged).toBe(false);
-
-    // expired token: git is told to authenticate again
-    gh.expireTokens();
-    writeFileSync(join(dir, "more.txt"), "more\n");
-    await run(dir, ["git", "add", "-A"]);
-    await run(dir, ["git", "commit", "-q", "-m", "More"]);
-    const late = await run(dir, ["git", "push", "-q", "origin", "ao/task-1"], tokenEnv(token));
-    expect(late.code).not.toBe(0);
-    expect(late.err).toMatch(/Authentication failed|could not read Username/);
-    // a read-only token cannot push
-    const readOnly = gh.mintToken(installationId, { permissions: { contents: "read", metadata: "read" } });
-    const denied = await run(dir, ["git", "push", "-q", "origin", "ao/task-1"], tokenEnv(readOnly));
-    expect(denied.code).not.toBe(0);
-    expect(denied.err).toContain("403");
-    expect((await run(bare, ["git", "log", "-1", "--format=%s", "ao/task-1"])).out).toBe("Say hi");
-  });
-
-  test("merge and a signed pull_request closed webhook built from the recorded example", async () => {
-    const token = gh.mintToken(installationId);
-    const o = new GHOctokit({ auth: token });
-    const pr = await o.rest.pulls.update({ owner: "acme", repo: "made-by-ao", pull_number: 1, state: "open" });
-    expect(pr.data.state).toBe("open");
-    gh.merge("acme", "made-by-ao", 1);
-    const got = (await o.rest.pulls.get({ owner: "acme", repo: "made-by-ao", pull_number: 1 })).data;
-    expect(got.merged).toBe(true);
-    expect(got.state).toBe("closed");
-
-    const received: { headers: Headers; body: string }[] = [];
-    const hook = Bun.serve({
-      port: 0,
-      hostname: "127.0.0.1",
-      async fetch(req) {
-        received.push({ headers: req.headers, body: await req.text() });
-        return new Response(null, { status: 202 });
-      },
-    });
-    try {
-      const payload = gh.payloads.pullRequest("acme", "made-by-ao", 1, "closed");
-      const d = await gh.deliver(`http://127.0.0.1:${hook.port}/hook`, "pull_request", payload, { app: "ao-test" });
-      expect(d.status).toBe(202);
-      const r = received[0]!;
-      expect(r.headers.get("x-github-event")).toBe("pull_request");
-      expect(r.headers.get("x-github-hook-installation-target-id")).toBe(String(created.id));
-      expect(await verify(created.webhook_secret, r.body, r.headers.get("x-hub-signature-256")!)).toBe(true);
-      expect(await verify("another secret", r.body, r.headers.get("x-hub-signature-256")!)).toBe(false);
-      const body = JSON.parse(r.body);
-      expect(body.action).toBe("closed");
-      expect(body.pull_request.merged).toBe(true);
-      expect(body.pull_request.head.ref).toBe("ao/task-1");
-      expect(body.installation.id).toBe(installationId);
-      expect(body.repository.full_name).toBe("acme/made-by-ao");
-
-      const inst = gh.payloads.installation(installationId, "created");
-      expect(inst.installation.account.login).toBe("acme");
-      expect(inst.repositories.length).toBeGreaterThan(100);
-    } finally {
-      await hook.stop(true);
-    }
   });
 });
