@@ -5,7 +5,6 @@ import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { SQL } from "bun";
 import { migrationState } from "../db";
 import { postgresMigrationState } from "../db/postgres";
 import { VERSION } from "../version";

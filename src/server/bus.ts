@@ -15,7 +15,6 @@
 // - Messages published while a NOTIFY is on its way leave together in the next one (a JSON array
 //   of envelopes, under PostgreSQL's size limit): one round trip and one notification for many
 //   changes under load, in the same order.
-import type { SQL } from "bun";
 import type { Logger } from "./core";
 
 export type Handler = (payload: any) => void;

@@ -126,7 +126,7 @@ test("replaced through B (a streamed upload), A serves the new body and the old 
 });
 
 test("an empty artifact and one of exactly the limit", async () => {
-  const { taskId, upload, download } = await claimedTask();
+  const { upload, download } = await claimedTask();
   expect((await upload(a, "empty.txt", new Uint8Array(0))).status).toBe(201);
   const empty = await download(b, "empty.txt");
   expect(empty.status).toBe(200);

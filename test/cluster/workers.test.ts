@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
-import { createAdmin, newOrg, type Session } from "../helpers/identity";
+import { createAdmin, newOrg } from "../helpers/identity";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "../workers/helpers";
 import { presenceOf } from "../../src/modules/workers/presence";
 import { get } from "../../src/db/query";
@@ -18,12 +18,11 @@ const TIMEOUTS = { ...FAST, offlineMs: 1500 };
 let cluster: Cluster;
 let a: TestServer;
 let b: TestServer;
-let admin: Session;
 const clients: ProtocolClient[] = [];
 beforeAll(async () => {
   cluster = await startCluster(2, { workerTimeouts: TIMEOUTS });
   [a, b] = cluster.servers;
-  admin = await createAdmin(a);
+  await createAdmin(a);
 }, 60_000);
 afterAll(async () => {
   for (const c of clients) c.close();

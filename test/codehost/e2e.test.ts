@@ -5,7 +5,7 @@
 // (after a rate limit, backing off) -> GitHub's pull_request closed+merged webhook, signed with
 // the app's secret -> the task shows merged. Then a restart with a pull request still queued.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startGitHubStandIn, type GitHubStandIn } from "../helpers/github-standin";

@@ -2,7 +2,7 @@
 // naming the route pattern, status, duration and caller, the id echoed to the client, no secret.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { createAdmin, login, makeToken } from "../helpers/identity";
+import { createAdmin, makeToken } from "../helpers/identity";
 import { createLogger, logSettingsFromEnv } from "../../src/server/log";
 
 const lines: string[] = [];

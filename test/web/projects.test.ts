@@ -215,7 +215,7 @@ describeBrowser("web: projects pages", () => {
 
   test("a viewer reads projects but sees no form or button that changes them, and why; readiness and usage say what comes next", async () => {
     const owner = await newOrg(s);
-    const p = await makeProject(owner, "readonly", { repositories: [{ url: "https://git.example.com/a/r.git" }], knowledge: "Be careful." });
+    await makeProject(owner, "readonly", { repositories: [{ url: "https://git.example.com/a/r.git" }], knowledge: "Be careful." });
     const viewer = await addMember(s, owner, "viewer");
     await steps(async ({ page, problems }) => {
       await openAs(s, page, viewer, `/projects`);
