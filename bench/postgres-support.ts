@@ -7,7 +7,7 @@ import { chmodSync, closeSync, existsSync, fdatasyncSync, mkdirSync, openSync, r
 import { join } from "node:path";
 import { SQL } from "bun";
 import { freePort } from "./tasks-support";
-import { statFields } from "../src/worker/orphans";
+import { processIds, statFields } from "../src/worker/orphans";
 
 function binDir(): string {
   const base = "/usr/lib/postgresql";
@@ -115,11 +115,10 @@ export async function startPostgres(): Promise<BenchPostgres> {
     },
     cpuMs() {
       let ticks = 0;
-      for (const d of readdirSync("/proc")) {
-        if (!/^\d+$/.test(d)) continue;
+      for (const pid of processIds()) {
         try {
-          const f = statFields(Number(d));
-          if (Number(d) === postmaster || Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
+          const f = statFields(pid);
+          if (pid === postmaster || Number(f[1]) === postmaster) ticks += Number(f[11]) + Number(f[12]);
         } catch {} // a backend that ended between the listing and the read
       }
       return ticks * 10; // USER_HZ is 100 on Linux

@@ -105,7 +105,6 @@ export function percentiles(samples: number[]) {
   return { n: s.length, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: s.at(-1) ?? NaN };
 }
 
-
 /** CPU time (user + system) of a process in milliseconds, from /proc. */
 export function cpuMs(pid: number): number {
   const fields = statFields(pid);

@@ -4,14 +4,15 @@
 // which /usr/bin/bwrap is /dev/null (there, but not executable), as on a machine without bubblewrap,
 // and its sandbox must hold just the same. The namespace is `unshare --mount`'s, which needs root
 // (inside a user namespace of its own, Codex refuses its socket directory, owned by another id).
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { codexAgent } from "../../src/worker/agents/codex";
 import { credentialPath } from "../../src/worker/credential";
 import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
-import { BWRAP, testWithBwrap } from "../helpers/bubblewrap";
+import { BWRAP } from "../helpers/bubblewrap";
+import { requiring } from "../helpers/needs";
 import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
 
 const UNSHARE = "/usr/bin/unshare";
@@ -23,9 +24,8 @@ function canHide(): boolean {
   return probe.exitCode === 0;
 }
 
-const hiding = canHide();
-const testHiding = hiding || process.env.CI ? testWithBwrap : test.skip;
-if (!hiding) console.warn(`[codex] ${UNSHARE} --mount cannot hide ${BWRAP} here (it needs root, and bubblewrap installed): ${process.env.CI ? "failing" : "skipping"} Codex's shipped-bubblewrap test`);
+const why = `${UNSHARE} --mount cannot hide ${BWRAP} here (it needs root, and bubblewrap installed)`;
+const testHiding = requiring(canHide() ? null : { check: "unshare can hide bubblewrap", refuse: why, skip: (name) => `[codex] ${why}: skipping "${name}"; CI fails instead` }).test;
 
 let tmp: string;
 let standIn: OpenAIStandIn | undefined;
@@ -48,7 +48,6 @@ function codexWithoutSystemBwrap(dir: string): string {
 }
 
 testHiding("without a usable system bubblewrap, commands run in Codex's own: the checkout writable, nothing else, the credential unreadable", async () => {
-  if (!hiding) throw new Error(`${UNSHARE} --mount cannot hide ${BWRAP} here (it needs root)`);
   standIn = startOpenAIStandIn();
   const dataDir = join(tmp, "worker-data");
   mkdirSync(dataDir, { recursive: true });
