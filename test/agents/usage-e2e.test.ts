@@ -12,6 +12,7 @@ import { createAdmin } from "../helpers/identity";
 import { processState } from "../helpers/processes";
 import type { ScriptTurn } from "../helpers/anthropic-standin";
 import { BIN, claudeRun } from "./claude-run";
+import { all } from "../../src/db/query";
 
 setDefaultTimeout(120_000);
 
@@ -60,12 +61,16 @@ describe("usage and budgets with ao worker --agent claude", () => {
 
     const r = await run.s.api("GET", `/orgs/${run.orgId}/projects/${t.projectId}/usage`, { token: run.token });
     expect(r.status).toBe(200);
-    const today = new Date().toISOString().slice(0, 10);
     const { costUsd, model: _m, ...tokens } = done.usage;
     expect(r.body.totals).toMatchObject({ ...tokens, tasks: 1 });
     expect(r.body.totals.costUsd).toBe(costUsd);
-    expect(r.body.days.at(-1).costUsd).toBe(costUsd);
-    expect(r.body.days.at(-1)).toMatchObject({ day: today, ...tokens });
+    // The days with usage are the ones the server recorded it on (two for a run across 00:00 UTC),
+    // and together they hold all of it.
+    const recorded = (await run.s.core.store.read(all<{ day: string }>("SELECT DISTINCT day FROM task_usage WHERE task_id = ? ORDER BY day", t.id))).map((d) => d.day);
+    const spent = r.body.days.filter((d: any) => d.costUsd > 0);
+    expect(spent.map((d: any) => d.day)).toEqual(recorded);
+    expect(spent.reduce((n: number, d: any) => n + d.costUsd, 0)).toBeCloseTo(costUsd, 6);
+    for (const field of Object.keys(tokens)) expect(spent.reduce((n: number, d: any) => n + d[field], 0), field).toBe(tokens[field as keyof typeof tokens]);
   });
 
   // Claude Code reports its cost only in each turn's result (the streamed answers carry tokens, no

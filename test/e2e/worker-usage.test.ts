@@ -11,6 +11,7 @@ import { addMember, createAdmin, newOrg, type Session } from "../helpers/identit
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { alive, preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
 import { all, get } from "../../src/db/query";
+import { dayOf } from "../../src/modules/usage/service";
 
 // The machine's PATH without npm's node_modules/.bin (npm test puts it first): the real claude and
 // codex CLIs installed for other tests must not be found by `--agent auto` here.
@@ -159,18 +160,28 @@ describe("usage", () => {
   }, 30_000);
 
   test("GET /projects/:id/usage: totals and every day of the period; defaults, bad dates, viewers, other orgs", async () => {
-    const today = new Date().toISOString().slice(0, 10);
+    // The days the usage was recorded on, as the server dated them: one, or two for a run that
+    // crossed 00:00 UTC (and "today" is read on both sides of the request, for the same reason).
+    const recorded = (await s.core.store.read(all<{ day: string }>("SELECT DISTINCT day FROM task_usage WHERE project_id = ? ORDER BY day", p.projectId))).map((d) => d.day);
+    const todayBefore = dayOf();
     const r = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage`, { token: p.token });
     expect(r.status).toBe(200);
-    expect(r.body.to).toBe(today);
+    expect([todayBefore, dayOf()]).toContain(r.body.to);
     expect(r.body.days).toHaveLength(30);
-    expect(r.body.days.at(-1)).toEqual({ day: today, inputTokens: 2000, outputTokens: 70, cacheReadTokens: 600, cacheWriteTokens: 10, costUsd: 30.2 });
+    expect(r.body.days.at(-1).day).toBe(r.body.to);
     expect(r.body.days[0].costUsd).toBe(0);
+    // The days with usage are the recorded ones, and together they hold all of it.
+    const spent = r.body.days.filter((d: any) => d.costUsd > 0);
+    expect(spent.map((d: any) => d.day)).toEqual(recorded);
+    const summed = (field: string) => spent.reduce((n: number, d: any) => n + d[field], 0);
+    expect(["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"].map(summed)).toEqual([2000, 70, 600, 10]);
+    expect(summed("costUsd")).toBeCloseTo(30.2, 6);
     expect(r.body.totals).toEqual({ inputTokens: 2000, outputTokens: 70, cacheReadTokens: 600, cacheWriteTokens: 10, costUsd: 30.2, tasks: 2 });
-    // One day; an ISO time counts as its UTC day.
-    const one = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage?from=${today}&to=${today}T23:59:59Z`, { token: p.token });
-    expect(one.body).toMatchObject({ from: today, to: today, totals: { costUsd: 30.2, tasks: 2 } });
-    expect(one.body.days).toHaveLength(1);
+    // The recorded days alone; an ISO time counts as its UTC day.
+    const [first, last] = [recorded[0], recorded.at(-1)];
+    const one = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage?from=${first}&to=${last}T23:59:59Z`, { token: p.token });
+    expect(one.body).toMatchObject({ from: first, to: last, totals: { costUsd: 30.2, tasks: 2 } });
+    expect(one.body.days).toHaveLength(recorded.length);
     // A period before any usage: zeros.
     const old = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/usage?from=2020-01-01&to=2020-01-03`, { token: p.token });
     expect(old.body.totals).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, tasks: 0 });
