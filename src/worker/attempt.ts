@@ -22,8 +22,8 @@ export interface AttemptDeps {
   runsDir: string;
   /** Files the agent's commands must not read (AgentContext.unreadable). */
   unreadable: string[];
-  /** How agents without a sandbox of their own are started (AgentContext.confine). */
-  confine: Confine;
+  /** How agents without a sandbox of their own are started, given the attempt's directory (AgentContext.confine). */
+  confineIn: (runDir: string) => Confine;
   killGraceMs: number;
   log(line: string): void;
 }
@@ -217,7 +217,7 @@ export class Attempt {
         workdir: checkout.workdir,
         artifactsDir,
         unreadable: this.deps.unreadable,
-        confine: this.deps.confine,
+        confine: this.deps.confineIn(this.runDir),
         env,
         instructions: instructionsFor(this.claim),
         emit: (type, data) => this.sink.push(type, data),

@@ -2,9 +2,11 @@
 // Claude Code and exec run their commands as the worker's user; the worker starts them inside
 // bubblewrap, which shows them the whole file system as it is, except that each unreadable file
 // (the worker's credential) is covered by a node nobody can open: a `cat`, a copy or an overwrite
-// of it is refused, by any path or link. Codex is not wrapped: its own sandbox denies the same
-// files (codex.ts). Where bubblewrap is missing or cannot run (no user namespaces, say), commands
-// run as before and the worker says so once at its start.
+// of it is refused, by any path or link; and the hidden directory (the worker's runs: the other
+// attempts' checkouts and artifacts, and the checkouts kept for retries) is an empty one in which
+// only the attempt's own directory is there. Codex is not wrapped: its own sandbox denies the
+// credential (codex.ts), and cannot hide the other runs (README). Where bubblewrap is missing or cannot run (no user namespaces, say), commands run as
+// before and the worker says so once at its start.
 import { existsSync } from "node:fs";
 import { realPath } from "./policy";
 
@@ -15,7 +17,10 @@ export type Command = { command: string; args: string[] };
 export type Confine = (c: Command) => Command;
 
 export interface Confinement {
+  /** Confines a command that belongs to no attempt: of the hidden directory it sees nothing. */
   confine: Confine;
+  /** Confines one attempt's commands: of the hidden directory they see `own`, the attempt's directory, alone. */
+  confineIn(own: string): Confine;
   /** Whether commands run confined, and if not, why: for the worker's first lines. */
   status: string;
 }
@@ -23,27 +28,56 @@ export interface Confinement {
 /** Commands as they are: what tests and machines without bubblewrap get. */
 export const unconfined: Confine = (c) => c;
 
+/** The confinement that confines nothing, with the reason the worker says at its start. */
+export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status });
+
+export interface ConfineOptions {
+  /** The directory whose entries other than an attempt's own its commands do not see (the worker's runs). */
+  hidden?: string;
+  /** The bubblewrap program to use (null: none installed). */
+  bwrap?: string | null;
+}
+
 /**
  * The confinement for this machine, tried once: a trial run of bubblewrap with the same covers
- * must succeed, or every command runs unconfined (`status` says why). `bwrap`: the program to use.
+ * must succeed, or every command runs unconfined (`status` says why).
  */
-export function confinementFor(unreadable: readonly string[], bwrap = Bun.which("bwrap")): Confinement {
+export function confinementFor(unreadable: readonly string[], { hidden, bwrap = Bun.which("bwrap") }: ConfineOptions = {}): Confinement {
   if (!bwrap) {
     const why = process.platform === "linux" ? "bubblewrap (bwrap) is not installed" : "bubblewrap runs on Linux only";
-    return { confine: unconfined, status: `agent commands can read the worker's credential: ${why}` };
+    return unconfinedBecause(`agent commands can read the worker's credential and other tasks' checkouts: ${why}`);
   }
-  // By real path: bubblewrap cannot mount over a path that goes through a link.
+  // By real path: bubblewrap cannot mount over a path that goes through a link. An empty file
+  // system over the hidden directory first, then the attempt's own directory back in it (bubblewrap
+  // makes the mount point), then the covers.
   const covers = unreadable.filter((p) => existsSync(p)).flatMap((p) => ["--ro-bind", "/dev/null", realPath(p)]);
-  const prefix = [bwrap, "--dev-bind", "/", "/", ...covers, "--"];
-  const trial = Bun.spawnSync([...prefix, "/bin/sh", "-c", ":"], { stdout: "ignore", stderr: "pipe" });
+  const hiding = hidden && existsSync(hidden) ? realPath(hidden) : null;
+  const prefixFor = (own: string | null) => [
+    bwrap,
+    "--dev-bind",
+    "/",
+    "/",
+    ...(hiding ? ["--tmpfs", hiding] : []),
+    ...(hiding && own ? ["--bind", realPath(own), realPath(own)] : []),
+    ...covers,
+    "--",
+  ];
+  const trial = Bun.spawnSync([...prefixFor(null), "/bin/sh", "-c", ":"], { stdout: "ignore", stderr: "pipe" });
   if (trial.exitCode !== 0) {
     const why = trial.stderr.toString().trim().split("\n")[0] || `exit ${trial.exitCode}`;
-    return { confine: unconfined, status: `agent commands can read the worker's credential: bubblewrap cannot run here (${why})` };
+    return unconfinedBecause(`agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (${why})`);
   }
+  // A program that is not there is left to fail as it is, with the system's reason (ENOENT),
+  // rather than as bubblewrap's exit code 1.
+  const confining =
+    (prefix: string[]): Confine =>
+    (c) =>
+      Bun.which(c.command) ? { command: prefix[0], args: [...prefix.slice(1), c.command, ...c.args] } : c;
   return {
-    // A program that is not there is left to fail as it is, with the system's reason (ENOENT),
-    // rather than as bubblewrap's exit code 1.
-    confine: (c) => (Bun.which(c.command) ? { command: prefix[0], args: [...prefix.slice(1), c.command, ...c.args] } : c),
-    status: "agent commands run in bubblewrap, without the worker's credential",
+    confine: confining(prefixFor(null)),
+    confineIn: (own) => confining(prefixFor(own)),
+    status: hiding
+      ? "agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts"
+      : "agent commands run in bubblewrap, without the worker's credential",
   };
 }

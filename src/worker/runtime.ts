@@ -10,7 +10,7 @@ import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
 import { killOrphan, killSandboxHelpers } from "./orphans";
 import { credentialPath } from "./credential";
-import { confinementFor, unconfined, type Confinement } from "./confine";
+import { confinementFor, unconfinedBecause, type Confinement } from "./confine";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
@@ -44,7 +44,7 @@ export class WorkerRuntime {
   /** The files no agent may read: the worker's credential. */
   private readonly unreadable: string[];
   /** Tried at the start: whether agents' commands run without those files. */
-  private confinement: Confinement = { confine: unconfined, status: "" };
+  private confinement: Confinement = unconfinedBecause("");
 
   constructor(
     private readonly options: WorkerOptions,
@@ -74,7 +74,9 @@ export class WorkerRuntime {
     this.say(`ao worker: agent ${this.agents.map((a) => a.name).join(", ")}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
     // Tried once, and only for agents without a sandbox of their own (Claude Code, exec).
     if (this.agents.some((a) => !a.ownSandbox)) {
-      this.confinement = this.options.confine ? confinementFor(this.unreadable) : { confine: unconfined, status: "agent commands can read the worker's credential: --no-confine" };
+      this.confinement = this.options.confine
+        ? confinementFor(this.unreadable, { hidden: this.runsDir })
+        : unconfinedBecause("agent commands can read the worker's credential and other tasks' checkouts: --no-confine");
       this.say(`ao worker: ${this.confinement.status}`);
     }
     this.connect();
@@ -185,7 +187,7 @@ export class WorkerRuntime {
       const agent = this.agentFor(claim);
       this.say(`ao worker: ${claim.task.id} runs with ${agent.name}`);
       const attempt = new Attempt(
-        { client: this.client, agent, runsDir: this.runsDir, unreadable: this.unreadable, confine: this.confinement.confine, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        { client: this.client, agent, runsDir: this.runsDir, unreadable: this.unreadable, confineIn: this.confinement.confineIn, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
       const key = `${claim.task.id}:${claim.attempt}`;

@@ -215,23 +215,35 @@ describe("claude: approvals", () => {
     expect(readFileSync(credential, "utf8")).toContain("aow_secret_value");
   });
 
-  testWithBwrap("an approved command cannot read the worker's credential: the CLI runs in bubblewrap without it", async () => {
+  testWithBwrap("an approved command cannot read the worker's credential nor see other tasks' checkouts: the CLI runs in bubblewrap without them", async () => {
     const dataDir = join(tmp, "worker-data-confined");
-    mkdirSync(dataDir, { recursive: true });
+    const runs = join(dataDir, "runs");
+    const own = join(runs, "tsk_claude-a1");
+    const other = join(runs, "tsk_other-a1", "work", "code.txt");
+    mkdirSync(join(own, "work"), { recursive: true });
+    mkdirSync(join(other, ".."), { recursive: true });
+    writeFileSync(other, "another task's code\n");
     const credential = join(dataDir, "credential.json");
     writeFileSync(credential, JSON.stringify({ credential: "aow_secret_value" }), { mode: 0o600 });
-    const confinement = confinementFor([credential]);
-    expect(confinement.status).toBe("agent commands run in bubblewrap, without the worker's credential");
-    const { run, rec, standin } = startRun([{ content: [bash(`cat ${credential}; echo "read: $?"`, "Look at it")] }, { content: [text("I could not read it.")] }], {
+    const confinement = confinementFor([credential], { hidden: runs });
+    expect(confinement.status).toBe("agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+    const look = `cat ${credential}; echo "read: $?"; ls ${runs}; cat ${other}; echo "other: $?"`;
+    const { run, rec, standin } = startRun([{ content: [bash(look, "Look at it")] }, { content: [text("I could not read it.")] }], {
       policy: { allow: ["shell"] },
       unreadable: [credential],
-      confine: confinement.confine,
+      workdir: join(own, "work"),
+      confine: confinement.confineIn(own),
     });
     expect(await run.exited).toEqual({ code: 0, signal: null });
     expect(decisions(rec)[0]).toMatchObject({ tool: "Bash", decision: "allow", rule: "shell" });
     const output = resultText(toolResults(standin.mainRequests()[1].body)[0]);
     expect(output).toContain("Permission denied");
     expect(output).toContain("read: 1");
+    // Of the runs, its own attempt's directory alone.
+    expect(output.split("\n")).toContain("tsk_claude-a1");
+    expect(output.split("\n")).not.toContain("tsk_other-a1");
+    expect(output).toContain("other: 1");
+    expect(output).not.toContain("another task's code");
     expect(JSON.stringify(standin.mainRequests().map((r) => r.body))).not.toContain("aow_secret_value");
     expect(readFileSync(credential, "utf8")).toContain("aow_secret_value");
   });

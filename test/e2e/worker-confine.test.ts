@@ -1,9 +1,10 @@
-// A real `ao worker` keeps its credential from the exec agent's commands (src/worker/confine.ts):
-// inside bubblewrap they can neither read nor overwrite it; with --no-confine they run as before,
-// and the worker says which way it runs. The agent's command tries both, on the file the task's
-// prompt names.
+// A real `ao worker` keeps its credential and the other tasks' checkouts from the exec agent's
+// commands (src/worker/confine.ts): inside bubblewrap they can neither read nor overwrite the
+// credential, and of the worker's runs they see their own attempt's directory alone; with
+// --no-confine they run as before, and the worker says which way it runs. The agent's command
+// tries each, in the worker's data directory, which the task's prompt names.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -12,8 +13,10 @@ import { testWithBwrap } from "../helpers/bubblewrap";
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
 
-const AGENT = `cat "$AO_TASK_PROMPT" || echo "not read"
-echo "x" > "$AO_TASK_PROMPT" || echo "not written"
+const AGENT = `cat "$AO_TASK_PROMPT/credential.json" || echo "not read"
+echo "x" > "$AO_TASK_PROMPT/credential.json" || echo "not written"
+ls "$AO_TASK_PROMPT/runs"
+cat "$AO_TASK_PROMPT/runs/tsk_other-a1/work/code.txt" || echo "not seen"
 echo "::ao::summary tried"
 `;
 
@@ -46,21 +49,29 @@ async function workerWith(name: string, extra: string[]) {
   workers.push(proc);
   await proc.waitFor(/connected as/);
   const file = join(dataDir, "credential.json");
-  return { p, proc, file, secret: JSON.parse(readFileSync(file, "utf8")).credential as string };
+  // Another task's checkout, as a running attempt of the worker has it.
+  mkdirSync(join(dataDir, "runs", "tsk_other-a1", "work"), { recursive: true });
+  writeFileSync(join(dataDir, "runs", "tsk_other-a1", "work", "code.txt"), "another task's code\n");
+  return { p, proc, dataDir, file, secret: JSON.parse(readFileSync(file, "utf8")).credential as string };
 }
 
-/** Runs one task on the credential's file; its log lines once it completed. */
-async function tryTheCredential(p: Awaited<ReturnType<typeof orgWithProject>>, file: string): Promise<string[]> {
-  const t = await createTaskApi(s, p, { title: "the credential", prompt: file });
+/** Runs one task on the worker's data directory; its id and its log lines once it completed. */
+async function tryTheDataDir(p: Awaited<ReturnType<typeof orgWithProject>>, dataDir: string): Promise<{ id: string; lines: string[] }> {
+  const t = await createTaskApi(s, p, { title: "the data directory", prompt: dataDir });
   await until(async () => (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}`, { token: p.token })).body.status === "completed", 15_000, 50);
   const items = (await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}/events?limit=200`, { token: p.token })).body.items as any[];
-  return items.filter((e) => e.type === "log").map((e) => e.data.line as string);
+  return { id: t.id, lines: items.filter((e) => e.type === "log").map((e) => e.data.line as string) };
 }
 
-testWithBwrap("the exec agent's commands run in bubblewrap: they can neither read nor overwrite the worker's credential", async () => {
-  const { p, proc, file, secret } = await workerWith("confined", []);
-  expect(proc.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential");
-  const lines = await tryTheCredential(p, file);
+testWithBwrap("the exec agent's commands run in bubblewrap: they can neither read nor overwrite the worker's credential, nor see other tasks' checkouts", async () => {
+  const { p, proc, dataDir, file, secret } = await workerWith("confined", []);
+  expect(proc.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+  const { id, lines } = await tryTheDataDir(p, dataDir);
+  // Of the runs, its own attempt's directory alone.
+  expect(lines).toContain(`${id}-a1`);
+  expect(lines).not.toContain("tsk_other-a1");
+  expect(lines).toContain("not seen");
+  expect(lines).not.toContain("another task's code");
   expect(lines).toContain("not read");
   expect(lines).toContain("not written");
   expect(lines.some((l) => l.includes("Permission denied"))).toBe(true);
@@ -68,9 +79,11 @@ testWithBwrap("the exec agent's commands run in bubblewrap: they can neither rea
   expect(JSON.parse(readFileSync(file, "utf8")).credential).toBe(secret);
 });
 
-test("--no-confine: the worker says its agents' commands can read its credential, and they can", async () => {
-  const { p, proc, file, secret } = await workerWith("unconfined", ["--no-confine"]);
-  expect(proc.output).toContain("ao worker: agent commands can read the worker's credential: --no-confine");
-  const lines = await tryTheCredential(p, file);
+test("--no-confine: the worker says its agents' commands can read its credential and other tasks' checkouts, and they can", async () => {
+  const { p, proc, dataDir, secret } = await workerWith("unconfined", ["--no-confine"]);
+  expect(proc.output).toContain("ao worker: agent commands can read the worker's credential and other tasks' checkouts: --no-confine");
+  const { lines } = await tryTheDataDir(p, dataDir);
   expect(lines.some((l) => l.includes(secret))).toBe(true);
+  expect(lines).toContain("tsk_other-a1");
+  expect(lines).toContain("another task's code");
 });

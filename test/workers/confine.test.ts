@@ -59,6 +59,32 @@ describeWithBwrap("with bubblewrap", () => {
     expect(confine({ command: "/bin/sh", args: [] }).command).toBe(Bun.which("bwrap")!);
   });
 
+  test("an attempt's commands see its own directory of the hidden one and no other, by any path; writes there stay", () => {
+    const runs = join(tmp, "data", "runs");
+    for (const dir of ["t1-a1", "t2-a1", "kept/t3"]) {
+      mkdirSync(join(runs, dir, "work"), { recursive: true });
+      writeFileSync(join(runs, dir, "work", "code.txt"), `code of ${dir}\n`);
+    }
+    const c = confinementFor([credential], { hidden: join(tmp, "linked", "runs") });
+    expect(c.status).toBe("agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+    const own = join(runs, "t1-a1");
+    const r = sh(c.confineIn(own), `cd ${join(own, "work")} && cat code.txt && echo made > made.txt; ls ${runs}; cat ${join(runs, "t2-a1", "work", "code.txt")} ${join(tmp, "linked", "runs", "kept", "t3", "work", "code.txt")}; cat ${credential}`);
+    expect(r.out).toContain("code of t1-a1");
+    expect(r.out.split("\n")).toContain("t1-a1");
+    expect(r.out).not.toContain("t2-a1");
+    expect(r.out).not.toContain("kept");
+    expect(r.out).not.toContain("code of t2-a1");
+    expect(r.out).not.toContain("code of kept/t3");
+    expect(r.err).toContain("No such file or directory");
+    expect(r.out).not.toContain(SECRET);
+    expect(readFileSync(join(own, "work", "made.txt"), "utf8")).toBe("made\n");
+    // A command of no attempt sees none of it; unconfined, the same command reads the others' code.
+    expect(sh(c.confine, `ls ${runs}`).out).toBe("");
+    expect(sh(unconfined, `cat ${join(runs, "t2-a1", "work", "code.txt")}`).out).toBe("code of t2-a1\n");
+    // The hidden directory outside the command is as it was.
+    expect(readFileSync(join(runs, "kept", "t3", "work", "code.txt"), "utf8")).toBe("code of kept/t3\n");
+  });
+
   test("named through a linked directory, the credential is covered by its real path", () => {
     const { confine } = confinementFor([join(tmp, "linked", "credential.json")]);
     const r = sh(confine, `cat ${credential}; cat ${join(tmp, "linked", "credential.json")}`);
@@ -69,8 +95,8 @@ describeWithBwrap("with bubblewrap", () => {
 
 describe("without a bubblewrap that runs", () => {
   test("none installed: commands run as they are, and the status says why", () => {
-    const c = confinementFor([credential], null);
-    expect(c.status).toBe("agent commands can read the worker's credential: bubblewrap (bwrap) is not installed");
+    const c = confinementFor([credential], { bwrap: null });
+    expect(c.status).toBe("agent commands can read the worker's credential and other tasks' checkouts: bubblewrap (bwrap) is not installed");
     expect(c.confine({ command: "/bin/sh", args: ["-c", "true"] })).toEqual({ command: "/bin/sh", args: ["-c", "true"] });
   });
 
@@ -78,8 +104,9 @@ describe("without a bubblewrap that runs", () => {
     const fake = join(tmp, "bwrap-refuses");
     writeFileSync(fake, "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n");
     chmodSync(fake, 0o755);
-    const c = confinementFor([credential], fake);
-    expect(c.status).toBe("agent commands can read the worker's credential: bubblewrap cannot run here (bwrap: No permissions to create a new namespace)");
+    const c = confinementFor([credential], { bwrap: fake });
+    expect(c.status).toBe("agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (bwrap: No permissions to create a new namespace)");
     expect(sh(c.confine, `cat ${credential}`).out).toContain(SECRET);
+    expect(c.confineIn(join(tmp, "runs", "t1-a1"))).toBe(unconfined);
   });
 });

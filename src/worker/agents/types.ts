@@ -31,7 +31,10 @@ export interface AgentContext {
    * (README, "Agents and the worker's own files").
    */
   unreadable: string[];
-  /** How to start an agent that has no sandbox of its own: inside bubblewrap, without the unreadable files (confine.ts). */
+  /**
+   * How to start an agent that has no sandbox of its own: inside bubblewrap, without the unreadable
+   * files, and seeing of the worker's runs its own attempt's directory alone (confine.ts).
+   */
   confine: Confine;
   /** The environment for the agent process (the worker's own, plus AO_* variables). */
   env: Record<string, string>;
