@@ -1,11 +1,11 @@
-// The worker's own files kept from the commands of agents that have no sandbox of their own.
-// Claude Code and exec run their commands as the worker's user; the worker starts them inside
-// bubblewrap, which shows them the whole file system as it is, except that each unreadable file
-// (the worker's credential) is covered by a node nobody can open: a `cat`, a copy or an overwrite
-// of it is refused, by any path or link; and the hidden directory (the worker's runs: the other
+// The worker's own files kept from its agents' commands. Claude Code, Codex and exec run their
+// commands as the worker's user; the worker starts the agent inside bubblewrap, which shows it
+// and everything it runs the whole file system as it is, except that each unreadable file (the
+// worker's credential) is covered by a node nobody can open: a `cat`, a copy or an overwrite of
+// it is refused, by any path or link; and the hidden directory (the worker's runs: the other
 // attempts' checkouts and artifacts, and the checkouts kept for retries) is an empty one in which
-// only the attempt's own directory is there. Codex is not wrapped: its own sandbox denies the
-// credential (codex.ts), and cannot hide the other runs (README). Where bubblewrap is missing or cannot run (no user namespaces, say), commands run as
+// only the attempt's own directory is there. Codex runs its own sandbox (a bubblewrap) inside it
+// (codex.ts). Where bubblewrap is missing or cannot run (no user namespaces, say), agents run as
 // before and the worker says so once at its start.
 import { existsSync } from "node:fs";
 import { realPath } from "./policy";
@@ -23,13 +23,24 @@ export interface Confinement {
   confineIn(own: string): Confine;
   /** Whether commands run confined, and if not, why: for the worker's first lines. */
   status: string;
+  /**
+   * Why a bubblewrap cannot run inside this confinement (as Codex's sandbox does), or null when it
+   * can or nothing is confined. Tried once, when first asked.
+   */
+  nestingRefused(): string | null;
 }
 
 /** Commands as they are: what tests and machines without bubblewrap get. */
 export const unconfined: Confine = (c) => c;
 
 /** The confinement that confines nothing, with the reason the worker says at its start. */
-export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status });
+export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status, nestingRefused: () => null });
+
+/** Runs `command` to its end; null when it succeeds, else the first line it said (or its exit code). */
+function refusal(command: string[]): string | null {
+  const r = Bun.spawnSync(command, { stdout: "ignore", stderr: "pipe" });
+  return r.exitCode === 0 ? null : r.stderr.toString().trim().split("\n")[0] || `exit ${r.exitCode}`;
+}
 
 export interface ConfineOptions {
   /** The directory whose entries other than an attempt's own its commands do not see (the worker's runs). */
@@ -62,11 +73,9 @@ export function confinementFor(unreadable: readonly string[], { hidden, bwrap = 
     ...covers,
     "--",
   ];
-  const trial = Bun.spawnSync([...prefixFor(null), "/bin/sh", "-c", ":"], { stdout: "ignore", stderr: "pipe" });
-  if (trial.exitCode !== 0) {
-    const why = trial.stderr.toString().trim().split("\n")[0] || `exit ${trial.exitCode}`;
-    return unconfinedBecause(`agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (${why})`);
-  }
+  const why = refusal([...prefixFor(null), "/bin/sh", "-c", ":"]);
+  if (why) return unconfinedBecause(`agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (${why})`);
+  let nested: { why: string | null } | null = null;
   // A program that is not there is left to fail as it is, with the system's reason (ENOENT),
   // rather than as bubblewrap's exit code 1.
   const confining =
@@ -79,5 +88,8 @@ export function confinementFor(unreadable: readonly string[], { hidden, bwrap = 
     status: hiding
       ? "agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts"
       : "agent commands run in bubblewrap, without the worker's credential",
+    // Inside: the namespaces Codex's sandbox makes (processes, network) and a /proc of its own.
+    nestingRefused: () =>
+      (nested ??= { why: refusal([...prefixFor(null), bwrap, "--unshare-pid", "--unshare-net", "--dev-bind", "/", "/", "--proc", "/proc", "--", "/bin/sh", "-c", ":"]) }).why,
   };
 }

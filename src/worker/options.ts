@@ -21,7 +21,7 @@ export interface WorkerOptions {
   agentArgs: string[] | null;
   /** How long a cancelled agent gets between SIGTERM and SIGKILL. */
   killGraceMs: number;
-  /** Start Claude Code and exec inside bubblewrap without the credential (confine.ts); false: --no-confine. */
+  /** Start agents inside bubblewrap, without the credential or other tasks' checkouts (confine.ts); false: --no-confine. */
   confine: boolean;
 }
 
@@ -36,9 +36,10 @@ one it uses stops answering.
 Agents: exec, claude, codex; several separated by commas, or auto for every one found (exec when
 --exec is given, claude and codex when on PATH). Each task runs with the agent it names, else the
 project's preferredAgent, else the first one listed. --agent-args goes with one coding agent.
-Claude Code and exec run inside bubblewrap, which keeps the worker's credential from their
-commands, when it is installed; --no-confine runs them without it (their commands may then use
-sudo, which bubblewrap's no-new-privileges rule stops, and may read the credential).
+Agents run inside bubblewrap, which keeps the worker's credential and other tasks' checkouts
+from their commands, when it is installed; --no-confine runs them without it (their commands may
+then use sudo, which bubblewrap's no-new-privileges rule stops, and may read those; Codex's own
+sandbox still denies the credential).
 Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
 AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS, AO_WORKER_NO_CONFINE=1.`;
 

@@ -10,7 +10,7 @@ import { backoff, HttpError, type WorkerClient } from "./client";
 import { inventory } from "./inventory";
 import { killOrphan, killSandboxHelpers } from "./orphans";
 import { credentialPath } from "./credential";
-import { confinementFor, unconfinedBecause, type Confinement } from "./confine";
+import { confinementFor, unconfined, unconfinedBecause, type Confinement } from "./confine";
 import { assessReadiness } from "./readiness";
 import { cloneIntoWorkspace, findClone, handleClone, reportWorkspace } from "./repos";
 import type { Agent } from "./agents/types";
@@ -45,6 +45,8 @@ export class WorkerRuntime {
   private readonly unreadable: string[];
   /** Tried at the start: whether agents' commands run without those files. */
   private confinement: Confinement = unconfinedBecause("");
+  /** Agents with a sandbox of their own that run outside the confinement (a bubblewrap cannot run inside it). */
+  private readonly unwrapped = new Set<Agent>();
 
   constructor(
     private readonly options: WorkerOptions,
@@ -72,12 +74,16 @@ export class WorkerRuntime {
     const found = new Map(this.inventory.agents.map((a) => [a.name, a]));
     this.inventory.agents = this.agents.map((a) => a.info ?? found.get(a.name) ?? { name: a.name, version: null });
     this.say(`ao worker: agent ${this.agents.map((a) => a.name).join(", ")}, capacity ${this.options.capacity}, workspace ${this.options.workspace}`);
-    // Tried once, and only for agents without a sandbox of their own (Claude Code, exec).
-    if (this.agents.some((a) => !a.ownSandbox)) {
-      this.confinement = this.options.confine
-        ? confinementFor(this.unreadable, { hidden: this.runsDir })
-        : unconfinedBecause("agent commands can read the worker's credential and other tasks' checkouts: --no-confine");
-      this.say(`ao worker: ${this.confinement.status}`);
+    // Tried once. An agent with a sandbox of its own (Codex) runs it inside, where a bubblewrap can.
+    this.confinement = this.options.confine
+      ? confinementFor(this.unreadable, { hidden: this.runsDir })
+      : unconfinedBecause("agent commands can read the worker's credential and other tasks' checkouts: --no-confine");
+    this.say(`ao worker: ${this.confinement.status}`);
+    for (const agent of this.agents.filter((a) => a.ownSandbox)) {
+      const why = this.confinement.nestingRefused();
+      if (!why) continue;
+      this.unwrapped.add(agent);
+      this.say(`ao worker: ${agent.name} runs outside bubblewrap, as its own sandbox cannot run inside it here (${why}): its commands can read other tasks' checkouts`);
     }
     this.connect();
     this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);
@@ -187,7 +193,7 @@ export class WorkerRuntime {
       const agent = this.agentFor(claim);
       this.say(`ao worker: ${claim.task.id} runs with ${agent.name}`);
       const attempt = new Attempt(
-        { client: this.client, agent, runsDir: this.runsDir, unreadable: this.unreadable, confineIn: this.confinement.confineIn, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
+        { client: this.client, agent, runsDir: this.runsDir, unreadable: this.unreadable, confineIn: this.unwrapped.has(agent) ? () => unconfined : this.confinement.confineIn, killGraceMs: this.options.killGraceMs, log: (l) => this.say(`ao worker: ${l}`) },
         claim,
       );
       const key = `${claim.task.id}:${claim.attempt}`;

@@ -3,7 +3,7 @@
 // the API. The stand-in holds the model's next answer where a test must look at the checkout
 // before the attempt ends (a completed attempt removes it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -13,7 +13,7 @@ import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../worke
 import { credentialPath } from "../../src/worker/credential";
 import { alive, bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 import { processState } from "../helpers/processes";
-import { testWithBwrap } from "../helpers/bubblewrap";
+import { BWRAP, testWithBwrap } from "../helpers/bubblewrap";
 
 /** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
 const CODEX_NATIVE = join(import.meta.dir, "..", "..", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex");
@@ -49,8 +49,8 @@ afterAll(async () => {
 
 type Project = Awaited<ReturnType<typeof orgWithProject>>;
 
-async function project(policy: Record<string, unknown> = {}): Promise<Project> {
-  const p = await orgWithProject(s, owner, policy);
+async function project(policy: Record<string, unknown> = {}, session = owner): Promise<Project> {
+  const p = await orgWithProject(s, session, policy);
   await addRepositoryRow(s, p.orgId, p.projectId, bare);
   return p;
 }
@@ -156,19 +156,75 @@ test("the project policy allows a command: it runs without asking anyone, and th
   expect(ev.some((e) => e.type === "status" && e.data?.to === "needs_approval")).toBe(false);
 });
 
-test("a command cannot read the worker's credential, though it runs as the worker's user", async () => {
-  const p = await project({ agent: { allow: ["shell"] } });
+/** Another task's checkout in a worker's runs, as a running attempt of it has one; the file's path. */
+function otherCheckout(workerDataDir: string): string {
+  const file = join(workerDataDir, "runs", "tsk_other-a1", "work", "code.txt");
+  mkdirSync(join(file, ".."), { recursive: true });
+  writeFileSync(file, "another task's code\n");
+  return file;
+}
+
+/** A task whose one command tries the credential and another task's checkout; what it found, read before the attempt ends. */
+async function tryTheDataDir(workerDataDir: string, session = owner) {
+  const p = await project({ agent: { allow: ["shell"] } }, session);
   const g = gate();
   const before = standIn.requests.length;
-  const credential = credentialPath(dataDir);
+  const credential = credentialPath(workerDataDir);
   expect(readFileSync(credential, "utf8")).toContain("aow_");
-  standIn.push({ items: [{ exec: `cat ${credential} > leaked.txt; echo ran > ran.txt` }] }, { items: [{ message: "Done." }], hold: g.held });
-  const t = await createTaskApi(s, p, { title: "Read the credential", prompt: "Copy the worker's credential" });
+  const other = otherCheckout(workerDataDir);
+  const exec = `cat ${credential} > leaked.txt; ls ${join(workerDataDir, "runs")} > runs.txt; cat ${other} > other.txt; echo ran > ran.txt`;
+  standIn.push({ items: [{ exec }] }, { items: [{ message: "Done." }], hold: g.held });
+  const t = await createTaskApi(s, p, { title: "Read the credential", prompt: "Copy the worker's credential and another task's code" });
   await standIn.waitForRequest(before + 2);
-  expect(readFileSync(join(workdir(t.id), "ran.txt"), "utf8")).toBe("ran\n");
-  expect(readFileSync(join(workdir(t.id), "leaked.txt"), "utf8")).not.toContain("aow_");
+  const found = (name: string) => readFileSync(join(workerDataDir, "runs", `${t.id}-a1`, "work", name), "utf8");
+  const seen = { ran: found("ran.txt"), leaked: found("leaked.txt"), runs: found("runs.txt").split("\n").filter(Boolean), other: found("other.txt"), id: t.id };
   g.open();
   await waitStatus(p, t.id, "completed");
+  return seen;
+}
+
+test("a command cannot read the worker's credential, though it runs as the worker's user", async () => {
+  const seen = await tryTheDataDir(dataDir);
+  expect(seen.ran).toBe("ran\n");
+  expect(seen.leaked).not.toContain("aow_");
+});
+
+testWithBwrap("Codex runs in the worker's bubblewrap, its sandbox inside: a command sees of the worker's runs its own attempt's directory alone", async () => {
+  expect(worker.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+  const seen = await tryTheDataDir(dataDir);
+  expect(seen.ran).toBe("ran\n");
+  expect(seen.runs).toEqual([`${seen.id}-a1`]);
+  expect(seen.other).toBe("");
+});
+
+testWithBwrap("where a bubblewrap cannot run inside the worker's, Codex runs outside it and the worker says so: its sandbox still denies the credential", async () => {
+  // A bwrap first on the worker's PATH that runs the real one, but refuses to run inside itself
+  // (as a machine that allows one level of user namespaces would). Codex's own sandbox uses /usr/bin/bwrap.
+  const bin = join(tmp, "one-level-bwrap");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, "bwrap"), `#!/bin/sh\n[ -n "$ONE_LEVEL" ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }\nONE_LEVEL=1 exec ${BWRAP} "$@"\n`);
+  chmodSync(join(bin, "bwrap"), 0o755);
+  // In an org of its own, so that it alone takes the task.
+  const otherOrg = await createAdmin(s);
+  const otherDataDir = join(tmp, "worker-one-level");
+  await preparedWorker(s, otherOrg.orgId, otherDataDir);
+  const { env } = codexHome(join(tmp, "codex-home-one-level"), standIn);
+  const nodeBin = join(import.meta.dir, "..", "..", "node_modules", ".bin");
+  const second = startWorker(s, otherDataDir, ["--agent", "codex"], { ...env, PATH: `${bin}:${nodeBin}:${process.env.PATH}` });
+  try {
+    await second.waitFor(/connected as/, 30_000);
+    expect(second.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+    expect(second.output).toContain(
+      "ao worker: codex runs outside bubblewrap, as its own sandbox cannot run inside it here (bwrap: No permissions to create new namespace): its commands can read other tasks' checkouts",
+    );
+    const seen = await tryTheDataDir(otherDataDir, otherOrg);
+    expect(seen.ran).toBe("ran\n");
+    expect(seen.leaked).not.toContain("aow_");
+    expect(seen.runs).toContain("tsk_other-a1");
+    expect(seen.other).toBe("another task's code\n");
+  } finally {
+    await second.stop();
+  }
 });
 
 testWithBwrap("with the system's bubblewrap (Debian's, which Codex prefers to its own): the thread starts and the command runs confined", async () => {

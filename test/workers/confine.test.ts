@@ -85,6 +85,19 @@ describeWithBwrap("with bubblewrap", () => {
     expect(readFileSync(join(runs, "kept", "t3", "work", "code.txt"), "utf8")).toBe("code of kept/t3\n");
   });
 
+  test("a bubblewrap runs inside it (Codex's sandbox does); where one cannot, the reason, asked once", () => {
+    expect(confinementFor([credential], { hidden: join(tmp, "data") }).nestingRefused()).toBeNull();
+    // Runs the real one, but not inside itself (as where one level of user namespaces is allowed).
+    const oneLevel = join(tmp, "bwrap-one-level");
+    writeFileSync(oneLevel, `#!/bin/sh\n[ -n "$ONE_LEVEL" ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }\nONE_LEVEL=1 exec ${Bun.which("bwrap")} "$@"\n`);
+    chmodSync(oneLevel, 0o755);
+    const c = confinementFor([credential], { bwrap: oneLevel });
+    expect(c.status).toBe("agent commands run in bubblewrap, without the worker's credential");
+    expect(c.nestingRefused()).toBe("bwrap: No permissions to create new namespace");
+    rmSync(oneLevel);
+    expect(c.nestingRefused()).toBe("bwrap: No permissions to create new namespace");
+  });
+
   test("named through a linked directory, the credential is covered by its real path", () => {
     const { confine } = confinementFor([join(tmp, "linked", "credential.json")]);
     const r = sh(confine, `cat ${credential}; cat ${join(tmp, "linked", "credential.json")}`);
@@ -108,5 +121,6 @@ describe("without a bubblewrap that runs", () => {
     expect(c.status).toBe("agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (bwrap: No permissions to create a new namespace)");
     expect(sh(c.confine, `cat ${credential}`).out).toContain(SECRET);
     expect(c.confineIn(join(tmp, "runs", "t1-a1"))).toBe(unconfined);
+    expect(c.nestingRefused()).toBeNull();
   });
 });

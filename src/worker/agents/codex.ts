@@ -36,7 +36,11 @@ const text = (t: string) => [{ type: "text", text: t, text_elements: [] }];
 export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[]): AgentRun {
   // A directory first on the app-server's PATH, for the link to its sandbox helper (codex-helper.ts).
   const helperDir = helperDirFor(ctx.workdir);
-  const proc = spawnGroup(binary, ["app-server", ...extraArgs], {
+  // Started through ctx.confine as the other agents are: where bubblewrap runs, Codex and the
+  // sandbox it runs its commands in see of the worker's runs this attempt's directory alone (its
+  // profile cannot deny that directory: nothing inside a denied one can be allowed again).
+  const { command, args } = ctx.confine({ command: binary, args: ["app-server", ...extraArgs] });
+  const proc = spawnGroup(command, args, {
     cwd: ctx.workdir,
     env: withHelperDir(ctx.env, helperDir),
     onStdout: (line) => rpc.feed(line),

@@ -26,14 +26,14 @@ export interface AgentContext {
   artifactsDir: string;
   /**
    * Files the agent must not read: the worker's credential. The worker's decider refuses file
-   * tools on them (policy.ts decideTool) and Codex's sandbox denies them to commands; Claude Code
-   * and exec start their process through `confine`, which covers them where bubblewrap runs
-   * (README, "Agents and the worker's own files").
+   * tools on them (policy.ts decideTool) and Codex's sandbox denies them to commands; every agent
+   * starts its process through `confine`, which covers them where bubblewrap runs (README, "Agents
+   * and the worker's own files").
    */
   unreadable: string[];
   /**
-   * How to start an agent that has no sandbox of its own: inside bubblewrap, without the unreadable
-   * files, and seeing of the worker's runs its own attempt's directory alone (confine.ts).
+   * How to start the agent's process: inside bubblewrap, without the unreadable files, and seeing
+   * of the worker's runs its own attempt's directory alone (confine.ts).
    */
   confine: Confine;
   /** The environment for the agent process (the worker's own, plus AO_* variables). */
@@ -67,7 +67,10 @@ export interface Agent {
   name: string;
   /** How the worker advertises it when no PATH probe finds it (exec: the program it starts). */
   info?: AgentInfo;
-  /** It confines its commands itself (Codex's sandbox): the worker does not start it through ctx.confine. */
+  /**
+   * It confines its commands itself, with a bubblewrap of its own (Codex's sandbox): the worker
+   * starts it through ctx.confine only where a bubblewrap runs inside that one.
+   */
   ownSandbox?: boolean;
   start(ctx: AgentContext): AgentRun;
 }
