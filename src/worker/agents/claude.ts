@@ -200,7 +200,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         },
         spawnClaudeCodeProcess: (o) => {
           // detached: the CLI leads a new process group (setsid), which is what pause and cancel signal.
-          // Inside bubblewrap where it runs: the CLI's commands cannot read the worker's credential.
+          // Inside bubblewrap where it runs: the CLI's commands cannot read the worker's credential or other tasks' checkouts.
           const { command, args } = ctx.confine({ command: o.command, args: o.args });
           const child = spawn(command, args, { cwd: o.cwd, env: o.env as NodeJS.ProcessEnv, detached: true, stdio: ["pipe", "pipe", "pipe"] });
           pid = child.pid ?? -1;
