@@ -22,7 +22,7 @@ export interface AttemptDeps {
   runsDir: string;
   /** Files the agent's commands must not read (AgentContext.unreadable). */
   unreadable: string[];
-  /** How agents without a sandbox of their own are started, given the attempt's directory (AgentContext.confine). */
+  /** How the agent is started, given the attempt's directory (AgentContext.confine). */
   confineIn: (runDir: string) => Confine;
   killGraceMs: number;
   log(line: string): void;
