@@ -23,6 +23,8 @@ export interface Confinement {
   confineIn(own: string): Confine;
   /** Whether commands run confined, and if not, why: for the worker's first lines. */
   status: string;
+  /** Whether commands run in bubblewrap. */
+  confined: boolean;
   /**
    * Why a bubblewrap cannot run inside this confinement (as Codex's sandbox does), or null when it
    * can or nothing is confined. Tried once, when first asked.
@@ -34,7 +36,7 @@ export interface Confinement {
 export const unconfined: Confine = (c) => c;
 
 /** The confinement that confines nothing, with the reason the worker says at its start. */
-export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status, nestingRefused: () => null });
+export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status, confined: false, nestingRefused: () => null });
 
 /** Runs `command` to its end; null when it succeeds, else the first line it said (or its exit code). */
 function refusal(command: string[]): string | null {
@@ -88,6 +90,7 @@ export function confinementFor(unreadable: readonly string[], { hidden, bwrap = 
     status: hiding
       ? "agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts"
       : "agent commands run in bubblewrap, without the worker's credential",
+    confined: true,
     // Inside: the namespaces Codex's sandbox makes (processes, network) and a /proc of its own.
     nestingRefused: () =>
       (nested ??= { why: refusal([...prefixFor(null), bwrap, "--unshare-pid", "--unshare-net", "--dev-bind", "/", "/", "--proc", "/proc", "--", "/bin/sh", "-c", ":"]) }).why,

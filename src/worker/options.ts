@@ -23,11 +23,13 @@ export interface WorkerOptions {
   killGraceMs: number;
   /** Start agents inside bubblewrap, without the credential or other tasks' checkouts (confine.ts); false: --no-confine. */
   confine: boolean;
+  /** --require-confine: exit (status 5) rather than run any agent outside that bubblewrap. */
+  requireConfine: boolean;
 }
 
 export const USAGE = `usage: ao worker --server URL[,URL...] [--name N] [--labels a,b] [--data-dir D]
                  [--workspace DIR] [--capacity N] [--agent NAME[,NAME...]|auto] [--exec 'COMMAND']
-                 [--agent-args 'ARGS'] [--kill-grace-ms MS] [--no-confine]
+                 [--agent-args 'ARGS'] [--kill-grace-ms MS] [--no-confine | --require-confine]
 
 Pairs with the server on first start (prints a code to approve in the web app), then takes tasks.
 Several servers of one ao service (one database): repeat --server or separate the URLs with
@@ -39,9 +41,11 @@ project's preferredAgent, else the first one listed. --agent-args goes with one 
 Agents run inside bubblewrap, which keeps the worker's credential and other tasks' checkouts
 from their commands, when it is installed; --no-confine runs them without it (their commands may
 then use sudo, which bubblewrap's no-new-privileges rule stops, and may read those; Codex's own
-sandbox still denies the credential).
+sandbox still denies the credential). --require-confine exits with status 5 instead where an
+agent would run without it.
 Environment: AO_SERVER, AO_WORKER_NAME, AO_WORKER_LABELS, AO_WORKER_DATA_DIR, AO_WORKER_WORKSPACE,
-AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS, AO_WORKER_NO_CONFINE=1.`;
+AO_WORKER_CAPACITY, AO_WORKER_AGENT, AO_WORKER_EXEC, AO_WORKER_AGENT_ARGS, AO_WORKER_NO_CONFINE=1,
+AO_WORKER_REQUIRE_CONFINE=1.`;
 
 export class UsageError extends Error {
   constructor(
@@ -68,6 +72,7 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
       "agent-args": { type: "string" },
       "kill-grace-ms": { type: "string" },
       "no-confine": { type: "boolean" },
+      "require-confine": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -97,8 +102,9 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   if (rawArgs !== undefined && agents && (agents[0] === "auto" || agents.filter((a) => a !== "exec").length > 1)) {
     throw new UsageError("--agent-args goes with one coding agent (its arguments would not suit another)");
   }
-  const noConfine = env.AO_WORKER_NO_CONFINE;
-  if (noConfine !== undefined && noConfine !== "" && noConfine !== "0" && noConfine !== "1") throw new UsageError("AO_WORKER_NO_CONFINE must be 1 (or 0)");
+  const confine = !(values["no-confine"] || flagFromEnv(env, "AO_WORKER_NO_CONFINE"));
+  const requireConfine = !!values["require-confine"] || flagFromEnv(env, "AO_WORKER_REQUIRE_CONFINE");
+  if (!confine && requireConfine) throw new UsageError("--no-confine and --require-confine contradict each other");
   const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
   if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");
   return {
@@ -113,8 +119,16 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
     exec,
     agentArgs: rawArgs === undefined ? null : rawArgs.split(/\s+/).filter(Boolean),
     killGraceMs,
-    confine: !(values["no-confine"] || noConfine === "1"),
+    confine,
+    requireConfine,
   };
+}
+
+/** A yes/no environment variable: 1 is yes; 0 or empty, no; anything else a usage error. */
+function flagFromEnv(env: Record<string, string | undefined>, name: string): boolean {
+  const value = env[name];
+  if (value !== undefined && value !== "" && value !== "0" && value !== "1") throw new UsageError(`${name} must be 1 (or 0)`);
+  return value === "1";
 }
 
 /** Every --server value, split at commas; each an http(s) URL without its trailing slashes, none twice. */

@@ -85,6 +85,10 @@ export class WorkerRuntime {
       this.unwrapped.add(agent);
       this.say(`ao worker: ${agent.name} runs outside bubblewrap, as its own sandbox cannot run inside it here (${why}): its commands can read other tasks' checkouts`);
     }
+    if (this.options.requireConfine && (!this.confinement.confined || this.unwrapped.size > 0)) {
+      void this.stop(5, "ao worker: --require-confine: an agent would run outside bubblewrap here, so this worker takes no tasks");
+      return this.exited;
+    }
     this.connect();
     this.scanner = setInterval(() => void this.report(), SCAN_EVERY_MS);
     return this.exited;

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { createAdmin, type Session } from "../helpers/identity";
+import { createAdmin, newOrg, type Session } from "../helpers/identity";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { credentialPath } from "../../src/worker/credential";
@@ -205,7 +205,7 @@ testWithBwrap("where a bubblewrap cannot run inside the worker's, Codex runs out
   writeFileSync(join(bin, "bwrap"), `#!/bin/sh\n[ -n "$ONE_LEVEL" ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }\nONE_LEVEL=1 exec ${BWRAP} "$@"\n`);
   chmodSync(join(bin, "bwrap"), 0o755);
   // In an org of its own, so that it alone takes the task.
-  const otherOrg = await createAdmin(s);
+  const otherOrg = await newOrg(s);
   const otherDataDir = join(tmp, "worker-one-level");
   await preparedWorker(s, otherOrg.orgId, otherDataDir);
   const { env } = codexHome(join(tmp, "codex-home-one-level"), standIn);

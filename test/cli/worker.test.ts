@@ -107,12 +107,13 @@ describe("ao worker --server", () => {
     expect(w.output).toBe(`${message}\n`);
   });
 
-  test("--help shows several servers and --no-confine", async () => {
+  test("--help shows several servers, --no-confine and --require-confine", async () => {
     const w = new WorkerProcess(["--help"]);
-    await w.waitFor(/AO_WORKER_NO_CONFINE=1\.\n/);
+    await w.waitFor(/AO_WORKER_REQUIRE_CONFINE=1\.\n/);
     expect(await w.exited).toBe(0);
     expect(w.output).toStartWith("usage: ao worker --server URL[,URL...] ");
     expect(w.output).toContain("repeat --server or separate the URLs with\ncommas (AO_SERVER too)");
-    expect(w.output).toContain("[--no-confine]");
+    expect(w.output).toContain("[--no-confine | --require-confine]");
+    expect(w.output).toContain("--require-confine exits with status 5");
   });
 });

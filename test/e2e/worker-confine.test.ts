@@ -4,11 +4,11 @@
 // --no-confine they run as before, and the worker says which way it runs. The agent's command
 // tries each, in the worker's data directory, which the task's prompt names.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { createAdmin, type Session } from "../helpers/identity";
+import { createAdmin, newOrg, type Session } from "../helpers/identity";
 import { testWithBwrap } from "../helpers/bubblewrap";
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
@@ -41,11 +41,11 @@ afterAll(async () => {
 });
 
 /** A paired worker of a new project running the agent script, with `extra` flags; its credential's file and value. */
-async function workerWith(name: string, extra: string[]) {
+async function workerWith(name: string, extra: string[], env: Record<string, string> = {}) {
   const p = await orgWithProject(s, owner);
   const dataDir = join(tmp, name);
   await preparedWorker(s, p.orgId, dataDir);
-  const proc = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra]);
+  const proc = startWorker(s, dataDir, ["--exec", `sh ${script}`, ...extra], env);
   workers.push(proc);
   await proc.waitFor(/connected as/);
   const file = join(dataDir, "credential.json");
@@ -86,4 +86,36 @@ test("--no-confine: the worker says its agents' commands can read its credential
   expect(lines.some((l) => l.includes(secret))).toBe(true);
   expect(lines).toContain("tsk_other-a1");
   expect(lines).toContain("another task's code");
+});
+
+testWithBwrap("--require-confine: where bubblewrap runs, the worker takes tasks as it would without the flag", async () => {
+  const { p, proc, dataDir } = await workerWith("required", ["--require-confine"]);
+  expect(proc.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
+  const { lines } = await tryTheDataDir(p, dataDir);
+  expect(lines).toContain("not seen");
+});
+
+test("--require-confine: where bubblewrap cannot run, the worker says why and exits with status 5, taking no task", async () => {
+  // A bwrap first on PATH that refuses, as one without user namespaces does.
+  const bin = join(tmp, "refusing-bwrap");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, "bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n");
+  chmodSync(join(bin, "bwrap"), 0o755);
+  // An org of its own: no other worker could take its task.
+  const p = await orgWithProject(s, await newOrg(s));
+  const dataDir = join(tmp, "required-refused");
+  await preparedWorker(s, p.orgId, dataDir);
+  const proc = startWorker(s, dataDir, ["--exec", `sh ${script}`, "--require-confine"], { PATH: `${bin}:${process.env.PATH}` });
+  workers.push(proc);
+  // The output is read until its last line ends: the exit may come before the last of the pipe.
+  await proc.waitFor(/so this worker takes no tasks\n/);
+  expect(await proc.exited).toBe(5);
+  expect(proc.output).toContain(
+    "ao worker: agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (bwrap: No permissions to create new namespace)",
+  );
+  expect(proc.output).toContain("ao worker: --require-confine: an agent would run outside bubblewrap here, so this worker takes no tasks");
+  expect(proc.output).not.toContain("connected as");
+  // Its task stays queued.
+  const t = await createTaskApi(s, p, { title: "waits" });
+  expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${t.id}`, { token: p.token })).body.status).toBe("queued");
 });

@@ -100,6 +100,7 @@ describe("options", () => {
     ["agent args with auto", ["--server", "http://x", "--agent", "auto", "--agent-args=-x"], /one coding agent/],
     ["negative grace", ["--server", "http://x", "--kill-grace-ms", "-1"], /--kill-grace-ms/],
     ["a value for --no-confine", ["--server", "http://x", "--no-confine=yes"], /no-confine/],
+    ["--no-confine with --require-confine", ["--server", "http://x", "--no-confine", "--require-confine"], /--no-confine and --require-confine contradict each other/],
     ["unknown flag", ["--server", "http://x", "--frobnicate"], /frobnicate/],
   ])("refused: %s", (_name, args, message) => {
     expect(() => parseWorkerOptions(args as string[], {})).toThrow(message);
@@ -120,6 +121,13 @@ describe("options", () => {
     expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "1" }).confine).toBe(false);
     expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "0" }).confine).toBe(true);
     expect(() => parseWorkerOptions(["--server", "http://x"], { AO_WORKER_NO_CONFINE: "yes" })).toThrow(/AO_WORKER_NO_CONFINE must be 1/);
+    // Required, by the flag or AO_WORKER_REQUIRE_CONFINE=1; not with confinement turned off either way.
+    expect(parseWorkerOptions(["--server", "http://x"], {}).requireConfine).toBe(false);
+    expect(parseWorkerOptions(["--server", "http://x", "--require-confine"], {}).requireConfine).toBe(true);
+    expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_REQUIRE_CONFINE: "1" })).toMatchObject({ confine: true, requireConfine: true });
+    expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_REQUIRE_CONFINE: "0" }).requireConfine).toBe(false);
+    expect(() => parseWorkerOptions(["--server", "http://x"], { AO_WORKER_REQUIRE_CONFINE: "on" })).toThrow(/AO_WORKER_REQUIRE_CONFINE must be 1/);
+    expect(() => parseWorkerOptions(["--server", "http://x", "--require-confine"], { AO_WORKER_NO_CONFINE: "1" })).toThrow(/contradict each other/);
   });
 
   test("several servers: --server repeated or with commas, or AO_SERVER with commas; in the order given", () => {
