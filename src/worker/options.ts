@@ -102,8 +102,10 @@ export function parseWorkerOptions(args: string[], env: Record<string, string | 
   if (rawArgs !== undefined && agents && (agents[0] === "auto" || agents.filter((a) => a !== "exec").length > 1)) {
     throw new UsageError("--agent-args goes with one coding agent (its arguments would not suit another)");
   }
-  const confine = !(values["no-confine"] || flagFromEnv(env, "AO_WORKER_NO_CONFINE"));
-  const requireConfine = !!values["require-confine"] || flagFromEnv(env, "AO_WORKER_REQUIRE_CONFINE");
+  // Both variables are checked even where a flag decides.
+  const [noConfineEnv, requireConfineEnv] = [flagFromEnv(env, "AO_WORKER_NO_CONFINE"), flagFromEnv(env, "AO_WORKER_REQUIRE_CONFINE")];
+  const confine = !(values["no-confine"] || noConfineEnv);
+  const requireConfine = !!values["require-confine"] || requireConfineEnv;
   if (!confine && requireConfine) throw new UsageError("--no-confine and --require-confine contradict each other");
   const killGraceMs = Number(values["kill-grace-ms"] ?? "5000");
   if (!Number.isFinite(killGraceMs) || killGraceMs < 0) throw new UsageError("--kill-grace-ms must be a number of milliseconds");

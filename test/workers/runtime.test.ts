@@ -128,6 +128,7 @@ describe("options", () => {
     expect(parseWorkerOptions(["--server", "http://x"], { AO_WORKER_REQUIRE_CONFINE: "0" }).requireConfine).toBe(false);
     expect(() => parseWorkerOptions(["--server", "http://x"], { AO_WORKER_REQUIRE_CONFINE: "on" })).toThrow(/AO_WORKER_REQUIRE_CONFINE must be 1/);
     expect(() => parseWorkerOptions(["--server", "http://x", "--require-confine"], { AO_WORKER_NO_CONFINE: "1" })).toThrow(/contradict each other/);
+    expect(() => parseWorkerOptions(["--server", "http://x", "--no-confine"], { AO_WORKER_NO_CONFINE: "yes" })).toThrow(/AO_WORKER_NO_CONFINE must be 1/);
   });
 
   test("several servers: --server repeated or with commas, or AO_SERVER with commas; in the order given", () => {
