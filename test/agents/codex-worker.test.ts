@@ -3,9 +3,9 @@
 // the API. The stand-in holds the model's next answer where a test must look at the checkout
 // before the attempt ends (a completed attempt removes it).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, newOrg, type Session } from "../helpers/identity";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
@@ -13,7 +13,7 @@ import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../worke
 import { credentialPath } from "../../src/worker/credential";
 import { alive, bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 import { processState } from "../helpers/processes";
-import { BWRAP, testWithBwrap } from "../helpers/bubblewrap";
+import { NESTING_REFUSED, oneLevelBwrap, testWithBwrap } from "../helpers/bubblewrap";
 
 /** The Codex binary the npm package's `codex` script starts (Linux x64, as here and in CI). */
 const CODEX_NATIVE = join(import.meta.dir, "..", "..", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex");
@@ -200,10 +200,7 @@ testWithBwrap("Codex runs in the worker's bubblewrap, its sandbox inside: a comm
 testWithBwrap("where a bubblewrap cannot run inside the worker's, Codex runs outside it and the worker says so: its sandbox still denies the credential", async () => {
   // A bwrap first on the worker's PATH that runs the real one, but refuses to run inside itself
   // (as a machine that allows one level of user namespaces would). Codex's own sandbox uses /usr/bin/bwrap.
-  const bin = join(tmp, "one-level-bwrap");
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, "bwrap"), `#!/bin/sh\n[ -n "$ONE_LEVEL" ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }\nONE_LEVEL=1 exec ${BWRAP} "$@"\n`);
-  chmodSync(join(bin, "bwrap"), 0o755);
+  const bin = dirname(oneLevelBwrap(join(tmp, "one-level-bwrap", "bwrap")));
   // In an org of its own, so that it alone takes the task.
   const otherOrg = await newOrg(s);
   const otherDataDir = join(tmp, "worker-one-level");
@@ -215,7 +212,7 @@ testWithBwrap("where a bubblewrap cannot run inside the worker's, Codex runs out
     await second.waitFor(/connected as/, 30_000);
     expect(second.output).toContain("ao worker: agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts");
     expect(second.output).toContain(
-      "ao worker: codex runs outside bubblewrap, as its own sandbox cannot run inside it here (bwrap: No permissions to create new namespace): its commands can read other tasks' checkouts",
+      `ao worker: codex runs outside bubblewrap, as its own sandbox cannot run inside it here (${NESTING_REFUSED}): its commands can read other tasks' checkouts`,
     );
     const seen = await tryTheDataDir(otherDataDir, otherOrg);
     expect(seen.ran).toBe("ran\n");

@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { confinementFor, unconfined, type Command } from "../../src/worker/confine";
-import { describeWithBwrap } from "../helpers/bubblewrap";
+import { describeWithBwrap, NESTING_REFUSED, oneLevelBwrap } from "../helpers/bubblewrap";
 
 let tmp: string;
 let credential: string;
@@ -88,14 +88,12 @@ describeWithBwrap("with bubblewrap", () => {
   test("a bubblewrap runs inside it (Codex's sandbox does); where one cannot, the reason, asked once", () => {
     expect(confinementFor([credential], { hidden: join(tmp, "data") }).nestingRefused()).toBeNull();
     // Runs the real one, but not inside itself (as where one level of user namespaces is allowed).
-    const oneLevel = join(tmp, "bwrap-one-level");
-    writeFileSync(oneLevel, `#!/bin/sh\n[ -n "$ONE_LEVEL" ] && { echo "bwrap: No permissions to create new namespace" >&2; exit 1; }\nONE_LEVEL=1 exec ${Bun.which("bwrap")} "$@"\n`);
-    chmodSync(oneLevel, 0o755);
+    const oneLevel = oneLevelBwrap(join(tmp, "bwrap-one-level"));
     const c = confinementFor([credential], { bwrap: oneLevel });
     expect(c.status).toBe("agent commands run in bubblewrap, without the worker's credential");
-    expect(c.nestingRefused()).toBe("bwrap: No permissions to create new namespace");
+    expect(c.nestingRefused()).toBe(NESTING_REFUSED);
     rmSync(oneLevel);
-    expect(c.nestingRefused()).toBe("bwrap: No permissions to create new namespace");
+    expect(c.nestingRefused()).toBe(NESTING_REFUSED);
   });
 
   test("named through a linked directory, the credential is covered by its real path", () => {
