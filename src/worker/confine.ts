@@ -17,8 +17,6 @@ export type Command = { command: string; args: string[] };
 export type Confine = (c: Command) => Command;
 
 export interface Confinement {
-  /** Confines a command that belongs to no attempt: of the hidden directory it sees nothing. */
-  confine: Confine;
   /** Confines one attempt's commands: of the hidden directory they see `own`, the attempt's directory, alone. */
   confineIn(own: string): Confine;
   /** Whether commands run confined, and if not, why: for the worker's first lines. */
@@ -36,7 +34,7 @@ export interface Confinement {
 export const unconfined: Confine = (c) => c;
 
 /** The confinement that confines nothing, with the reason the worker says at its start. */
-export const unconfinedBecause = (status: string): Confinement => ({ confine: unconfined, confineIn: () => unconfined, status, confined: false, nestingRefused: () => null });
+export const unconfinedBecause = (status: string): Confinement => ({ confineIn: () => unconfined, status, confined: false, nestingRefused: () => null });
 
 /** Runs `command` to its end; null when it succeeds, else the first line it said (or its exit code). */
 function refusal(command: string[]): string | null {
@@ -85,7 +83,6 @@ export function confinementFor(unreadable: readonly string[], { hidden, bwrap = 
     (c) =>
       Bun.which(c.command) ? { command: prefix[0], args: [...prefix.slice(1), c.command, ...c.args] } : c;
   return {
-    confine: confining(prefixFor(null)),
     confineIn: (own) => confining(prefixFor(own)),
     status: hiding
       ? "agent commands run in bubblewrap, without the worker's credential or other tasks' checkouts"

@@ -364,7 +364,7 @@ describe("claude: questions, follow-ups, the process", () => {
 
 test.each([
   ["unconfined", unconfined, 127],
-  ["in bubblewrap", confinementFor([]).confine, 127],
+  ["in bubblewrap", confinementFor([]).confineIn(tmpdir()), 127],
 ] as const)("a CLI that is not there fails the run with the reason (%s)", async (_, confine, code) => {
   const events: { type: string; data: any }[] = [];
   const ctx = {

@@ -31,8 +31,9 @@ function sh(c: (x: Command) => Command, line: string) {
 
 describeWithBwrap("with bubblewrap", () => {
   test("the credential cannot be read, by its path or through a link; the files beside it can", () => {
-    const { confine, status } = confinementFor([credential]);
-    expect(status).toBe("agent commands run in bubblewrap, without the worker's credential");
+    const c = confinementFor([credential]);
+    const confine = c.confineIn(tmp);
+    expect(c.status).toBe("agent commands run in bubblewrap, without the worker's credential");
     const byPath = sh(confine, `cat ${credential}`);
     expect(byPath.code).not.toBe(0);
     expect(byPath.err).toContain("Permission denied");
@@ -46,7 +47,7 @@ describeWithBwrap("with bubblewrap", () => {
   });
 
   test("nor overwritten, moved or removed; the rest of the file system is writable as before; exit codes pass through", () => {
-    const { confine } = confinementFor([credential]);
+    const confine = confinementFor([credential]).confineIn(tmp);
     const r = sh(confine, `echo x > ${credential}; mv ${credential} ${join(tmp, "moved.json")}; rm -f ${credential}; echo done > ${join(tmp, "written.txt")}; exit 7`);
     expect(r.code).toBe(7);
     expect(JSON.parse(readFileSync(credential, "utf8"))).toEqual({ credential: SECRET });
@@ -54,7 +55,7 @@ describeWithBwrap("with bubblewrap", () => {
   });
 
   test("a program that is not there is left as it is, to fail with the system's reason", () => {
-    const { confine } = confinementFor([credential]);
+    const confine = confinementFor([credential]).confineIn(tmp);
     expect(confine({ command: join(tmp, "no-such-agent"), args: ["x"] })).toEqual({ command: join(tmp, "no-such-agent"), args: ["x"] });
     expect(confine({ command: "/bin/sh", args: [] }).command).toBe(Bun.which("bwrap")!);
   });
@@ -78,8 +79,8 @@ describeWithBwrap("with bubblewrap", () => {
     expect(r.err).toContain("No such file or directory");
     expect(r.out).not.toContain(SECRET);
     expect(readFileSync(join(own, "work", "made.txt"), "utf8")).toBe("made\n");
-    // A command of no attempt sees none of it; unconfined, the same command reads the others' code.
-    expect(sh(c.confine, `ls ${runs}`).out).toBe("");
+    // Another attempt's commands see that one alone; unconfined, the same command reads the others' code.
+    expect(sh(c.confineIn(join(runs, "t2-a1")), `ls ${runs}`).out).toBe("t2-a1\n");
     expect(sh(unconfined, `cat ${join(runs, "t2-a1", "work", "code.txt")}`).out).toBe("code of t2-a1\n");
     // The hidden directory outside the command is as it was.
     expect(readFileSync(join(runs, "kept", "t3", "work", "code.txt"), "utf8")).toBe("code of kept/t3\n");
@@ -97,7 +98,7 @@ describeWithBwrap("with bubblewrap", () => {
   });
 
   test("named through a linked directory, the credential is covered by its real path", () => {
-    const { confine } = confinementFor([join(tmp, "linked", "credential.json")]);
+    const confine = confinementFor([join(tmp, "linked", "credential.json")]).confineIn(tmp);
     const r = sh(confine, `cat ${credential}; cat ${join(tmp, "linked", "credential.json")}`);
     expect(r.out).not.toContain(SECRET);
     expect(r.err).toContain("Permission denied");
@@ -108,7 +109,7 @@ describe("without a bubblewrap that runs", () => {
   test("none installed: commands run as they are, and the status says why", () => {
     const c = confinementFor([credential], { bwrap: null });
     expect(c.status).toBe("agent commands can read the worker's credential and other tasks' checkouts: bubblewrap (bwrap) is not installed");
-    expect(c.confine({ command: "/bin/sh", args: ["-c", "true"] })).toEqual({ command: "/bin/sh", args: ["-c", "true"] });
+    expect(c.confineIn(join(tmp, "runs", "t1-a1"))({ command: "/bin/sh", args: ["-c", "true"] })).toEqual({ command: "/bin/sh", args: ["-c", "true"] });
   });
 
   test("one that cannot run here (no user namespaces, say): its first line of error in the status", () => {
@@ -117,7 +118,7 @@ describe("without a bubblewrap that runs", () => {
     chmodSync(fake, 0o755);
     const c = confinementFor([credential], { bwrap: fake });
     expect(c.status).toBe("agent commands can read the worker's credential and other tasks' checkouts: bubblewrap cannot run here (bwrap: No permissions to create a new namespace)");
-    expect(sh(c.confine, `cat ${credential}`).out).toContain(SECRET);
+    expect(sh(c.confineIn(tmp), `cat ${credential}`).out).toContain(SECRET);
     expect(c.confineIn(join(tmp, "runs", "t1-a1"))).toBe(unconfined);
     expect(c.nestingRefused()).toBeNull();
   });
