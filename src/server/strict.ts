@@ -7,7 +7,7 @@
 //   const Body = strictObject({ name: t.Optional(t.String()) });
 //   .patch("/x", handler, { body: Body, transform: refuseUnknownFields(Body) })
 import { t } from "elysia";
-import type { ObjectOptions, TObject, TProperties } from "@sinclair/typebox";
+import type { ObjectOptions, TArray, TObject, TProperties } from "@sinclair/typebox";
 import { invalid } from "./errors";
 
 /** t.Object with additionalProperties: false, so the OpenAPI document says the fields are closed. */
@@ -20,7 +20,7 @@ export const strictObject = <T extends TProperties>(properties: T, options: Obje
  * turn `"config": true` (or 0, "x", [1], null) into `{}`, and a PATCH would wipe what was there.
  */
 export function refuseUnknownFields(schema: TObject) {
-  return ({ body }: { body: unknown }) => {
+  const refuse = ({ body }: { body: unknown }) => {
     if (body === null || typeof body !== "object" || Array.isArray(body)) return;
     const unknown: string[] = [];
     const mistyped: string[] = [];
@@ -32,24 +32,47 @@ export function refuseUnknownFields(schema: TObject) {
       unknown.map((field) => ({ field, message: `unknown field; expected one of ${Object.keys(propertiesAt(schema, field)).join(", ")}` })),
     );
   };
+  refusers.add(refuse);
+  return refuse;
 }
 
+const refusers = new WeakSet<object>();
+
+/**
+ * For the routes' audit (test/api/route-bodies.test.ts): whether a route hook is refuseUnknownFields'
+ * or parseOptionalJson. Every route whose body is closed must refuse unknown fields, and every route
+ * whose body is optional must parse it with parseOptionalJson.
+ */
+export const isUnknownFieldsRefusal = (hook: unknown) => typeof hook === "function" && refusers.has(hook);
+
 const isObjectSchema = (s: unknown): s is TObject => (s as TObject)?.type === "object" && typeof (s as TObject).properties === "object";
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+/** The object schema of an array's items, or null. */
+const itemsOf = (s: unknown): TObject | null => ((s as TArray)?.type === "array" && isObjectSchema((s as TArray).items) ? (s as TArray).items as TObject : null);
 
 function walk(schema: TObject, value: Record<string, unknown>, prefix: string, unknown: string[], mistyped: string[]) {
   for (const key of Object.keys(value)) if (!(key in schema.properties)) unknown.push(prefix + key);
   for (const [key, property] of Object.entries(schema.properties)) {
     const v = value[key];
-    if (v === undefined || !isObjectSchema(property)) continue;
-    if (v === null || typeof v !== "object" || Array.isArray(v)) mistyped.push(prefix + key);
-    else walk(property, v as Record<string, unknown>, `${prefix}${key}.`, unknown, mistyped);
+    if (v === undefined) continue;
+    if (isObjectSchema(property)) {
+      if (isPlainObject(v)) walk(property, v, `${prefix}${key}.`, unknown, mistyped);
+      else mistyped.push(prefix + key);
+    }
+    // The items of a list of objects (a project's repositories): their own type is the schema's to check.
+    const items = itemsOf(property);
+    if (items && Array.isArray(v)) v.forEach((item, i) => isPlainObject(item) && walk(items, item, `${prefix}${key}.${i}.`, unknown, mistyped));
   }
 }
 
-/** The properties of the object that holds `field` (a dotted path). */
+/** The properties of the object that holds `field` (a dotted path; a number is an item of a list). */
 function propertiesAt(schema: TObject, field: string): TProperties {
-  let at = schema;
-  for (const key of field.split(".").slice(0, -1)) at = at.properties[key] as TObject;
+  let at: TObject = schema;
+  for (const key of field.split(".").slice(0, -1)) {
+    if (/^\d+$/.test(key)) continue;
+    const next = at.properties[key];
+    at = itemsOf(next) ?? (next as TObject);
+  }
   return at.properties;
 }
 

@@ -5,7 +5,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { errorAnswers } from "../../server/errors";
-import { refuseUnknownFields } from "../../server/strict";
+import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 import { onTaskCompletedWithBranch } from "../tasks/results";
 import { findTask } from "../tasks/store";
 import { finishManifest, startManifest } from "./app";
@@ -72,6 +72,7 @@ export default (core: Core) => {
       permission: "settings.manage",
       params: OrgParams,
       body: t.Optional(ManifestBody),
+      parse: [parseOptionalJson, "json"],
       transform: refuseUnknownFields(ManifestBody),
       response: { 200: ManifestAnswer, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {

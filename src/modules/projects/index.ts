@@ -21,7 +21,7 @@ import {
   UpdateProjectBody,
   UpdateRepositoryBody,
 } from "./model";
-import { refuseUnknownFields } from "../../server/strict";
+import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 
 const tags = ["projects"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
@@ -124,6 +124,8 @@ export default (core: Core) =>
         permission: "project.update",
         params: RepositoryParams,
         body: SplitBody,
+        parse: [parseOptionalJson, "json"],
+        transform: refuseUnknownFields(SplitBody),
         response: { 201: SplitResult, ...errors, 409: ErrorBody },
         detail: { summary: "Move the repository into a new project of its own", description: "Answers {project (the new one), from}.", tags },
       },

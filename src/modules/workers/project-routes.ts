@@ -1,7 +1,7 @@
 // The project features that need workers (SPEC §8): clone a repository to workers, AI readiness,
 // repositories discovered on workers.
 import { Elysia, t } from "elysia";
-import { parseOptionalJson } from "../../server/strict";
+import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { Project } from "../projects/model";
@@ -42,6 +42,7 @@ export default (core: Core) =>
         permission: "project.update",
         params: RepositoryParams,
         body: CloneBody,
+        transform: refuseUnknownFields(CloneBody),
         response: { 202: CloneAccepted, ...errors, 409: ErrorBody },
         detail: {
           summary: "Clone the repository to workers",
@@ -72,6 +73,7 @@ export default (core: Core) =>
         params: ProjectParams,
         body: t.Optional(ReadinessBody),
         parse: [parseOptionalJson, "json"],
+        transform: refuseUnknownFields(ReadinessBody),
         response: { 202: ReadinessAccepted, ...errors, 409: ErrorBody },
         detail: {
           summary: "Run the AI readiness analysis on a worker that has the project",
@@ -100,6 +102,7 @@ export default (core: Core) =>
     .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscovered(core, orgId, body.ids, body.projectId), {
       permission: "project.create",
       body: AcceptBody,
+      transform: refuseUnknownFields(AcceptBody),
       response: { 200: t.Object({ projects: t.Array(Project) }), ...errors, 409: ErrorBody },
       detail: {
         summary: "Accept discovered repositories",
@@ -110,6 +113,7 @@ export default (core: Core) =>
     .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => core.store.write(dismissDiscovered(core, orgId, body.ids)), {
       permission: "project.update",
       body: DismissBody,
+      transform: refuseUnknownFields(DismissBody),
       response: { 200: t.Object({ dismissed: t.Array(t.String()) }), ...errors, 409: ErrorBody },
       detail: { summary: "Dismiss discovered repositories for good (not shown again, even when reported again)", tags },
     });
