@@ -54,6 +54,33 @@ const notAnObject = () => invalid("the body must be a JSON object", [{ field: "(
 /** Throws notAnObject() unless the parsed JSON body is an object (not an array, a bare value or null). */
 export function requireJsonObject(body: unknown): asserts body is Record<string, unknown> {
   if (typeof body !== "object" || body === null || Array.isArray(body)) throw notAnObject();
+  if (nestsTooDeep(body)) throw tooDeep();
+}
+
+/**
+ * How deep a JSON body's objects and arrays may nest. Far more than any of ao's bodies need (a
+ * policy, an event's data); JSON.parse takes any depth, but writing a value 100,000 levels deep
+ * back out overflows the stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+export const tooDeep = () => invalid(`the body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
+
+/**
+ * Whether a parsed JSON value nests objects and arrays more than MAX_JSON_DEPTH levels deep. It
+ * recurses at most that deep, and allocates nothing (it runs on every worker message).
+ */
+export function nestsTooDeep(value: object, depth = 1): boolean {
+  if (depth > MAX_JSON_DEPTH) return true;
+  if (Array.isArray(value)) {
+    for (const child of value) if (child !== null && typeof child === "object" && nestsTooDeep(child, depth + 1)) return true;
+  } else {
+    for (const key in value) {
+      const child = (value as Record<string, unknown>)[key];
+      if (child !== null && typeof child === "object" && nestsTooDeep(child, depth + 1)) return true;
+    }
+  }
+  return false;
 }
 
 export const notFound = (what = "resource") => new ApiError(404, "not_found", `${what} not found`);

@@ -201,6 +201,14 @@ describe("refused", () => {
     expect((await send(task(), { id: "int_unknown" })).status).toBe(401);
   });
 
+  test("a body nested 100,000 levels deep, correctly signed -> 400 saying so, no task", async () => {
+    const before = await countTasksOf(s, ci.id);
+    const r = await send(`{"title":"x","prompt":"y","extra":${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({ code: "validation_failed", message: "the body nests objects and arrays more than 64 levels deep" });
+    expect(await countTasksOf(s, ci.id)).toBe(before);
+  });
+
   test("a disabled integration ignores a correct delivery", async () => {
     const off = await makeIntegration(s, w.owner, { kind: "signed_json", name: "off", projectId: w.projectId, enabled: false });
     expect(await send(task(), { id: off.id, secret: off.secret })).toEqual({ status: 200, body: { status: "ignored", reason: "the integration is disabled" } });

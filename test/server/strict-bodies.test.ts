@@ -6,6 +6,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, type Session } from "../helpers/identity";
 import { makeWorker } from "../workers/helpers";
 import { all } from "../../src/db/query";
+import { nestsTooDeep } from "../../src/server/errors";
 
 let s: TestServer;
 let owner: Session;
@@ -119,6 +120,27 @@ describe("an optional body that is not valid JSON is refused, not taken for no b
     expect((await s.api("POST", "/auth/device/start", { body: { clientName: "cli" } })).status).toBe(200);
     const doc = (await s.api("GET", "/openapi.json")).body;
     expect(doc.paths["/api/v1/auth/device/start"].post.requestBody.content["application/json"].schema.properties.clientName).toBeDefined();
+  });
+});
+
+describe("a body nested too deep", () => {
+  const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+
+  test("64 levels are taken, 65 are not (the body itself is the first level)", () => {
+    expect(nestsTooDeep(JSON.parse(`{"a":${nested(63)}}`))).toBe(false);
+    expect(nestsTooDeep(JSON.parse(`{"a":${nested(64)}}`))).toBe(true);
+    expect(nestsTooDeep(JSON.parse(`{"a":[1,{"b":${nested(61)}}],"c":{}}`))).toBe(false);
+    expect(nestsTooDeep(JSON.parse(`{"a":[1,{"b":${nested(62)}}],"c":{}}`))).toBe(true);
+  });
+
+  test("a project's policy 100,000 levels deep: 400 saying so (it was a 500 from the database's layer), nothing changes", async () => {
+    const before = await snapshot();
+    const r = await s.api("PATCH", `/orgs/${owner.orgId}/projects/${ids.projectId}`, { token: owner.accessToken, body: `{"policy":{"x":${nested(100_000)}}}` });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({ code: "validation_failed", message: "the body nests objects and arrays more than 64 levels deep" });
+    expect(await snapshot()).toBe(before);
+    // Credentials first: without them the same body is a 401.
+    expect((await s.api("PATCH", `/orgs/${owner.orgId}/projects/${ids.projectId}`, { body: `{"policy":{"x":${nested(100_000)}}}` })).status).toBe(401);
   });
 });
 

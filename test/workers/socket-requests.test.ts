@@ -162,6 +162,9 @@ describe("requests on the worker socket", () => {
       c.send(bad);
       expect((await c.next("error")).code).toBe("bad_message");
     }
+    // A claim with a field nested 100,000 levels deep (sent as text: JSON.stringify would overflow).
+    c.ws.send(`{"type":"request","id":903,"op":"claim","taskId":"${t.id}","body":{"offerId":"${offer.offerId}","x":${"[".repeat(100_000)}${"]".repeat(100_000)}}}`);
+    expect((await c.next("error")).code).toBe("bad_message");
     expect(c.messages.some((m) => m.type === "reply")).toBe(false);
     // A well-formed request whose body is not an object is the operation's 400.
     const notObject = await request(c, "claim", t.id, "offer");

@@ -3,7 +3,7 @@
 // primary key of inbound_keys, written in the task's own transaction (never check-then-insert).
 import { createHmac } from "node:crypto";
 import type { Core } from "../../server/core";
-import { ApiError, invalid, unauthorized } from "../../server/errors";
+import { ApiError, invalid, nestsTooDeep, tooDeep, unauthorized } from "../../server/errors";
 import { iso } from "../../lib/time";
 import { sha256Hex } from "../../lib/tokens";
 import type { IntegrationKind } from "../../db/schema";
@@ -92,6 +92,7 @@ function parseJson(raw: Uint8Array): unknown {
     throw invalid("the body is not valid JSON");
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw invalid("the body must be a JSON object");
+  if (nestsTooDeep(value)) throw tooDeep();
   return value;
 }
 

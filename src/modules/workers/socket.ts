@@ -3,7 +3,7 @@
 // and replies out.
 import type { Core } from "../../server/core";
 import type { Socket, SocketHandler } from "../../server/sockets";
-import { ApiError, errorResponse } from "../../server/errors";
+import { ApiError, errorResponse, nestsTooDeep } from "../../server/errors";
 import { CLOSE, WorkerMessage, type SocketRequest } from "../../protocol/messages";
 import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
@@ -98,7 +98,7 @@ export function workerSocket(core: Core): SocketHandler {
       } catch {
         message = undefined;
       }
-      if (!checkMessage().Check(message)) {
+      if (!checkMessage().Check(message) || nestsTooDeep(message)) {
         data.garbage++;
         ws.send(JSON.stringify({ type: "error", code: "bad_message", message: "not a worker protocol message" }));
         if (data.garbage >= GARBAGE_LIMIT) ws.close(CLOSE.garbage, "too many malformed messages");
