@@ -213,7 +213,7 @@ describeBrowser("web: projects pages", () => {
     });
   }, MANAGE_TEST_MS);
 
-  test("a viewer reads projects but sees no form or button that changes them, and why; readiness and usage say what comes next", async () => {
+  test("a viewer reads projects but sees no form or button that changes them, and why; may start a readiness check (any member may); readiness and usage say what comes next", async () => {
     const owner = await newOrg(s);
     await makeProject(owner, "readonly", { repositories: [{ url: "https://git.example.com/a/r.git" }], knowledge: "Be careful." });
     const viewer = await addMember(s, owner, "viewer");
@@ -222,9 +222,10 @@ describeBrowser("web: projects pages", () => {
       await page.locator("#projects-list").getByRole("link", { name: "readonly" }).click();
       await page.locator("#project-name", { hasText: "readonly" }).waitFor();
       await page.getByText("You are a viewer here").waitFor();
-      for (const name of ["Add repository", "Rename or branch", "Remove", "Archive", "Save knowledge and policy", "Run readiness check"]) {
+      for (const name of ["Add repository", "Rename or branch", "Remove", "Archive", "Save knowledge and policy"]) {
         await expect(page.getByRole("button", { name }).count()).resolves.toBe(0);
       }
+      await page.getByRole("button", { name: "Run readiness check" }).waitFor();
       await expect(page.locator("#policy-form").getByLabel("Knowledge").inputValue()).resolves.toBe("Be careful.");
       await page.locator("#readiness-empty").waitFor();
       await page.locator("#usage-empty").waitFor();

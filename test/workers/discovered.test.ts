@@ -3,7 +3,7 @@
 // and a revoked worker's repositories stop counting.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { newOrg, type Session } from "../helpers/identity";
+import { addMember, newOrg, type Session } from "../helpers/identity";
 import { makeWorker, workerApi } from "./helpers";
 import { all, run } from "../../src/db/query";
 
@@ -91,5 +91,32 @@ describe("a discovered repository lasts while a worker has it", () => {
     await one.report(["/w1/alpha", A], ["/w1/beta", B]);
     await s.core.store.write(run("UPDATE discovered_repositories SET sightings = '[]' WHERE org_id = ? AND url = ?", org.orgId, A));
     expect((await listed(org)).map((d) => d.url)).toEqual([B]);
+  });
+});
+
+describe("who may act on them", () => {
+  test("any member, viewers too (the seed's table: member): a viewer accepts one into a project, another as a project of its own, dismisses a third, and runs a readiness check", async () => {
+    const org = await newOrg(s);
+    const viewer = await addMember(s, org, "viewer");
+    const one = await reporter(org, "one");
+    const C = "https://git.example.test/team/gamma.git";
+    await one.report(["/w1/alpha", A], ["/w1/beta", B], ["/w1/gamma", C]);
+    const byUrl = Object.fromEntries((await listed(org)).map((d) => [d.url, d.id]));
+    const project = await s.api("POST", `/orgs/${org.orgId}/projects`, { token: org.accessToken, body: { name: "home" } });
+    const as = (path: string, body: unknown) => s.api("POST", `/orgs/${org.orgId}${path}`, { token: viewer.accessToken, body });
+    const into = await as("/discovered/accept", { ids: [byUrl[A]], projectId: project.body.id });
+    expect(into.status).toBe(200);
+    expect(into.body.projects[0].repositories.map((r: { url: string }) => r.url)).toEqual([A]);
+    const own = await as("/discovered/accept", { ids: [byUrl[B]] });
+    expect([own.status, own.body.projects[0].repositories[0].url]).toEqual([200, B]);
+    expect(await as("/discovered/dismiss", { ids: [byUrl[C]] })).toMatchObject({ status: 200, body: { dismissed: [byUrl[C]] } });
+    expect(await rowsOf(org)).toEqual([
+      { url: A, status: "accepted" },
+      { url: B, status: "accepted" },
+      { url: C, status: "dismissed" },
+    ]);
+    // Readiness: past the permission, to the project's own answer (no worker has its primary repository's clone).
+    const readiness = await as(`/projects/${project.body.id}/readiness`, {});
+    expect([readiness.status, readiness.body.error.code]).toEqual([409, "conflict"]);
   });
 });

@@ -69,7 +69,8 @@ export default (core: Core) =>
         return status(202, accepted);
       },
       {
-        permission: "project.update",
+        // Any member, viewers too (the seed's table): it changes no project, and its run is a report.
+        permission: "member",
         params: ProjectParams,
         body: t.Optional(ReadinessBody),
         parse: [parseOptionalJson, "json"],
@@ -100,7 +101,8 @@ export default (core: Core) =>
       },
     })
     .post("/orgs/:orgId/discovered/accept", ({ orgId, body }) => acceptDiscovered(core, orgId, body.ids, body.projectId), {
-      permission: "project.create",
+      // Any member, viewers too, as the seed's table has it (and dismiss below).
+      permission: "member",
       body: AcceptBody,
       transform: refuseUnknownFields(AcceptBody),
       response: { 200: t.Object({ projects: t.Array(Project) }), ...errors, 409: ErrorBody },
@@ -111,7 +113,7 @@ export default (core: Core) =>
       },
     })
     .post("/orgs/:orgId/discovered/dismiss", ({ orgId, body }) => core.store.write(dismissDiscovered(core, orgId, body.ids)), {
-      permission: "project.update",
+      permission: "member",
       body: DismissBody,
       transform: refuseUnknownFields(DismissBody),
       response: { 200: t.Object({ dismissed: t.Array(t.String()) }), ...errors, 409: ErrorBody },

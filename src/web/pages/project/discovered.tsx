@@ -6,7 +6,8 @@ import { navigate } from "../../app/router";
 import type { Discovered as Found, ProjectRecord, WorkerRecord } from "../../app/records";
 import { Empty, Problem, Section, useResource, When } from "../kit";
 
-export function Discovered({ project, write, onChanged }: { project: ProjectRecord; write: boolean; onChanged: (p: ProjectRecord) => void }) {
+/** Any member may accept or dismiss them, viewers too (the API's permission). */
+export function Discovered({ project, onChanged }: { project: ProjectRecord; onChanged: (p: ProjectRecord) => void }) {
   const found = useResource(() => listAll<Found>(`/orgs/${project.orgId}/discovered`), [project.orgId]);
   const workers = useResource(() => listAll<WorkerRecord>(`/orgs/${project.orgId}/workers`), [project.orgId]);
   const failed = useSignal<string | null>(null);
@@ -45,19 +46,17 @@ export function Discovered({ project, write, onChanged }: { project: ProjectReco
                 on {d.workers.map((w) => `${name(w.workerId)} (${w.path})`).join(", ")}, last seen <When at={d.lastSeenAt} />
               </div>
             </div>
-            {write ? (
-              <div class="row actions">
-                <button type="button" onClick={() => act(d, "here")} disabled={project.archived}>
-                  Add to {project.name}
-                </button>
-                <button type="button" onClick={() => act(d, "new")}>
-                  New project
-                </button>
-                <button type="button" onClick={() => act(d, "dismiss")}>
-                  Dismiss
-                </button>
-              </div>
-            ) : null}
+            <div class="row actions">
+              <button type="button" onClick={() => act(d, "here")} disabled={project.archived}>
+                Add to {project.name}
+              </button>
+              <button type="button" onClick={() => act(d, "new")}>
+                New project
+              </button>
+              <button type="button" onClick={() => act(d, "dismiss")}>
+                Dismiss
+              </button>
+            </div>
           </li>
         ))}
       </ul>

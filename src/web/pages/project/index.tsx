@@ -102,12 +102,12 @@ export function ProjectPage({ params }: PageProps) {
       </p>
       {renaming.value ? <Rename project={current} onChanged={set} onClose={() => (renaming.value = false)} /> : null}
       <Problem text={failed.value} />
-      {!write ? <RoleNote>You are a viewer here: you see the project but cannot change it.</RoleNote> : null}
+      {!write ? <RoleNote>You are a viewer here: you see the project but cannot change it (you may run its readiness check and take in repositories found on workers).</RoleNote> : null}
       {current.archived ? <RoleNote>Archived: it takes no new tasks and its repositories cannot change. Restore it to work on it again.</RoleNote> : null}
       <Repositories project={current} write={write} onChanged={set} />
       <Knowledge key={current.id} project={current} write={write && !current.archived} onChanged={set} />
-      <Readiness project={current} write={write && !current.archived} />
-      <Discovered project={current} write={write} onChanged={set} />
+      <Readiness project={current} startable={!current.archived} />
+      <Discovered project={current} onChanged={set} />
       <Usage project={current} />
     </Page>
   );

@@ -6,7 +6,8 @@ import { api, ApiError, errorText, listAll } from "../../app/api";
 import type { ProjectRecord, ReadinessRun, WorkerRecord } from "../../app/records";
 import { Empty, LoadFailed, Problem, Section, useResource, When } from "../kit";
 
-export function Readiness({ project, write }: { project: ProjectRecord; write: boolean }) {
+/** `startable`: whether a check may be started here (any member may; not on an archived project). */
+export function Readiness({ project, startable }: { project: ProjectRecord; startable: boolean }) {
   const base = `/orgs/${project.orgId}/projects/${project.id}/readiness`;
   const run = useResource(
     () =>
@@ -43,7 +44,7 @@ export function Readiness({ project, write }: { project: ProjectRecord; write: b
       id="readiness"
       title="Readiness"
       actions={
-        write && project.repositories.length > 0 ? (
+        startable && project.repositories.length > 0 ? (
           <div class="row">
             <select aria-label="Worker to run it on" value={workerId.value} onChange={(e) => (workerId.value = e.currentTarget.value)}>
               <option value="">any online worker that has it</option>
