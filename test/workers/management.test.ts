@@ -246,6 +246,21 @@ describe("clone", () => {
     third.close();
     const statuses = await s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clones`, { token: p.token });
     expect(statuses.body.items).toMatchObject([{ workerId: w.workerId, status: "cloned", path: "/ws/app", error: null }]);
+    expect(statuses.body.nextCursor).toBeNull();
+  });
+
+  test("who has it is a list in pages by worker, like every list: limit and cursor checked", async () => {
+    const p = await orgWithProject(s, await newOrg(s));
+    const repo = await addRepo(p, "https://git.example.test/c/paged.git");
+    const workers = [];
+    for (let i = 0; i < 3; i++) workers.push((await makeWorker(s, p.orgId)).workerId);
+    expect((await s.api("POST", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clone`, { token: p.token, body: { workerIds: workers } })).status).toBe(202);
+    const clones = (query: string) => s.api("GET", `/orgs/${p.orgId}/projects/${p.projectId}/repositories/${repo}/clones${query}`, { token: p.token });
+    const first = await clones("?limit=2");
+    expect(first.body.items.map((c: { workerId: string }) => c.workerId)).toEqual([...workers].sort().slice(0, 2));
+    const rest = await clones(`?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect(rest.body).toEqual({ items: [expect.objectContaining({ workerId: [...workers].sort()[2], status: "cloning" })], nextCursor: null });
+    for (const bad of ["?limit=0", "?limit=201", "?cursor=zzz"]) expect([bad, (await clones(bad)).status]).toEqual([bad, 400]);
   });
 });
 

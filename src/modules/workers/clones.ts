@@ -12,6 +12,7 @@ import type { CloneReport, ReposReport } from "../../protocol/requests";
 import { dispatcherOf } from "./dispatcher";
 import type { WorkerRow } from "./registry";
 import { all, get, run, type Q } from "../../db/query";
+import { pageOf, type Page, type PageQuery } from "../orgs/paging";
 
 interface RepoRow {
   id: string;
@@ -35,7 +36,8 @@ const REPO_OF_ORG = "SELECT id FROM repositories WHERE id = ? AND org_id = ?";
 const ORG_REPOS = "SELECT id, project_id, url, name, branch FROM repositories WHERE org_id = ?";
 const UPSERT = `INSERT INTO worker_repositories (worker_id, repository_id, org_id, status, path, error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (worker_id, repository_id) DO UPDATE SET status = excluded.status, path = excluded.path, error = excluded.error, updated_at = excluded.updated_at`;
-const OF_REPO = "SELECT worker_id, status, path, error, updated_at FROM worker_repositories WHERE repository_id = ? ORDER BY worker_id";
+const OF_REPO = "SELECT worker_id, status, path, error, updated_at FROM worker_repositories WHERE repository_id = ? ORDER BY worker_id LIMIT ?";
+const OF_REPO_AFTER = "SELECT worker_id, status, path, error, updated_at FROM worker_repositories WHERE repository_id = ? AND worker_id > ? ORDER BY worker_id LIMIT ?";
 const CLONING = `SELECT r.id, r.project_id, r.url, r.name, r.branch FROM worker_repositories wr JOIN repositories r ON r.id = wr.repository_id
   WHERE wr.worker_id = ? AND wr.status = 'cloning' ORDER BY wr.updated_at`;
 const CLONED_OF = "SELECT repository_id, path FROM worker_repositories WHERE worker_id = ? AND status = 'cloned'";
@@ -63,10 +65,17 @@ function* repositoryOf(_core: Core, orgId: string, projectId: string, repository
   return repo;
 }
 
-export function* cloneStatuses(core: Core, orgId: string, projectId: string, repositoryId: string): Q<CloneStatus[]> {
+/** Which workers have the repository, a page at a time by worker id. */
+export function* cloneStatuses(core: Core, orgId: string, projectId: string, repositoryId: string, query: PageQuery): Q<Page<CloneStatus>> {
   yield* repositoryOf(core, orgId, projectId, repositoryId);
-  const rows = yield* all<{ worker_id: string; status: CloneStatus["status"]; path: string | null; error: string | null; updated_at: string }>(OF_REPO, repositoryId);
-  return rows.map((r) => ({ workerId: r.worker_id, status: r.status, path: r.path, error: r.error, updatedAt: r.updated_at }));
+  type Row = { worker_id: string; status: CloneStatus["status"]; path: string | null; error: string | null; updated_at: string };
+  return yield* pageOf(
+    query,
+    1,
+    (after, n) => (after ? all<Row>(OF_REPO_AFTER, repositoryId, after[0], n) : all<Row>(OF_REPO, repositoryId, n)),
+    (r) => [r.worker_id],
+    (r) => ({ workerId: r.worker_id, status: r.status, path: r.path, error: r.error, updatedAt: r.updated_at }),
+  );
 }
 
 /** The clones a worker was asked for and has not reported: sent again at each hello (the request outlives a restart of either side). */

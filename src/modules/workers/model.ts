@@ -6,6 +6,7 @@ import { Labels } from "../../protocol/requests";
 export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
 import { Line } from "../../lib/text";
+import { pageOfSchema } from "../orgs/model";
 export const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
 const Id = t.String({ minLength: 1, maxLength: 64 });
@@ -81,11 +82,9 @@ export const CloneAccepted = t.Object({
   repositoryId: t.String(),
   workers: t.Array(t.Object({ workerId: t.String(), status: t.String(), delivered: t.Boolean({ description: "false: sent when the worker reconnects" }) })),
 });
-export const CloneStatuses = t.Object({
-  items: t.Array(
-    t.Object({ workerId: t.String(), status: t.UnionEnum(["cloning", "cloned", "failed"]), path: t.Nullable(t.String()), error: t.Nullable(t.String()), updatedAt: t.String() }),
-  ),
-});
+export const CloneStatuses = pageOfSchema(
+  t.Object({ workerId: t.String(), status: t.UnionEnum(["cloning", "cloned", "failed"]), path: t.Nullable(t.String()), error: t.Nullable(t.String()), updatedAt: t.String() }),
+);
 export const RepositoryParams = t.Object({ orgId: Id, projectId: Id, repositoryId: Id });
 export const ProjectParams = t.Object({ orgId: Id, projectId: Id });
 

@@ -53,10 +53,11 @@ export default (core: Core) =>
     )
     .get(
       "/orgs/:orgId/projects/:projectId/repositories/:repositoryId/clones",
-      async ({ orgId, params }) => ({ items: await core.store.read(cloneStatuses(core, orgId, params.projectId, params.repositoryId)) }),
+      ({ orgId, params, query }) => core.store.read(cloneStatuses(core, orgId, params.projectId, params.repositoryId, query)),
       {
         permission: "member",
         params: RepositoryParams,
+        query: PageQuery,
         response: { 200: CloneStatuses, ...errors },
         detail: { summary: "Which workers have the repository (cloning, cloned, failed)", tags },
       },

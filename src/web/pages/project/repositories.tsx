@@ -122,7 +122,7 @@ function EditRepository({ project, repo, onChanged, onClose }: { project: Projec
 
 function CloneToWorkers({ project, repo, workers }: { project: ProjectRecord; repo: Repository; workers: WorkerRecord[] }) {
   const base = `/orgs/${project.orgId}/projects/${project.id}/repositories/${repo.id}`;
-  const statuses = useResource(() => api<{ items: CloneStatus[] }>("GET", `${base}/clones`).then((r) => r.items), [base]);
+  const statuses = useResource(() => listAll<CloneStatus>(`${base}/clones`), [base]);
   const chosen = useSignal<string[]>([]);
   const failed = useSignal<string | null>(null);
   const usable = workers.filter((w) => w.status !== "revoked");
