@@ -37,6 +37,8 @@ const NEEDS: [string, RegExp, Need][] = [
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}\/(integrations|plugins)/, org("settings.manage")],
   ["GET", /^\/api\/v1\/orgs\/\{orgId\}/, org("member")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\/user$/, org("member")],
+  // The seed's table: any member (SPEC §3: any role).
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/projects\/\{projectId\}\/readiness$/, org("member")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\/repositories$/, org("project.create")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/codehost\//, org("settings.manage")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}$/, org("settings.manage")],
@@ -49,18 +51,19 @@ const NEEDS: [string, RegExp, Need][] = [
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/tasks\//, org("task.control")],
   ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/workers\/\{workerId\}\/approve$/, org("worker.approve")],
   ["*", /^\/api\/v1\/orgs\/\{orgId\}\/workers\//, org("worker.manage")],
-  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\/accept$/, org("project.create")],
-  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\/dismiss$/, org("project.update")],
+  ["POST", /^\/api\/v1\/orgs\/\{orgId\}\/discovered\/(accept|dismiss)$/, org("member")],
 ];
 
 /**
- * Writes the routes let any member make, viewers included. None today: accepting a discovered
- * repository needs project.create, dismissing one and running readiness project.update. A new
- * write open to viewers must be added here on purpose.
+ * Writes the routes let any member make, viewers included, as the seed's tables give them ("member":
+ * any role, SPEC §3). A new write open to viewers must be added here on purpose.
  */
 const VIEWER_WRITES = new Set<string>([
-  // A link to connect one's own GitHub account (SPEC §3: any member); it changes nothing of the org.
+  // A link to connect one's own GitHub account; it changes nothing of the org.
   "POST /api/v1/orgs/{orgId}/codehost/user",
+  "POST /api/v1/orgs/{orgId}/projects/{projectId}/readiness",
+  "POST /api/v1/orgs/{orgId}/discovered/accept",
+  "POST /api/v1/orgs/{orgId}/discovered/dismiss",
 ]);
 
 /** Where a route asks more than its row: pairing a worker into org A (named in the body) needs more than a viewer. */
@@ -145,7 +148,7 @@ describe("authorization matrix", () => {
     expect(operations.filter((o) => !needOf(o.method, o.path)).map((o) => `${o.method} ${o.path}`)).toEqual([]);
   });
 
-  test("no viewer writes beyond the listed ones (SPEC §3: viewers read)", () => {
+  test("no viewer writes beyond the listed ones (SPEC §3: viewers have none of the write permissions)", () => {
     const viewerWrites = operations.filter((o) => {
       const need = needOf(o.method, o.path);
       return o.method !== "GET" && need?.kind === "org" && can("viewer", need.permission);
