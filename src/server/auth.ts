@@ -12,6 +12,7 @@ import { ApiError, forbidden, notFound, unauthorized } from "./errors";
 import { credentialCheck, type CheckContext } from "./credentials-first";
 import { actorOf, principalFromApiToken, principalFromClaims, roleIn, type AccessClaims, type Principal } from "../modules/auth/principal";
 import { can, type Permission, type Role } from "../modules/orgs/roles";
+import { workerByCredential } from "../modules/workers/registry";
 
 function bearer(headers: Record<string, string | undefined>): string | null {
   const h = headers.authorization;
@@ -52,7 +53,11 @@ function build(core: Core) {
       if (!p) throw unauthorized("the API token is invalid, expired or revoked");
       return p;
     }
-    if (value.startsWith("aow_")) throw forbidden("a worker credential cannot be used here");
+    if (value.startsWith("aow_")) {
+      // A worker's own credential is refused here (403); anything else is no credential at all (401).
+      await core.store.read(workerByCredential(core, value));
+      throw forbidden("a worker credential cannot be used here");
+    }
     const claims = await verifyAccessToken(core, value);
     if (!claims) throw unauthorized("the access token is invalid or expired");
     const p = await core.store.read(principalFromClaims(core, claims));
