@@ -221,6 +221,23 @@ describe("bad deliveries", () => {
     }
   });
 
+  test("correctly signed, labeled, but a branch git would take for an option or refuse -> 400 naming it, no task", async () => {
+    const before = await countTasksOf(s, gh.id);
+    for (const [base, head, field] of [
+      ["-x", "feature", "pull_request.base.ref"],
+      ["main", "--upload-pack=touch /tmp/pwn", "pull_request.head.ref"],
+      ["main", "..", "pull_request.head.ref"],
+    ]) {
+      const payload = example("pull_request", "labeled");
+      payload.pull_request.id += 9000;
+      payload.pull_request.base.ref = base;
+      payload.pull_request.head.ref = head;
+      const r = await send("pull_request", payload);
+      expect([r.status, r.body.error.code, r.body.error.details[0].field]).toEqual([400, "validation_failed", field]);
+    }
+    expect(await countTasksOf(s, gh.id)).toBe(before);
+  });
+
   test("correctly signed, labeled, but the issue lacks its fields -> 400 naming the field", async () => {
     const r = await send("issues", { action: "labeled", label: { name: "bug" }, issue: { id: 1 } });
     expect(r.status).toBe(400);

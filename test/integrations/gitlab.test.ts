@@ -139,6 +139,22 @@ describe("Merge Request Hook", () => {
     expect(JSON.parse(row.review)).toEqual({ base: "main", head: "ms-viewport" });
     expect(await send("Merge Request Hook", payload)).toEqual({ status: 200, body: { status: "duplicate", taskId: r.body.taskId } });
   });
+
+  test("a branch git would take for an option or refuse -> 400 naming it, no task", async () => {
+    const before = await countTasksOf(s, gl.id);
+    for (const [target, source, field] of [
+      ["-x", "feature", "object_attributes.target_branch"],
+      ["main", "--upload-pack=touch /tmp/pwn", "object_attributes.source_branch"],
+    ]) {
+      const payload = fixture("gitlab-merge-request-hook.json");
+      payload.object_attributes.id += 9000;
+      payload.object_attributes.target_branch = target;
+      payload.object_attributes.source_branch = source;
+      const r = await send("Merge Request Hook", payload);
+      expect([r.status, r.body.error.code, r.body.error.details[0].field]).toEqual([400, "validation_failed", field]);
+    }
+    expect(await countTasksOf(s, gl.id)).toBe(before);
+  });
 });
 
 describe("authentication and dedupe by delivery", () => {

@@ -1,6 +1,6 @@
 // GitHub webhook deliveries (SPEC §9): ping, issues labeled, issue_comment created with the
 // command, pull_request labeled (a review task). Everything else is of no interest.
-import { afterCommand, DEFAULT_COMMAND, DEFAULT_LABEL, titleOf, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
+import { afterCommand, DEFAULT_COMMAND, DEFAULT_LABEL, titleOf, field, ignored, joinPrompt, need, needRef, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
 
 export interface HookConfig {
   label?: string;
@@ -72,7 +72,7 @@ export function interpretGithub(event: string | null, payload: unknown, config: 
           title: titleOf(`Review: ${title}`, TITLE_MAX),
           prompt: joinPrompt(`Review the pull request "${title}".`, optionalText(payload, "pull_request.body"), `GitHub pull request: ${url}`),
           kind: "review",
-          review: { base: need(payload, "pull_request.base.ref"), head: need(payload, "pull_request.head.ref") },
+          review: { base: needRef(payload, "pull_request.base.ref"), head: needRef(payload, "pull_request.head.ref") },
           item: { type: "github_pull_request", id: need(payload, "pull_request.id"), url, number: Number(field(payload, "pull_request.number")) },
           itemKeys: [`github:pr:${need(payload, "pull_request.id")}`],
         },

@@ -1,6 +1,6 @@
 // GitLab webhook deliveries (SPEC §9), by X-Gitlab-Event: Issue Hook (the label added), Note Hook
 // (a new comment starting with the command), Merge Request Hook (the label added: a review task).
-import { afterCommand, titleOf, DEFAULT_COMMAND, DEFAULT_LABEL, field, ignored, joinPrompt, need, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
+import { afterCommand, titleOf, DEFAULT_COMMAND, DEFAULT_LABEL, field, ignored, joinPrompt, need, needRef, optionalText, sameLabel, TITLE_MAX, type Interpretation } from "./interpret";
 import type { HookConfig } from "./github";
 
 function labelTitles(list: unknown): string[] {
@@ -89,7 +89,7 @@ export function interpretGitlab(event: string | null, payload: unknown, config: 
           title: titleOf(`Review: ${title}`, TITLE_MAX),
           prompt: joinPrompt(`Review the merge request "${title}".`, optionalText(payload, "object_attributes.description"), `GitLab merge request: ${url}`),
           kind: "review",
-          review: { base: need(payload, "object_attributes.target_branch"), head: need(payload, "object_attributes.source_branch") },
+          review: { base: needRef(payload, "object_attributes.target_branch"), head: needRef(payload, "object_attributes.source_branch") },
           item: { type: "gitlab_merge_request", id: need(payload, "object_attributes.id"), url, number: Number(field(payload, "object_attributes.iid")) },
           itemKeys: [`gitlab:mr:${need(payload, "object_attributes.id")}`],
         },

@@ -3,6 +3,7 @@
 import { invalid } from "../../server/errors";
 import type { Priority, TaskKind } from "../../db/schema";
 import { oneLine } from "../../lib/text";
+import { refNameProblem } from "../../lib/refname";
 
 export interface TaskRequest {
   title: string;
@@ -52,6 +53,17 @@ export function need(obj: unknown, path: string): string {
   if (typeof v === "string") return v;
   if (typeof v === "number") return String(v);
   throw invalid(`the payload lacks ${path}`, [{ field: path, message: "required" }]);
+}
+
+/**
+ * A branch name the payload must carry, as git accepts it: it travels to a worker's git command line
+ * (a review's base and head), so the API's rule for them holds for deliveries too.
+ */
+export function needRef(obj: unknown, path: string): string {
+  const ref = need(obj, path);
+  const problem = ref.length > 255 ? "must be at most 255 characters" : refNameProblem(ref);
+  if (problem) throw invalid(`${path} is not a branch name git accepts`, [{ field: path, message: problem }]);
+  return ref;
 }
 
 export function optionalText(obj: unknown, path: string): string {
