@@ -39,6 +39,7 @@ export function openapiModule(app: () => AnyElysia) {
       const routes = app().routes.length;
       if (cached?.routes !== routes) {
         const { paths, components } = toOpenAPISchema(app(), undefined, undefined, undefined, OPENAPI_VERSION);
+        jsonBodiesOnly(paths as Parameters<typeof jsonBodiesOnly>[0]);
         const document = {
           ...DOCUMENTATION,
           openapi: OPENAPI_VERSION,
@@ -51,4 +52,17 @@ export function openapiModule(app: () => AnyElysia) {
     },
     { detail: { hide: true } },
   );
+}
+
+/**
+ * The generator offers every body as JSON, a form and multipart alike; ao takes JSON only (415
+ * otherwise, limits.ts), so the document says that alone.
+ */
+function jsonBodiesOnly(paths: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } } | undefined> | undefined>) {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations ?? {})) {
+      const content = operation?.requestBody?.content;
+      if (operation?.requestBody && content?.["application/json"]) operation.requestBody.content = { "application/json": content["application/json"] };
+    }
+  }
 }

@@ -35,6 +35,17 @@ describe("foundation", () => {
     expect(login.requestBody.content["application/json"].schema.required).toContain("email");
   });
 
+  test("request bodies are documented as JSON alone, the one type the routes take (415 for a form)", async () => {
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    const types = Object.entries<Record<string, any>>(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).flatMap(([m, op]) => (op.requestBody ? [`${m} ${path}: ${Object.keys(op.requestBody.content).join(", ")}`] : [])),
+    );
+    expect(types.length).toBeGreaterThan(40);
+    expect(types.filter((t) => !t.endsWith(": application/json"))).toEqual([]);
+    const form = await s.api("POST", "/auth/login", { headers: { "content-type": "application/x-www-form-urlencoded" }, raw: "email=a%40b.c&password=x" });
+    expect([form.status, form.body.error.code]).toEqual([415, "unsupported_media_type"]);
+  });
+
   test("every operation has a summary and tags; identity routes document their answers, errors and closed bodies", async () => {
     const doc = (await s.api("GET", "/openapi.json")).body;
     const ops = Object.entries<Record<string, any>>(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => ({ path, m, op })));
