@@ -92,4 +92,32 @@ describeBrowser("web: answering a real worker's question from the task page", ()
     const events = (await s.api("GET", `/orgs/${p.orgId}/tasks/${id}/events?limit=200`, { token: p.token })).body.items as { type: string; data: any }[];
     expect(events.find((e) => e.type === "action")?.data).toMatchObject({ action: "deny", reason: "not on a Friday" });
   }, 90_000);
+
+  test("Deny whose answer comes after the agent has already failed: the page says nothing that contradicts the task", async () => {
+    const id = await create("Deploy, denied fast");
+    await usePage(browser, async ({ page, problems }) => {
+      await waitingTask(page, id);
+      // The action's answer (the task as the denial left it: running) is held back until the live
+      // update of the agent's failure has reached the page, as happens when the agent exits at once.
+      let answered!: () => void;
+      const held = new Promise<void>((resolve) => (answered = resolve));
+      await page.route(`**/tasks/${id}/actions`, async (route) => {
+        const response = await route.fetch();
+        // (Its text says "denying…" while the action is under way; its data-status is the task's.)
+        await page.locator("#task-status[data-status=failed]").waitFor({ timeout: 20_000 });
+        await route.fulfill({ response });
+        answered();
+      });
+      await page.locator("#action-buttons").getByRole("button", { name: "Deny", exact: true }).click();
+      await held;
+      // Acting ends with the answer: the buttons of the failed task are enabled again.
+      await page.waitForFunction(() => {
+        const retry = [...document.querySelectorAll<HTMLButtonElement>("#action-buttons button")].find((b) => b.textContent?.trim() === "Retry");
+        return retry !== undefined && !retry.disabled;
+      });
+      await expect(page.locator("#task-status").textContent()).resolves.toMatch(/^failed/);
+      await expect(page.locator("#action-done", { hasText: "running" }).count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
 });

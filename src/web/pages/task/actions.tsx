@@ -14,7 +14,8 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
   const reason = useSignal("");
   const input = useSignal("");
   const error = useSignal<unknown>(null);
-  const done = useSignal<string | null>(null);
+  /** The action just done and the state it left the task in, while the task is still there. */
+  const done = useSignal<{ action: Action; status: Task["status"] } | null>(null);
   const acting = useSignal(false);
   const inputBox = useRef<HTMLTextAreaElement>(null);
   const allowed = allowedActions(task.status);
@@ -23,7 +24,7 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
   useEffect(() => {
     if (shownFor.current !== task.status && !acting.value) {
       error.value = null;
-      if (done.value && !done.value.endsWith(`now ${task.status}.`)) done.value = null;
+      if (done.value && done.value.status !== task.status) done.value = null;
     }
     shownFor.current = task.status;
   }, [task.status]);
@@ -44,7 +45,7 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
       const t = await api<Task>("POST", `${path}/actions`, body);
       reason.value = "";
       if (action === "input") input.value = "";
-      done.value = `${LABELS[action]}: done. The task is now ${t.status}.`;
+      done.value = { action, status: t.status };
       shownFor.current = t.status;
       onTask(t);
     } catch (err) {
@@ -91,9 +92,11 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
         </label>
         <textarea id="action-reason" rows={2} value={reason.value} onInput={(e) => (reason.value = e.currentTarget.value)} disabled={!canAct} />
         <ErrorText id="action-error" error={error.value} />
-        {done.value ? (
+        {/* Said only while the task is where the action left it: a live change that came while the
+            action was under way (the agent failed at once after a denial) is newer than its answer. */}
+        {done.value && done.value.status === task.status ? (
           <p id="action-done" class="muted" role="status">
-            {done.value}
+            {LABELS[done.value.action]}: done. The task is now {done.value.status}.
           </p>
         ) : null}
         <div id="action-buttons" class="actions">
