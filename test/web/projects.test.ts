@@ -256,7 +256,27 @@ describeBrowser("web: projects pages", () => {
     });
     await steps(async ({ page }) => {
       await openAs(s, page, stranger, `/projects/${p.id}`);
-      await page.getByText("Not found in this organization.").waitFor();
+      await page.locator("#missing-text", { hasText: "There is no such project, or it is not in one of your organizations." }).waitFor();
+    });
+  }, MANAGE_TEST_MS);
+
+  test("a link to a project of another of one's organizations opens it there; nothing is asked of no organization", async () => {
+    const owner = await newOrg(s, "Home");
+    const p = await makeProject(owner, "shared-link");
+    const teammate = await newOrg(s, "Elsewhere");
+    expect((await s.api("POST", `/orgs/${owner.orgId}/members`, { token: owner.accessToken, body: { email: teammate.email, role: "member" } })).status).toBe(201);
+    await steps(async ({ page, problems }) => {
+      const asked: string[] = [];
+      page.on("request", (r) => void (r.url().includes("/api/v1/orgs/") && asked.push(new URL(r.url()).pathname)));
+      // Working in their own organization, they follow a teammate's link.
+      await openAs(s, page, teammate, `/tasks?org=${teammate.orgId}`);
+      await page.waitForFunction((id) => document.querySelector<HTMLSelectElement>("#org-switch")?.value === id, teammate.orgId);
+      await page.goto(`${s.url}/projects/${p.id}`);
+      await page.locator("#project-name", { hasText: "shared-link" }).waitFor();
+      // The organization in use is now the project's.
+      await page.waitForFunction((id) => document.querySelector<HTMLSelectElement>("#org-switch")?.value === id, owner.orgId);
+      expect(asked.filter((path) => path.startsWith("/api/v1/orgs/null"))).toEqual([]);
+      expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);
 

@@ -2,7 +2,7 @@
 // organization in use is the one the address names (?org=), else the one last picked in this
 // browser, else the first; the sidebar's switcher changes it.
 import { computed, signal } from "@preact/signals";
-import { listAll, refresh, watchSession } from "./api";
+import { ApiError, api, listAll, refresh, watchSession } from "./api";
 import type { Org, Role, User } from "./types";
 
 /** undefined: not known yet (the session is being restored); null: nobody is signed in. */
@@ -76,3 +76,23 @@ export async function loadOrgs(): Promise<void> {
 /** Roles that may change things (create tasks, act on them); viewers only read. */
 export const canWrite = (r: Role | null) => r === "owner" || r === "admin" || r === "member";
 export const canAdmin = (r: Role | null) => r === "owner" || r === "admin";
+
+/**
+ * A record in whichever of the person's organizations holds it, `first` asked first (a link from a
+ * teammate in another organization opens there); null when every one answers 404.
+ */
+export async function findInMyOrgs<T>(list: Org[], first: string | null, path: (orgId: string) => string): Promise<{ org: Org; item: T } | null> {
+  const inOrder = [...list].sort((a, b) => (a.id === first ? -1 : b.id === first ? 1 : 0));
+  let failure: unknown = null;
+  // A few organizations at a time: most people have one or two.
+  for (let i = 0; i < inOrder.length; i += 6) {
+    const batch = inOrder.slice(i, i + 6);
+    const results = await Promise.allSettled(batch.map((o) => api<T>("GET", path(encodeURIComponent(o.id)))));
+    for (const [j, r] of results.entries()) {
+      if (r.status === "fulfilled") return { org: batch[j]!, item: r.value };
+      if (!(r.reason instanceof ApiError && r.reason.status === 404)) failure ??= r.reason;
+    }
+  }
+  if (failure) throw failure;
+  return null;
+}

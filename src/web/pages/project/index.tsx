@@ -3,7 +3,9 @@
 // archive it.
 import { useSignal } from "@preact/signals";
 import { api, errorText } from "../../app/api";
-import { canAdmin, canWrite, orgId, role } from "../../app/session";
+import { useEffect } from "preact/hooks";
+import { canAdmin, canWrite, findInMyOrgs, orgId, orgs, useOrg } from "../../app/session";
+import type { Org } from "../../app/types";
 import type { ProjectRecord } from "../../app/records";
 import { LoadFailed, Problem, RoleNote, useForm, useResource, When } from "../kit";
 import { ConfirmButton, Field, Page, Skeleton } from "../../components/ui";
@@ -41,15 +43,53 @@ function Rename({ project, onChanged, onClose }: { project: ProjectRecord; onCha
 }
 
 export function ProjectPage({ params }: PageProps) {
-  const projectId = params.projectId!;
-  const id = orgId.value;
-  const project = useResource(() => api<ProjectRecord>("GET", `/orgs/${id}/projects/${encodeURIComponent(projectId)}`), [id, projectId]);
+  const projectId = params.projectId ?? "";
+  const mine = orgs.value;
+  // Asked once the person's organizations are known, in whichever of them holds it: a link from a
+  // teammate may name a project of another of their organizations.
+  const found = useResource(
+    () => (mine ? findInMyOrgs<ProjectRecord>(mine, orgId.peek(), (org) => `/orgs/${org}/projects/${encodeURIComponent(projectId)}`) : Promise.resolve(undefined)),
+    [mine, projectId],
+  );
+  const f = found.data.value;
+  useEffect(() => {
+    if (f) useOrg(f.org.id);
+  }, [f?.org.id]);
+  if (f === null) {
+    return (
+      <Page title="Project not found" id="missing">
+        <div class="card">
+          <p id="missing-text">There is no such project, or it is not in one of your organizations.</p>
+          <p>
+            <a href="/projects">All projects</a>
+          </p>
+        </div>
+      </Page>
+    );
+  }
+  if (!f) {
+    return (
+      <Page title="Project" id="project-page">
+        <nav class="crumbs">
+          <a href="/projects">Projects</a>
+        </nav>
+        {found.error.value ? <LoadFailed error={found.error.value} retry={found.reload} /> : <Skeleton />}
+      </Page>
+    );
+  }
+  return <ProjectView key={f.item.id} org={f.org} initial={f.item} />;
+}
+
+function ProjectView({ org, initial }: { org: Org; initial: ProjectRecord }) {
+  const id = org.id;
+  const projectId = initial.id;
+  const project = useSignal(initial);
   const failed = useSignal<string | null>(null);
   const renaming = useSignal(false);
-  const r = role.value;
+  const r = org.role;
   const write = canWrite(r);
-  const current = project.data.value;
-  const set = (p: ProjectRecord) => (project.data.value = p);
+  const current = project.value;
+  const set = (p: ProjectRecord) => (project.value = p);
   const archive = async (restore: boolean) => {
     failed.value = null;
     try {
@@ -58,16 +98,6 @@ export function ProjectPage({ params }: PageProps) {
       failed.value = errorText(err);
     }
   };
-  if (!current) {
-    return (
-      <Page title="Project" id="project-page">
-        <nav class="crumbs">
-          <a href="/projects">Projects</a>
-        </nav>
-        {project.error.value ? <LoadFailed error={project.error.value} retry={project.reload} /> : <Skeleton />}
-      </Page>
-    );
-  }
   const actions = (
     <>
       {write && !current.archived ? (

@@ -5,9 +5,9 @@
 import "./task.css";
 import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
-import { ApiError, api } from "../../app/api";
+import { api } from "../../app/api";
 import type { PageProps } from "../../app/routes";
-import { canWrite, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
+import { canWrite, findInMyOrgs, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
 import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
 import { useFollow } from "../../components/hooks";
 import { Time } from "../../components/Time";
@@ -29,9 +29,9 @@ export function TaskPage({ params }: PageProps) {
     found.value = undefined;
     error.value = null;
     if (!/^[A-Za-z0-9_-]{1,64}$/.test(taskId)) return void (found.value = null);
-    findTask(mine, taskId, orgInUse.value).then(
+    findInMyOrgs<Task>(mine, orgInUse.value, (org) => `/orgs/${org}/tasks/${encodeURIComponent(taskId)}`).then(
       (f) => {
-        found.value = f;
+        found.value = f && { org: f.org, task: f.item };
         if (f) useOrg(f.org.id);
       },
       (err) => {
@@ -61,23 +61,6 @@ export function TaskPage({ params }: PageProps) {
     );
   }
   return <TaskView key={taskId} org={found.value.org} initial={found.value.task} />;
-}
-
-/** The task in whichever of the person's organizations holds it (404 from every other one). */
-async function findTask(list: Org[], taskId: string, first: string | null): Promise<{ org: Org; task: Task } | null> {
-  const orgsInOrder = [...list].sort((a, b) => (a.id === first ? -1 : b.id === first ? 1 : 0));
-  let failure: unknown = null;
-  // A few organizations at a time: most people have one or two.
-  for (let i = 0; i < orgsInOrder.length; i += 6) {
-    const batch = orgsInOrder.slice(i, i + 6);
-    const results = await Promise.allSettled(batch.map((o) => api<Task>("GET", `/orgs/${encodeURIComponent(o.id)}/tasks/${encodeURIComponent(taskId)}`)));
-    for (const [j, r] of results.entries()) {
-      if (r.status === "fulfilled") return { org: batch[j]!, task: r.value };
-      if (!(r.reason instanceof ApiError && r.reason.status === 404)) failure ??= r.reason;
-    }
-  }
-  if (failure) throw failure;
-  return null;
 }
 
 function TaskView({ org, initial }: { org: Org; initial: Task }) {
