@@ -7,7 +7,7 @@ import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
 import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker, worker } from "./manage-fixtures";
-import type { ProtocolClient } from "../workers/helpers";
+import { workerApi, type ProtocolClient } from "../workers/helpers";
 
 describeBrowser("web: workers page", () => {
   let s: TestServer;
@@ -58,6 +58,34 @@ describeBrowser("web: workers page", () => {
       const approved = await worker(s, owner, waiting.workerId);
       expect(approved.status).toBe("offline");
       expect((await s.api("GET", `/orgs/${owner.orgId}/workers/${busy.workerId}`, { token: owner.accessToken })).body.status).toBe("online");
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("the tasks a worker holds show by title, those waiting on a person too", async () => {
+    const owner = await newOrg(s);
+    const paired = await pairWorker(s, owner, { name: "busy-box" });
+    const socket = await connectWorker(s, paired.credential);
+    sockets.push(socket);
+    const project = (await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: "held" } })).body.id;
+    const call = workerApi(s, paired.credential);
+    for (const title of ["Paint the fence", "Ask which colour"]) {
+      const id = (await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: project, title, prompt: "p" } })).body.id;
+      const offer = await socket.next("offer", (m) => m.taskId === id);
+      const claim = await call("POST", `/worker/tasks/${id}/claim`, { offerId: offer.offerId });
+      expect(claim.status).toBe(200);
+      // Its heartbeats say it holds the task, as `ao worker`'s do (else the server takes it back).
+      socket.running.push({ taskId: id, attempt: claim.body.attempt });
+      if (title.startsWith("Ask")) {
+        const asked = await call("POST", `/worker/tasks/${id}/transition`, { leaseToken: claim.body.leaseToken, to: "needs_input", needs: { message: "which colour?" } });
+        expect(asked.status).toBe(200);
+      }
+    }
+    await steps(async ({ page, problems }) => {
+      await open(page, owner);
+      const chips = card(page, "busy-box").locator(".running .chip");
+      await chips.nth(1).waitFor();
+      expect((await chips.allTextContents()).sort()).toEqual(["Ask which colour", "Paint the fence"]);
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

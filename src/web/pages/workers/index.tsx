@@ -178,11 +178,18 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
   );
 }
 
+/** The states in which a task stays with its worker (a worker's runningTaskIds). */
+const HELD = ["running", "needs_input", "needs_approval", "paused"] as const;
+
 export function WorkersPage(_: PageProps) {
   const id = orgId.value;
   const workers = useResource(() => (id ? listAll<WorkerRecord>(`/orgs/${id}/workers`) : Promise.resolve([])), [id]);
+  // The titles of the tasks workers hold: running, and waiting on a person or paused (still theirs).
   const running = useResource(
-    () => (id ? listAll<Task>(`/orgs/${id}/tasks?status=running`, 200).then((ts) => new Map(ts.map((t) => [t.id, t.title]))) : Promise.resolve(new Map<string, string>())),
+    () =>
+      id
+        ? Promise.all(HELD.map((status) => listAll<Task>(`/orgs/${id}/tasks?status=${status}`, 200))).then((lists) => new Map(lists.flat().map((t) => [t.id, t.title])))
+        : Promise.resolve(new Map<string, string>()),
     [id],
   );
   const manage = canAdmin(role.value);
