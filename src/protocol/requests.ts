@@ -5,7 +5,9 @@ import { Line } from "../lib/text";
 import { RefName } from "../lib/refname";
 
 export const LABEL_PATTERN = "^[a-z0-9][a-z0-9._:-]{0,49}$";
-export const Label = T.String({ pattern: LABEL_PATTERN, description: "lower-case letters, digits and . _ : -, up to 50" });
+/** What a label may be, in words (the API's message for one that is not). */
+export const LABEL_WORDS = "lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters";
+export const Label = T.String({ pattern: LABEL_PATTERN, description: LABEL_WORDS });
 export const Labels = T.Array(Label, { maxItems: 20, uniqueItems: true });
 
 export const PairRequest = T.Object({

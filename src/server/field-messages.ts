@@ -4,6 +4,7 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { LINE_MESSAGE } from "../lib/text";
 import { REF_MESSAGE } from "../lib/refname";
+import { LABEL_PATTERN, LABEL_WORDS } from "../protocol/requests";
 
 type Schema = Record<string, any>;
 
@@ -23,6 +24,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
     case ValueErrorType.StringMaxLength:
       return `must be ${length(schema) ?? "of another length"} long${schema.format === "line" ? ", on one line" : ""}`;
     case ValueErrorType.StringPattern:
+      if (schema.pattern === LABEL_PATTERN) return `must be a label: ${LABEL_WORDS}`;
       return `must match ${schema.pattern}${length(schema) ? ` and be ${length(schema)} long` : ""}`;
     case ValueErrorType.ArrayMinItems:
     case ValueErrorType.ArrayMaxItems:

@@ -270,11 +270,11 @@ describeBrowser("web: projects pages", () => {
       page.on("request", (r) => void (r.url().includes("/api/v1/orgs/") && asked.push(new URL(r.url()).pathname)));
       // Working in their own organization, they follow a teammate's link.
       await openAs(s, page, teammate, `/tasks?org=${teammate.orgId}`);
-      await page.waitForFunction((id) => document.querySelector<HTMLSelectElement>("#org-switch")?.value === id, teammate.orgId);
+      await page.waitForFunction((id) => (globalThis as any).document.querySelector("#org-switch")?.value === id, teammate.orgId);
       await page.goto(`${s.url}/projects/${p.id}`);
       await page.locator("#project-name", { hasText: "shared-link" }).waitFor();
       // The organization in use is now the project's.
-      await page.waitForFunction((id) => document.querySelector<HTMLSelectElement>("#org-switch")?.value === id, owner.orgId);
+      await page.waitForFunction((id) => (globalThis as any).document.querySelector("#org-switch")?.value === id, owner.orgId);
       expect(asked.filter((path) => path.startsWith("/api/v1/orgs/null"))).toEqual([]);
       expect(problems).toEqual([]);
     });

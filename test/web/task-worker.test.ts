@@ -112,7 +112,8 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       await held;
       // Acting ends with the answer: the buttons of the failed task are enabled again.
       await page.waitForFunction(() => {
-        const retry = [...document.querySelectorAll<HTMLButtonElement>("#action-buttons button")].find((b) => b.textContent?.trim() === "Retry");
+        const buttons: { textContent: string | null; disabled: boolean }[] = [...(globalThis as any).document.querySelectorAll("#action-buttons button")];
+        const retry = buttons.find((b) => b.textContent?.trim() === "Retry");
         return retry !== undefined && !retry.disabled;
       });
       await expect(page.locator("#task-status").textContent()).resolves.toMatch(/^failed/);

@@ -99,7 +99,10 @@ describeBrowser("web: workers page", () => {
       await c.getByLabel("Worker name").fill("gpu-box-2");
       await c.getByLabel("Labels").fill("gpu, Bad Label");
       await c.getByRole("button", { name: "Save" }).click();
-      await expect(shownText(page, `#worker-labels-${busy.workerId}-error`)).resolves.not.toBe("");
+      // Which label, and what a label may be, in words (a space does not split a label).
+      await expect(shownText(page, `#worker-labels-${busy.workerId}-error`)).resolves.toBe(
+        '"Bad Label" must be a label: lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters',
+      );
       expect((await worker(s, owner, busy.workerId)).name).toBe("gpu-box");
       await c.getByLabel("Labels").fill("gpu, cuda-12");
       await c.getByRole("button", { name: "Save" }).click();

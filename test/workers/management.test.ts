@@ -68,6 +68,9 @@ describe("PATCH /orgs/:orgId/workers/:workerId", () => {
       const r = await s.api("PATCH", path, { token: p.token, body });
       expect([name, r.status, r.body?.error?.code]).toEqual([name, 400, "validation_failed"]);
     }
+    // A label's refusal names it and says what a label may be, in words.
+    const label = await s.api("PATCH", path, { token: p.token, body: { labels: ["gpu", "Has Space"] } });
+    expect(label.body.error.details).toEqual([{ field: "labels.1", message: "must be a label: lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters" }]);
     const foreign = await s.api("PATCH", path, { token: p.token, body: { policy: { projects: [other.projectId] } } });
     expect(foreign.body.error.details).toEqual([{ field: "policy.projects.0", message: "no such project in this organization" }]);
     expect(await snapshot()).toBe(before);

@@ -32,9 +32,10 @@ function PairHelp() {
   );
 }
 
+// Separated by commas: a label typed with a space in it stays one, for the server to refuse by name.
 const labelsOf = (text: string) =>
   text
-    .split(/[\s,]+/)
+    .split(",")
     .map((l) => l.trim())
     .filter(Boolean);
 
@@ -44,12 +45,23 @@ function Editor({ worker, onSaved, onClose }: { worker: WorkerRecord; onSaved: (
   const form = useForm();
   const save = (e: Event) => {
     e.preventDefault();
+    const sent = labelsOf(labels.value);
+    // The API names the list's item (labels.2); the field says which label that is.
+    let refused: string | undefined;
     return form
       .submit(
-        async () => onSaved(await api<WorkerRecord>("PATCH", `/orgs/${worker.orgId}/workers/${worker.id}`, { name: name.value, labels: labelsOf(labels.value) })),
-        (f) => (f.startsWith("labels") ? "labels" : f),
+        async () => onSaved(await api<WorkerRecord>("PATCH", `/orgs/${worker.orgId}/workers/${worker.id}`, { name: name.value, labels: sent })),
+        (f) => {
+          const item = /^labels\.(\d+)$/.exec(f);
+          if (item) refused ??= sent[Number(item[1])];
+          return f.startsWith("labels") ? "labels" : f;
+        },
       )
-      .then((ok) => ok && onClose());
+      .then((ok) => {
+        if (ok) return onClose();
+        const said = form.fields.value.labels;
+        if (refused !== undefined && said) form.fields.value = { ...form.fields.value, labels: `"${refused}" ${said}` };
+      });
   };
   return (
     <form onSubmit={save} class="grid-form worker-edit">
