@@ -24,6 +24,7 @@ describeBrowser("web: first-run setup", () => {
     await usePage(browser, async ({ page, problems }) => {
       await page.goto(`${s.url}/setup`);
       await page.getByRole("heading", { name: "Setup link needed" }).waitFor();
+      await expect(page.locator("#loading").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
   }, 90_000);
@@ -50,10 +51,13 @@ describeBrowser("web: first-run setup", () => {
     await usePage(browser, async ({ page, context, problems }) => {
       const token = setupTokenOf(s.core)!;
       await page.goto(`${s.url}/setup?token=${token}`);
+      await page.locator("#setup-form").waitFor();
+      await expect(page.locator("#loading").count()).resolves.toBe(0);
       await screenshot(page, "setup");
       await fill(page, { email: "ada@example.test", password: "correct horse battery" });
       await page.waitForURL(`${s.url}/`);
       await page.getByRole("heading", { name: "Welcome, Ada Admin" }).waitFor();
+      await expect(page.locator("#loading").count()).resolves.toBe(0);
       await expect(page.locator("#home-orgs").textContent()).resolves.toBe("acme owner");
       await expect(page.locator("#home-account").textContent()).resolves.toContain("instance administrator");
       expect((await context.cookies()).map((c) => c.name)).toEqual(["ao_refresh"]);

@@ -37,4 +37,8 @@ export { refresh } from "./api";
 
 startRouter();
 void restoreSession();
-render(<App />, document.getElementById("app")!);
+// app.html's static "Loading…" covers the moment before this script runs. Preact reused it only when
+// the first render was that same <p>, so a public page kept it below itself: it goes for every path.
+const root = document.getElementById("app")!;
+root.replaceChildren();
+render(<App />, root);

@@ -2,25 +2,23 @@
 // organization with the one-time token the server printed, then signs them in.
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
-import { ApiError, api, fieldErrors, signIn } from "../../app/api";
+import { ApiError, api, errorText, fieldErrors, signIn } from "../../app/api";
 import { navigate } from "../../app/router";
 import type { PageProps } from "../../app/routes";
-import { useBusy } from "../../components/hooks";
-import { ErrorText, Field, Skeleton, submit } from "../../components/ui";
+import { Field, Skeleton, submit } from "../../components/ui";
+import { Problem, useForm } from "../kit";
 
 export function SetupPage({ address }: PageProps) {
   const token = address.query.get("token");
   const state = useSignal<"loading" | "open" | "closed" | "no-token">("loading");
-  const error = useSignal<unknown>(null);
-  const fields = useSignal<Record<string, string>>({});
   const v = useSignal({ name: "", email: "", password: "", password2: "", orgName: "default" });
-  const [busy, run] = useBusy();
+  const form = useForm();
   useEffect(() => {
     api<{ required: boolean }>("GET", "/setup").then(
       (s) => (state.value = !s.required ? "closed" : token ? "open" : "no-token"),
       (err) => {
         state.value = "open";
-        error.value = err;
+        form.error.value = errorText(err);
       },
     );
   }, []);
@@ -49,20 +47,19 @@ export function SetupPage({ address }: PageProps) {
     );
   }
   const set = (k: keyof typeof v.value) => (e: { currentTarget: HTMLInputElement }) => (v.value = { ...v.value, [k]: e.currentTarget.value });
-  const go = () => {
-    error.value = null;
-    fields.value = {};
-    const { email, password, password2, orgName, name } = { ...v.value, email: v.value.email.trim(), orgName: v.value.orgName.trim(), name: v.value.name.trim() };
-    const problem = !email ? "Enter an email address." : password.length < 8 ? "The password needs at least 8 characters." : password !== password2 ? "The two passwords differ." : !orgName ? "Enter a name for the organization." : null;
-    if (problem) return void (error.value = new Error(problem));
-    void run(async () => {
+  // As every form: the server's complaint about a field shows beside it, anything else below.
+  const go = () =>
+    void form.submit(async () => {
+      const { email, password, password2, orgName, name } = { ...v.value, email: v.value.email.trim(), orgName: v.value.orgName.trim(), name: v.value.name.trim() };
+      const problem = !email ? "Enter an email address." : password.length < 8 ? "The password needs at least 8 characters." : password !== password2 ? "The two passwords differ." : !orgName ? "Enter a name for the organization." : null;
+      if (problem) throw new Error(problem);
       try {
         await api("POST", "/setup", { token, email, password, orgName, ...(name ? { name } : {}) });
       } catch (err) {
         if (err instanceof ApiError && err.code === "conflict") return void (state.value = "closed");
-        if (err instanceof ApiError && err.status === 401) return void (error.value = new Error("This setup link is not valid. Use the link the server printed most recently."));
-        fields.value = fieldErrors(err);
-        return void (error.value = err);
+        // The token has no field here: a wrong one (or one too long to check) is the link's fault.
+        if (err instanceof ApiError && (err.status === 401 || fieldErrors(err).token)) throw new Error("This setup link is not valid. Use the link the server printed most recently.");
+        throw err;
       }
       try {
         await signIn({ email, password });
@@ -71,13 +68,12 @@ export function SetupPage({ address }: PageProps) {
       }
       navigate("/", { replace: true });
     });
-  };
-  const f = fields.value;
+  const f = form.fields.value;
   return (
     <section id="setup" class="card narrow-card" aria-labelledby="setup-title">
       <h1 id="setup-title">Set up ao</h1>
       <p class="muted">Create the first administrator and their organization. This link works once.</p>
-      <form id="setup-form" noValidate onSubmit={submit(go)} aria-busy={busy.value}>
+      <form id="setup-form" noValidate onSubmit={submit(go)} aria-busy={form.busy.value}>
         <Field id="setup-name" label={<>Your name <span class="muted">(optional)</span></>} error={f.name}>
           <input id="setup-name" name="name" type="text" autoComplete="name" maxLength={100} value={v.value.name} onInput={set("name")} />
         </Field>
@@ -93,8 +89,8 @@ export function SetupPage({ address }: PageProps) {
         <Field id="setup-org" label="Organization name" error={f.orgName}>
           <input id="setup-org" name="orgName" type="text" required maxLength={100} value={v.value.orgName} onInput={set("orgName")} />
         </Field>
-        <ErrorText id="setup-error" error={error.value} />
-        <button type="submit" class="primary wide-button" disabled={busy.value}>
+        <Problem id="setup-error" text={form.error.value} />
+        <button type="submit" class="primary wide-button" disabled={form.busy.value}>
           Create administrator
         </button>
       </form>
