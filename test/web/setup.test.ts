@@ -4,7 +4,7 @@ import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
-import { describeBrowser, usePage, screenshot, shownText, webSuite } from "./browser";
+import { describeBrowser, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
 
 describeBrowser("web: first-run setup", () => {
   let s: TestServer;
@@ -52,6 +52,21 @@ describeBrowser("web: first-run setup", () => {
     });
   }, 90_000);
 
+  test("before setup, the sign-in page says the server awaits it and where its link is, without the token", async () => {
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/`);
+      const pending = page.locator("#signin-setup");
+      await pending.waitFor();
+      await expect(pending.textContent()).resolves.toContain("awaits its first-run setup");
+      await expect(pending.textContent()).resolves.toContain("/setup?token=");
+      expect(await page.content()).not.toContain(setupTokenOf(s.core)!);
+      await page.locator("#signin-form").waitFor();
+      await expect(page.locator("#loading").count()).resolves.toBe(0);
+      await screenshot(page, "signin-before-setup");
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
   test("the setup link creates the first administrator and org, then signs them in; it works once", async () => {
     await usePage(browser, async ({ page, context, problems }) => {
       const token = setupTokenOf(s.core)!;
@@ -75,6 +90,17 @@ describeBrowser("web: first-run setup", () => {
       // The same link again: setup is closed.
       await page.goto(`${s.url}/setup?token=${token}`);
       await page.getByRole("heading", { name: "Setup is complete" }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
+  test("once setup is done, the sign-in page no longer mentions it", async () => {
+    await usePage(browser, async ({ page, problems }) => {
+      await page.goto(`${s.url}/`);
+      // The form has had the server's answers by the time a refused sign-in shows (it asked first).
+      await signInWithForm(page, "ada@example.test", "not the password");
+      await expect(shownText(page, "#signin-error")).resolves.toBe("Wrong email or password.");
+      await expect(page.locator("#signin-setup").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
   }, 90_000);

@@ -63,6 +63,16 @@ export function restoreSession(): Promise<void> {
 }
 export const sessionError = signal<unknown>(null);
 
+/** Whether the server awaits its first-run setup (no account exists yet): signing in cannot work then. */
+export const setupPending = signal(false);
+export async function checkSetup(): Promise<void> {
+  try {
+    setupPending.value = (await api<{ required: boolean }>("GET", "/setup")).required;
+  } catch {
+    // Unknown: the form says nothing more than it did (an unreachable server shows on sign-in).
+  }
+}
+
 export async function loadOrgs(): Promise<void> {
   try {
     orgs.value = await listAll<Org>("/orgs");

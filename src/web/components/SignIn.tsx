@@ -1,9 +1,10 @@
 // The sign-in form every page shows to someone not signed in: email and password, then a
-// two-factor code when the account has one (the server answers two_factor_required).
+// two-factor code when the account has one (the server answers two_factor_required). Before
+// first-run setup no account exists: it says so, and where the setup link is.
 import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
 import { ApiError, signIn } from "../app/api";
-import { sessionEnded, sessionError } from "../app/session";
+import { checkSetup, sessionEnded, sessionError, setupPending } from "../app/session";
 import { ErrorText, Field, submit } from "./ui";
 import { useBusy } from "./hooks";
 
@@ -20,6 +21,7 @@ export function SignIn({ why }: { why?: string }) {
   useEffect(() => {
     document.title = "Sign in · ao";
     emailInput.current?.focus();
+    void checkSetup();
   }, []);
   useEffect(() => {
     if (needCode.value) codeInput.current?.focus();
@@ -59,6 +61,11 @@ export function SignIn({ why }: { why?: string }) {
       {sessionEnded.value ? (
         <p id="signin-ended" class="notice" role="status">
           Your sign-in has ended (it was signed out elsewhere, or it expired). Sign in again to carry on here.
+        </p>
+      ) : null}
+      {setupPending.value ? (
+        <p id="signin-setup" class="notice" role="status">
+          No account exists yet: this server awaits its first-run setup. Open the setup link it wrote to its log when it started (the line <code>no user yet: finish setup at …/setup?token=…</code>); a restart writes a new one. Or restart it with <code>AO_ADMIN_EMAIL</code> and <code>AO_ADMIN_PASSWORD</code> set.
         </p>
       ) : null}
       {why ? (
