@@ -30,3 +30,12 @@ export const LINE_MESSAGE = "must be one line of text: no control characters (ne
 /** A title or a name: one line of 1..maxLength characters. */
 export const Line = (maxLength: number, options: StringOptions = {}) =>
   Type.String({ ...options, minLength: 1, maxLength, format: "line", description: [options.description, "one line of text"].filter(Boolean).join("; ") });
+
+/** Free text (a prompt): anything but nothing, or only spaces and line breaks. */
+FormatRegistry.Set("text", (text) => text.trim().length > 0);
+
+export const TEXT_MESSAGE = "must not be empty or only spaces";
+
+/** A free text such as a prompt: 1..maxLength characters, not only whitespace. */
+export const Text = (maxLength: number, options: StringOptions = {}) =>
+  Type.String({ ...options, minLength: 1, maxLength, format: "text", description: [options.description, "not only whitespace"].filter(Boolean).join("; ") });

@@ -2,7 +2,7 @@
 // one of LOW, MEDIUM, HIGH, URGENT", "must be a string: one line of 1 to 200 characters"), instead of
 // TypeBox's "Expected kind 'UnionEnum'" or "Expected union value".
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { LINE_MESSAGE } from "../lib/text";
+import { LINE_MESSAGE, TEXT_MESSAGE } from "../lib/text";
 import { REF_MESSAGE } from "../lib/refname";
 import { LABEL_PATTERN, LABEL_WORDS } from "../protocol/requests";
 
@@ -19,6 +19,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
     case ValueErrorType.ObjectAdditionalProperties:
       return `unknown field; expected only ${Object.keys(schema.properties ?? {}).join(", ")}`;
     case ValueErrorType.StringFormat:
+      if (schema.format === "text") return TEXT_MESSAGE;
       return schema.format === "line" ? LINE_MESSAGE : schema.format === "git-ref" ? REF_MESSAGE : `must be ${accepts(schema)}`;
     case ValueErrorType.StringMinLength:
     case ValueErrorType.StringMaxLength:

@@ -102,6 +102,7 @@ describe("create a task", () => {
     ["title with a terminal escape", () => ({ ...base(), title: "\u001b]0;owned\u0007fix" }), "title"],
     ["title with a C1 control", () => ({ ...base(), title: "a\u009bb" }), "title"],
     ["empty prompt", () => ({ ...base(), prompt: "" }), "prompt"],
+    ["blank prompt", () => ({ ...base(), prompt: " \n\t " }), "prompt"],
     ["prompt of 100001", () => ({ ...base(), prompt: "x".repeat(100_001) }), "prompt"],
     ["lower-case priority", () => ({ ...base(), priority: "high" }), "priority"],
     ["unknown priority", () => ({ ...base(), priority: "CRITICAL" }), "priority"],
@@ -127,6 +128,16 @@ describe("create a task", () => {
     expect(r.status).toBe(400);
     expect(r.body.error.details).toEqual([{ field: "title", message: LINE_MESSAGE }]);
     expect(await taskCount()).toBe(before);
+  });
+
+  test("a prompt of only spaces and line breaks is refused saying so; one with text around them is kept as it is", async () => {
+    const before = await taskCount();
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), prompt: "   \n  " } });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details).toEqual([{ field: "prompt", message: "must not be empty or only spaces" }]);
+    expect(await taskCount()).toBe(before);
+    const kept = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), prompt: "\n  indented\n" } });
+    expect([kept.status, kept.body.prompt]).toEqual([201, "\n  indented\n"]);
   });
 
   test("a title in any script, with symbols and emoji, is fine", async () => {

@@ -1,6 +1,6 @@
 // Request and response schemas of integrations, the completion webhook plugin, deliveries and hooks.
 import { t, type Static } from "elysia";
-import { Line } from "../../lib/text";
+import { Line, Text } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 
 export const IntegrationKind = t.Union([t.Literal("github"), t.Literal("gitlab"), t.Literal("signed_json")]);
@@ -129,7 +129,7 @@ export type HookAnswer = Static<typeof HookAnswer>;
 /** Body of a signed JSON delivery. */
 export const SignedJsonBody = t.Object({
   title: Line(200),
-  prompt: t.String({ minLength: 1, maxLength: 100_000 }),
+  prompt: Text(100_000),
   priority: t.Optional(t.Union([t.Literal("LOW"), t.Literal("MEDIUM"), t.Literal("HIGH"), t.Literal("URGENT")])),
   kind: t.Optional(t.Union([t.Literal("task"), t.Literal("review"), t.Literal("plan")])),
   review: t.Optional(t.Object({ base: RefName(), head: RefName() })),

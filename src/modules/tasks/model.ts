@@ -5,7 +5,7 @@ import { MAX_LIMIT } from "./cursor";
 
 export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
-import { Line } from "../../lib/text";
+import { Line, Text } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 import { AGENT_NAMES } from "../../protocol/requests";
 
@@ -28,7 +28,7 @@ export const CreateTaskBody = t.Object(
   {
     projectId: Id,
     title: Line(200),
-    prompt: t.String({ minLength: 1, maxLength: 100_000 }),
+    prompt: Text(100_000),
     priority: t.Optional(Priority),
     kind: t.Optional(Kind),
     review: t.Optional(Review),
