@@ -94,6 +94,23 @@ describe("add by URL", () => {
     expect((await api("POST", `/projects/${q.id}/repositories`, { url: "https://github.com/acme/once.git" })).status).toBe(201);
   });
 
+  test("so is the same repository spelled another way (host case, .git, ssh), added, moved in or listed twice at creation; nothing is written", async () => {
+    const p = await fresh(["https://github.com/acme/spelled.git"]);
+    for (const url of ["https://GitHub.com/acme/spelled", "https://github.com/acme/spelled", "git@github.com:acme/spelled.git", "ssh://git@github.com/acme/spelled"]) {
+      const r = await api("POST", `/projects/${p.id}/repositories`, { url });
+      expect([url, r.status, r.body.error.message, r.body.error.details]).toEqual([url, 409, "this project already has a repository with this URL", { field: "url" }]);
+    }
+    const other = await fresh(["git@github.com:acme/spelled.git"]);
+    const moved = await api("POST", `/projects/${p.id}/repositories`, { fromProjectId: other.id, repositoryId: other.repositories[0].id });
+    expect([moved.status, moved.body.error.details]).toEqual([409, { field: "repositoryId" }]);
+    const both = await api("POST", "/projects", { name: `twice-${++n}`, repositories: [{ url: "https://github.com/acme/twice.git" }, { url: "https://github.com/Acme/twice" }] }, w.owner.accessToken);
+    expect([both.status, both.body.error.details]).toEqual([409, { field: "repositories.1.url" }]);
+    expect((await api("GET", `/projects/${p.id}`)).body.repositories.map((r: { url: string }) => r.url)).toEqual(["https://github.com/acme/spelled.git"]);
+    expect((await api("GET", `/projects/${other.id}`)).body.repositories.map((r: { url: string }) => r.url)).toEqual(["git@github.com:acme/spelled.git"]);
+    // Another repository of the same owner is another repository.
+    expect((await api("POST", `/projects/${p.id}/repositories`, { url: "https://github.com/acme/spelled-too" })).status).toBe(201);
+  });
+
   test("an archived project takes no repositories: 409", async () => {
     const p = await fresh();
     await api("DELETE", `/projects/${p.id}`, undefined, w.owner.accessToken);

@@ -9,6 +9,7 @@ import { projects, repositories } from "../../db/schema";
 import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import { isBranchName, parseGitUrl } from "./urls";
+import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { exec, row, rows, run, type Q } from "../../db/query";
 import {
   getProject,
@@ -41,6 +42,17 @@ function* repositoryRow(core: Core, projectId: string, repositoryId: string): Q<
   return r;
 }
 
+/**
+ * Refuses a repository the project already has under another spelling of its URL (GitHub.com for
+ * github.com, the .git suffix, ssh for https: host and path compared as workers' clones are). The
+ * unique index catches the same spelling; this runs in the write, so no other write comes between.
+ */
+function* assertNewUrl(core: Core, projectId: string, url: string, field: string): Q<void> {
+  const same = normalizeRepoUrl(url);
+  const existing = yield* rows(core.db.select({ url: repositories.url }).from(repositories).where(eq(repositories.projectId, projectId)));
+  if (existing.some((r) => normalizeRepoUrl(r.url) === same)) throw conflict("this project already has a repository with this URL", { field });
+}
+
 const touch = (core: Core, projectId: string, now: string) => exec(core.db.update(projects).set({ updatedAt: now }).where(eq(projects.id, projectId)));
 
 /** When a project has repositories but no primary, the oldest becomes primary. */
@@ -60,6 +72,7 @@ export function* insertRepository(core: Core, project: ProjectRow, input: NewRep
     ]);
   }
   if (input.branch !== undefined) assertBranch(input.branch, field === "url" ? "branch" : `${field}.branch`);
+  yield* assertNewUrl(core, project.id, parsed.url, field === "url" ? "url" : `${field}.url`);
   const now = iso();
   const hasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, project.id)).limit(1));
   const r: RepositoryRow = {
@@ -132,6 +145,7 @@ export function moveRepository(core: Core, orgId: string, projectId: string, inp
       const source = yield* projectRow(core, orgId, input.fromProjectId);
       const repo = yield* repositoryRow(core, source.id, input.repositoryId);
       if (source.id === target.id) throw conflict("the repository is already in this project");
+      yield* assertNewUrl(core, target.id, repo.url, "repositoryId");
       const now = iso();
       const targetHasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, target.id)).limit(1));
       yield* exec(core.db.update(repositories).set({ projectId: target.id, primary: !targetHasAny, updatedAt: now }).where(eq(repositories.id, repo.id)));
