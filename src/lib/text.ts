@@ -4,8 +4,8 @@
 // validation errors explain a failure with LINE_MESSAGE.
 import { FormatRegistry, Type, type StringOptions } from "@sinclair/typebox";
 
-/** C0 and C1 control characters and DEL. */
-const CONTROL = /[\x00-\x1f\x7f-\x9f]/;
+/** C0 and C1 control characters, DEL, and the line and paragraph separators (U+2028, U+2029). */
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/;
 
 /** True for one line of text: no control characters (tab and newline included), not only spaces. */
 export const isOneLine = (text: string): boolean => !CONTROL.test(text) && text.trim().length > 0;
@@ -20,7 +20,7 @@ const ESCAPES = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?)/g;
 export const oneLine = (text: string): string =>
   text
     .replace(ESCAPES, "")
-    .replace(/[\s\x00-\x1f\x7f-\x9f]+/g, " ")
+    .replace(/[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+/g, " ")
     .trim();
 
 FormatRegistry.Set("line", isOneLine);

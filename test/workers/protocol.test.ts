@@ -317,6 +317,9 @@ describe("leases, events and transitions", () => {
     }
     expect((await put("big.bin", new Uint8Array(65 * 1024))).status).toBe(413);
     expect((await put("x.txt", "x", "stale")).status).toBe(409);
+    // No lease header at all: the request lacks a part (400 naming it), not a stale lease.
+    const bare = await fetch(`${s.url}/api/v1/worker/tasks/${task.id}/artifacts/x.txt`, { method: "PUT", headers: { authorization: `Bearer ${w.credential}` }, body: "x" });
+    expect([bare.status, await bare.json()]).toEqual([400, { error: { code: "validation_failed", message: `the ${LEASE_HEADER} header is required: the lease of the attempt`, details: [{ field: LEASE_HEADER, message: "required" }] } }]);
     const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
     expect(t.body.artifacts.map((a: any) => a.name)).toEqual(["data.json", "report.md"]);
     if (onPostgres) {

@@ -12,7 +12,7 @@ import { changeTaskBatched } from "../tasks/batch";
 import { parsePlan } from "../tasks/plan";
 import { emitTaskCompletedWithBranch } from "../tasks/results";
 import type { TaskStatus } from "../../db/schema";
-import type { ClaimResult, EventsRequest, RepositoryInfo, TransitionRequest, UsageReport } from "../../protocol/requests";
+import { LEASE_HEADER, type ClaimResult, type EventsRequest, type RepositoryInfo, type TransitionRequest, type UsageReport } from "../../protocol/requests";
 import { recordUsage, taskBudget, taskUsage } from "../usage/service";
 import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
@@ -293,7 +293,8 @@ function* unseenEvents(row: TaskRow, req: EventsRequest, low: number, high: numb
 export async function leaseForUpload(core: Core, worker: WorkerRow, taskId: string, leaseToken: string | null): Promise<TaskRow> {
   const row = await core.store.read(findTask(core, worker.org_id, taskId));
   if (!row) throw notFound("task");
-  if (!leaseToken) throw staleLease();
+  // No lease at all is a request that lacks a part, not another attempt's write.
+  if (!leaseToken) throw invalid(`the ${LEASE_HEADER} header is required: the lease of the attempt`, [{ field: LEASE_HEADER, message: "required" }]);
   checkLease(row, worker, leaseToken);
   if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
   return row;
