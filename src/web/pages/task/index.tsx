@@ -146,43 +146,34 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
         · <span id="task-project">{projectName.value ?? t.projectId}</span> · <code id="task-id">{t.id}</code>
       </p>
       <div class="task-grid">
-        <div class="task-main">
-          <div class="card">
-            <p class="status-line">
-              <StatusBadge status={t.status}>
-                <span id="task-status" data-status={t.status}>
-                  {pending.value ?? `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`}
-                </span>
-              </StatusBadge>
-            </p>
-            {t.needs ? (
-              <div id="task-needs" class={`needs${waiting ? " attention" : ""}`}>
-                <strong id="task-needs-kind">{waiting ? `Waiting for your ${t.needs.kind === "input" ? "input" : "approval"}:` : `Asked for ${t.needs.kind === "input" ? "input" : "approval"}:`}</strong>
-                <p id="task-needs-message" class="pre">
-                  {t.needs.message}
-                </p>
-              </div>
-            ) : null}
-            {t.summary ? (
-              <div id="task-summary-group">
-                <h2>Summary</h2>
-                <p id="task-summary" class="pre">
-                  {t.summary}
-                </p>
-              </div>
-            ) : null}
-            <h2>Prompt</h2>
-            <pre id="task-prompt" class="prompt">
-              {t.prompt}
-            </pre>
-          </div>
-          <Changes task={t} path={path} />
-          <Plan task={t} org={org} path={path} />
-          <div class="card" id="timeline-card">
-            <h2 class="first">Session</h2>
-            <Transcript events={events.value} />
-            <ErrorText id="timeline-error" error={timelineError.value} />
-          </div>
+        <div class="card task-head">
+          <p class="status-line">
+            <StatusBadge status={t.status}>
+              <span id="task-status" data-status={t.status}>
+                {pending.value ?? `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`}
+              </span>
+            </StatusBadge>
+          </p>
+          {t.needs ? (
+            <div id="task-needs" class={`needs${waiting ? " attention" : ""}`}>
+              <strong id="task-needs-kind">{waiting ? `Waiting for your ${t.needs.kind === "input" ? "input" : "approval"}:` : `Asked for ${t.needs.kind === "input" ? "input" : "approval"}:`}</strong>
+              <p id="task-needs-message" class="pre">
+                {t.needs.message}
+              </p>
+            </div>
+          ) : null}
+          {t.summary ? (
+            <div id="task-summary-group">
+              <h2>Summary</h2>
+              <p id="task-summary" class="pre">
+                {t.summary}
+              </p>
+            </div>
+          ) : null}
+          <h2>Prompt</h2>
+          <pre id="task-prompt" class="prompt">
+            {t.prompt}
+          </pre>
         </div>
         <aside class="task-side">
           <Actions task={t} path={path} canAct={canWrite(org.role)} onTask={apply} pending={pending} />
@@ -238,6 +229,15 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
           </div>
           <Artifacts path={path} list={t.artifacts ?? []} />
         </aside>
+        <div class="task-main">
+          <Changes task={t} path={path} />
+          <Plan task={t} org={org} path={path} />
+          <div class="card" id="timeline-card">
+            <h2 class="first">Session</h2>
+            <Transcript events={events.value} />
+            <ErrorText id="timeline-error" error={timelineError.value} />
+          </div>
+        </div>
       </div>
     </Page>
   );

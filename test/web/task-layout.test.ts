@@ -1,0 +1,97 @@
+// The task page's layout, measured in a real browser: on a phone (and in a window up to 1000 px
+// wide) the status and the question come first and the answer box right after them; on a desktop
+// the actions stand beside the task.
+import { expect, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import type { TestServer } from "../helpers/server";
+import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { DESKTOP, PHONE, describeBrowser, openSignedIn, screenshot, usePage, webSuite } from "./browser";
+
+const PASSWORD = "correct horse battery staple";
+
+/** The viewport-relative box of the first element matching `selector`. */
+const box = (page: Page, selector: string) =>
+  page.locator(selector).first().evaluate((e) => {
+    const r = e.getBoundingClientRect();
+    return { top: r.top, bottom: r.bottom, left: r.left, right: r.right };
+  });
+
+describeBrowser("web: the task page's layout", () => {
+  let s: TestServer;
+  let browser: Browser;
+  let w: World;
+  webSuite(async (up) => {
+    ({ s, browser } = up);
+    w = await makeWorld(s);
+  });
+
+  /** A task waiting for an answer to its question, with a summary so far. */
+  async function waitingTask(title: string) {
+    const t = (await makeTask(s, w.owner, w.project.id, { title })) as { id: string };
+    await putInState(s, t.id, "needs_input", { worker_id: null, summary: "Two colours would fit.", needs: JSON.stringify({ kind: "input", message: "Which colour should the button be?" }) });
+    return t.id;
+  }
+  /** Opens the task's page signed in as its owner, once it shows the question and is live. */
+  async function open(page: Page, id: string) {
+    await openSignedIn(page, `${s.url}/tasks/${id}`, w.owner.email, PASSWORD);
+    await page.locator("#task-needs-message").waitFor();
+    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+  }
+
+  for (const viewport of [PHONE, { width: 1000, height: 800 }]) {
+    test(`${viewport.width} px wide: the status, the question and the summary first, then the answer box and the actions, then the facts and the session`, async () => {
+      const id = await waitingTask("Pick a colour");
+      await usePage(
+        browser,
+        async ({ page, problems }) => {
+          await open(page, id);
+          const status = await box(page, "#task-status");
+          const question = await box(page, "#task-needs");
+          const summary = await box(page, "#task-summary");
+          const answer = await box(page, "#action-input");
+          const facts = await box(page, "#task-facts");
+          const session = await box(page, "#timeline-card");
+          expect(status.bottom).toBeLessThanOrEqual(question.top);
+          expect(question.bottom).toBeLessThanOrEqual(summary.top);
+          expect(summary.bottom).toBeLessThan(answer.top);
+          expect(answer.bottom).toBeLessThan(facts.top);
+          expect(facts.bottom).toBeLessThan(session.top);
+          // Read in the same order (a screen reader, the Tab key): the answer box right after the question.
+          const order = await page.evaluate(() => {
+            const doc = (globalThis as any).document;
+            const ids = ["task-status", "task-needs", "action-input", "task-facts", "timeline-card"];
+            const all = [...doc.querySelectorAll("main *")];
+            return ids.map((i) => all.indexOf(doc.getElementById(i)));
+          });
+          expect(order).toEqual([...order].sort((a, b) => a - b));
+          await screenshot(page, `task-layout-${viewport.width}`);
+          expect(problems).toEqual([]);
+        },
+        viewport,
+      );
+    }, 90_000);
+  }
+
+  test("on a desktop the actions and facts stand beside the task, level with its status, and the session follows the task", async () => {
+    const id = await waitingTask("Pick a shade");
+    await usePage(
+      browser,
+      async ({ page, problems }) => {
+        await open(page, id);
+        const head = await box(page, ".card:has(#task-status)");
+        const actions = await box(page, "#actions");
+        const session = await box(page, "#timeline-card");
+        const side = await box(page, ".task-side");
+        expect(actions.left).toBeGreaterThan(head.right);
+        expect(Math.abs(actions.top - head.top)).toBeLessThan(1);
+        expect(session.right).toBeLessThan(actions.left);
+        // Right below the task (the grid's gap), though the side column reaches further down.
+        expect(side.bottom).toBeGreaterThan(session.top);
+        expect(session.top - head.bottom).toBeLessThan(20);
+        await screenshot(page, "task-layout-desktop");
+        expect(problems).toEqual([]);
+      },
+      DESKTOP,
+    );
+  }, 90_000);
+});
