@@ -275,6 +275,30 @@ describeBrowser("web: the app", () => {
     );
   }, 90_000);
 
+  test("on a phone the top bar keeps its height on a page shorter than the screen; the page starts right below it", async () => {
+    await usePage(
+      browser,
+      async ({ page, problems }) => {
+        await signIn(page, "/");
+        await page.locator("#home-title").waitFor();
+        const measured = await page.evaluate(() => {
+          const doc = (globalThis as any).document;
+          const bar = doc.querySelector(".topbar").getBoundingClientRect();
+          const main = doc.getElementById("main").getBoundingClientRect();
+          const h1 = doc.querySelector("main h1").getBoundingClientRect();
+          return { short: doc.documentElement.scrollHeight <= (globalThis as any).innerHeight, bar: bar.height, below: main.top - bar.bottom, heading: h1.top - main.top };
+        });
+        expect(measured.short).toBe(true);
+        // One line: the menu button (2.2rem) and the bar's padding.
+        expect(measured.bar).toBeLessThan(60);
+        expect(Math.abs(measured.below)).toBeLessThan(1);
+        expect(measured.heading).toBeLessThan(20);
+        expect(problems).toEqual([]);
+      },
+      PHONE,
+    );
+  }, 90_000);
+
   test("the README's screenshots: the tasks list, the board and a task's session (light theme, 1280x800)", async () => {
     // An organization of its own, so that the pictures show only what they are meant to.
     const org = (await s.api("POST", "/orgs", { token: w.owner.accessToken, body: { name: "acme" } })).body as { id: string };
