@@ -288,6 +288,8 @@ describeBrowser("web: projects pages", () => {
       policy: { agent: { allow: ["shell:bun test*", "shell:bun run lint"], ask: ["network", "shell:git push*"], default: "ask" }, budget: { perTaskUsd: 5, perDayUsd: 50 }, pullRequests: "draft", preferredAgent: "claude" },
     });
     await makeProject(owner, "docs", { repositories: [{ url: "https://github.com/acme/docs.git" }] });
+    // The longest name allowed, without a space: it wraps in the list and in the page's heading.
+    const long = await makeProject(owner, "Storefront".padEnd(100, "0123456789"));
     await steps(
       async ({ page, problems }) => {
         await openAs(s, page, owner, `/projects/${p.id}`);
@@ -303,7 +305,10 @@ describeBrowser("web: projects pages", () => {
         await repo(page, "shop-infra").waitFor();
         expect(await overflowsSideways(page)).toBe(false);
         await page.goto(`${s.url}/projects`);
-        await page.locator("#projects-list li").nth(1).waitFor();
+        await page.locator("#projects-list li").nth(2).waitFor();
+        expect(await overflowsSideways(page)).toBe(false);
+        await page.goto(`${s.url}/projects/${long.id}`);
+        await page.locator("#project-name", { hasText: long.name }).waitFor();
         expect(await overflowsSideways(page)).toBe(false);
         expect(problems).toEqual([]);
       },

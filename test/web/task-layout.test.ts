@@ -1,11 +1,12 @@
 // The task page's layout, measured in a real browser: on a phone (and in a window up to 1000 px
 // wide) the status and the question come first and the answer box right after them; on a desktop
-// the actions stand beside the task.
+// the actions stand beside the task. A 200-character title without a space wraps instead of
+// pushing the page sideways.
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { DESKTOP, PHONE, describeBrowser, openSignedIn, screenshot, usePage, webSuite } from "./browser";
+import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -92,6 +93,23 @@ describeBrowser("web: the task page's layout", () => {
         expect(problems).toEqual([]);
       },
       DESKTOP,
+    );
+  }, 90_000);
+
+  test("on a phone a 200-character title without a space wraps: the page is no wider than the screen", async () => {
+    const title = "Rename".padEnd(200, "_x");
+    const id = await waitingTask(title);
+    await usePage(
+      browser,
+      async ({ page, problems }) => {
+        await open(page, id);
+        await expect(page.locator("#task-title").textContent()).resolves.toBe(title);
+        expect(await overflowsSideways(page)).toBe(false);
+        const heading = await box(page, "#task-title");
+        expect(heading.right).toBeLessThanOrEqual(PHONE.width);
+        expect(problems).toEqual([]);
+      },
+      PHONE,
     );
   }, 90_000);
 });
