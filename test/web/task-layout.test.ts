@@ -1,7 +1,7 @@
 // The task page's layout, measured in a real browser: on a phone (and in a window up to 1000 px
 // wide) the status and the question come first and the answer box right after them; on a desktop
 // the actions stand beside the task. A 200-character title without a space wraps instead of
-// pushing the page sideways.
+// pushing the page sideways, and the facts keep a gap between each label and its value.
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
@@ -107,6 +107,23 @@ describeBrowser("web: the task page's layout", () => {
         expect(await overflowsSideways(page)).toBe(false);
         const heading = await box(page, "#task-title");
         expect(heading.right).toBeLessThanOrEqual(PHONE.width);
+        expect(problems).toEqual([]);
+      },
+      PHONE,
+    );
+  }, 90_000);
+
+  test("on a phone each fact's label and value keep a gap between them", async () => {
+    const id = await waitingTask("Mind the gap");
+    await usePage(
+      browser,
+      async ({ page, problems }) => {
+        await open(page, id);
+        const gaps = await page.locator("#task-facts dt").evaluateAll((dts) =>
+          dts.map((dt) => [dt.textContent, dt.nextElementSibling!.getBoundingClientRect().left - dt.getBoundingClientRect().right]),
+        );
+        expect(gaps.map(([label]) => label)).toContain("Updated");
+        for (const [label, gap] of gaps) expect([label, (gap as number) >= 8]).toEqual([label, true]);
         expect(problems).toEqual([]);
       },
       PHONE,
