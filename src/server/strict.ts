@@ -39,9 +39,9 @@ export function refuseUnknownFields(schema: TObject) {
 const refusers = new WeakSet<object>();
 
 /**
- * For the routes' audit (test/api/route-bodies.test.ts): whether a route hook is refuseUnknownFields'
- * or parseOptionalJson. Every route whose body is closed must refuse unknown fields, and every route
- * whose body is optional must parse it with parseOptionalJson.
+ * Whether a route's transform hook is one refuseUnknownFields made: for the audit of every route
+ * (test/helpers/route-bodies.ts), which requires it of each route whose body is closed, and
+ * parseOptionalJson of each whose body is optional.
  */
 export const isUnknownFieldsRefusal = (hook: unknown) => typeof hook === "function" && refusers.has(hook);
 
