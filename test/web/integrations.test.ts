@@ -188,10 +188,14 @@ describeBrowser("web: integrations page", () => {
       },
       DESKTOP,
     );
+    // A name of 100 characters without a space (the longest there is) wraps on a phone.
+    const long = "nightly-".padEnd(100, "x");
+    await s.api("POST", `/orgs/${owner.orgId}/integrations`, { token: owner.accessToken, body: { kind: "signed_json", name: long, projectId } });
     await steps(
       async ({ page, problems }) => {
         await open(page, owner);
         await card(page, "acme/shop").waitFor();
+        await card(page, long).waitFor();
         expect(await overflowsSideways(page)).toBe(false);
         expect(problems).toEqual([]);
       },
