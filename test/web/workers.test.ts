@@ -84,7 +84,8 @@ describeBrowser("web: workers page", () => {
     await steps(async ({ page, problems }) => {
       await open(page, owner);
       const chips = card(page, "busy-box").locator(".running .chip");
-      await chips.nth(1).waitFor();
+      // The chips come with the workers, their titles with the tasks' lists after them: wait for the titles.
+      for (const title of ["Ask which colour", "Paint the fence"]) await chips.filter({ hasText: title }).waitFor();
       expect((await chips.allTextContents()).sort()).toEqual(["Ask which colour", "Paint the fence"]);
       expect(problems).toEqual([]);
     });
