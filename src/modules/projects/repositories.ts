@@ -43,14 +43,21 @@ function* repositoryRow(core: Core, projectId: string, repositoryId: string): Q<
 }
 
 /**
+ * The URLs of the project's repositories, read once for the two things a repository joining it
+ * needs: whether it has any (the first one is primary) and whether it has this one (assertNewUrl).
+ */
+function* urlsOf(core: Core, projectId: string): Q<string[]> {
+  return (yield* rows(core.db.select({ url: repositories.url }).from(repositories).where(eq(repositories.projectId, projectId)))).map((r) => r.url);
+}
+
+/**
  * Refuses a repository the project already has under another spelling of its URL (GitHub.com for
  * github.com, the .git suffix, ssh for https: host and path compared as workers' clones are). The
- * unique index catches the same spelling; this runs in the write, so no other write comes between.
+ * unique index catches the same spelling; the URLs are read in the write, so no other write comes between.
  */
-function* assertNewUrl(core: Core, projectId: string, url: string, field: string): Q<void> {
+function assertNewUrl(urls: string[], url: string, field: string) {
   const same = normalizeRepoUrl(url);
-  const existing = yield* rows(core.db.select({ url: repositories.url }).from(repositories).where(eq(repositories.projectId, projectId)));
-  if (existing.some((r) => normalizeRepoUrl(r.url) === same)) throw conflict("this project already has a repository with this URL", { field });
+  if (urls.some((u) => normalizeRepoUrl(u) === same)) throw conflict("this project already has a repository with this URL", { field });
 }
 
 const touch = (core: Core, projectId: string, now: string) => exec(core.db.update(projects).set({ updatedAt: now }).where(eq(projects.id, projectId)));
@@ -72,9 +79,9 @@ export function* insertRepository(core: Core, project: ProjectRow, input: NewRep
     ]);
   }
   if (input.branch !== undefined) assertBranch(input.branch, field === "url" ? "branch" : `${field}.branch`);
-  yield* assertNewUrl(core, project.id, parsed.url, field === "url" ? "url" : `${field}.url`);
+  const urls = yield* urlsOf(core, project.id);
+  assertNewUrl(urls, parsed.url, field === "url" ? "url" : `${field}.url`);
   const now = iso();
-  const hasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, project.id)).limit(1));
   const r: RepositoryRow = {
     id: newId("rep"),
     orgId: project.orgId,
@@ -82,7 +89,7 @@ export function* insertRepository(core: Core, project: ProjectRow, input: NewRep
     url: parsed.url,
     name: input.name ?? parsed.name,
     branch: input.branch ?? "main",
-    primary: !hasAny,
+    primary: urls.length === 0,
     createdAt: now,
     updatedAt: now,
   };
@@ -145,10 +152,10 @@ export function moveRepository(core: Core, orgId: string, projectId: string, inp
       const source = yield* projectRow(core, orgId, input.fromProjectId);
       const repo = yield* repositoryRow(core, source.id, input.repositoryId);
       if (source.id === target.id) throw conflict("the repository is already in this project");
-      yield* assertNewUrl(core, target.id, repo.url, "repositoryId");
+      const targetUrls = yield* urlsOf(core, target.id);
+      assertNewUrl(targetUrls, repo.url, "repositoryId");
       const now = iso();
-      const targetHasAny = yield* row(core.db.select({ id: repositories.id }).from(repositories).where(eq(repositories.projectId, target.id)).limit(1));
-      yield* exec(core.db.update(repositories).set({ projectId: target.id, primary: !targetHasAny, updatedAt: now }).where(eq(repositories.id, repo.id)));
+      yield* exec(core.db.update(repositories).set({ projectId: target.id, primary: targetUrls.length === 0, updatedAt: now }).where(eq(repositories.id, repo.id)));
       yield* ensurePrimary(core, source.id);
       yield* touch(core, source.id, now);
       yield* touch(core, target.id, now);
