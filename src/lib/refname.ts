@@ -23,6 +23,9 @@ FormatRegistry.Set("git-ref", (name) => refNameProblem(name) === null);
 export const REF_MESSAGE =
   'must be a branch, tag or commit name as git accepts it: not starting with "-", no spaces, control characters, ~ ^ : ? * [ \\, "..", "@{" or "//", no part starting with "." or ending with ".lock"';
 
+/** The longest ref name taken. */
+export const MAX_REF_LENGTH = 255;
+
 /** A branch, tag or commit name. */
 export const RefName = (options: StringOptions = {}) =>
-  Type.String({ ...options, minLength: 1, maxLength: 255, format: "git-ref", description: [options.description, "a git branch, tag or commit name"].filter(Boolean).join("; ") });
+  Type.String({ ...options, minLength: 1, maxLength: MAX_REF_LENGTH, format: "git-ref", description: [options.description, "a git branch, tag or commit name"].filter(Boolean).join("; ") });

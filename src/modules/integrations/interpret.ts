@@ -3,7 +3,7 @@
 import { invalid } from "../../server/errors";
 import type { Priority, TaskKind } from "../../db/schema";
 import { oneLine } from "../../lib/text";
-import { refNameProblem } from "../../lib/refname";
+import { MAX_REF_LENGTH, refNameProblem } from "../../lib/refname";
 
 export interface TaskRequest {
   title: string;
@@ -61,7 +61,7 @@ export function need(obj: unknown, path: string): string {
  */
 export function needRef(obj: unknown, path: string): string {
   const ref = need(obj, path);
-  const problem = ref.length > 255 ? "must be at most 255 characters" : refNameProblem(ref);
+  const problem = ref.length > MAX_REF_LENGTH ? `must be at most ${MAX_REF_LENGTH} characters` : refNameProblem(ref);
   if (problem) throw invalid(`${path} is not a branch name git accepts`, [{ field: path, message: problem }]);
   return ref;
 }
