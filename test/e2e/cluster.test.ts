@@ -227,10 +227,11 @@ describe("two servers on one database, a worker on each", () => {
   }, 60_000);
 
   test("a cancel through A reaches the worker connected to B, which stops the agent at once", async () => {
+    // Read before the create: B's worker may take the task and say so before the create's answer is read.
+    const from = workers.b!.output.length;
     const created = await createTask(a, project.onB, "wait");
     expect(created.status).toBe(201);
     const id = created.body.id as string;
-    const from = workers.b!.output.length;
     await workers.b!.waitFor(new RegExp(`running ${id} attempt 1`), 20_000, from);
     const pidFile = join(tmp, "out", `${id}.pid`);
     await until(async () => (await timeline(a, id)).some((e) => e.type === "log" && e.data.line === "started"), 20_000, "the agent's first line, read through A");
