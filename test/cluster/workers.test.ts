@@ -193,6 +193,25 @@ describe("live records", () => {
   });
 });
 
+describe("why a task waits", () => {
+  test("a worker connected to B counts on A: a task it could take names no reason there; one it cannot names what it lacks", async () => {
+    const session = await newOrg(a);
+    const p = await orgWithProject(a, session);
+    const gpu = await orgWithProject(a, session, { workerLabels: ["gpu"] });
+    const w = await makeWorker(a, p.orgId);
+    // It does not claim what it is offered: the tasks stay queued.
+    await connect(b, w.credential, { agents: [{ name: "codex", version: "1.0.0" }] });
+    const plain = await createTaskApi(a, p);
+    const forCodex = await createTaskApi(a, p, { agent: "codex" });
+    const forClaude = await createTaskApi(a, p, { agent: "claude" });
+    const needsGpu = await createTaskApi(a, gpu);
+    expect(await taskOf(a, p, plain.id)).toMatchObject({ status: "queued", waitingReason: null });
+    expect(await taskOf(a, p, forCodex.id)).toMatchObject({ status: "queued", waitingReason: null });
+    expect(await taskOf(a, p, forClaude.id)).toMatchObject({ status: "queued", waitingReason: "no online worker has the agent 'claude'" });
+    expect(await taskOf(a, gpu, needsGpu.id)).toMatchObject({ status: "queued", waitingReason: "no online worker has the label 'gpu' its project asks for" });
+  });
+});
+
 describe("the presence leader", () => {
   test("when the leading server dies, another takes the lead: a worker that moved keeps its attempt, one that vanished loses it", async () => {
     const leader = cluster.servers.find((s) => presenceOf(s.core).leads())!;

@@ -319,7 +319,7 @@ describe("agents", () => {
 
     const forCodex = await createTaskApi(s, p, { title: "codex task", agent: "codex" });
     await Bun.sleep(1000);
-    expect(await task(p, forCodex.id)).toMatchObject({ status: "queued", attempt: 0, waitingReason: "no connected worker has the agent 'codex'" });
+    expect(await task(p, forCodex.id)).toMatchObject({ status: "queued", attempt: 0, waitingReason: "no online worker has the agent 'codex'" });
     expect((await action(p, forCodex.id, { action: "cancel" })).status).toBe(200);
   }, 60_000);
 

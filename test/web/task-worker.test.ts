@@ -1,7 +1,8 @@
 // The task page with a real worker (SPEC §5, §7, §11): an exec agent asks for approval through
 // `::ao::needs-approval` and waits on stdin; the person answers from the task page (the button,
 // or the keyboard with a reason) and the agent gets the answer, as the API and its output show.
-// Its log line's ANSI colour is shown as colour, not as escape codes.
+// Its log line's ANSI colour is shown as colour, not as escape codes. A queued task the worker
+// cannot take (its project asks for a label the worker lacks) says why until the worker takes it.
 import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,6 +30,7 @@ describeBrowser("web: answering a real worker's question from the task page", ()
   let owner: Session;
   let tmp: string;
   let worker: WorkerProcess;
+  let workerId: string;
   let p: Awaited<ReturnType<typeof orgWithProject>>;
   webSuite(
     async (up) => {
@@ -38,7 +40,7 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       owner = await createAdmin(s);
       p = await orgWithProject(s, owner);
       const dataDir = join(tmp, "worker");
-      await preparedWorker(s, p.orgId, dataDir);
+      ({ workerId } = await preparedWorker(s, p.orgId, dataDir));
       worker = startWorker(s, dataDir, ["--exec", `sh ${join(tmp, "agent.sh")}`]);
       await worker.waitFor(/connected as/, 20_000);
     },
@@ -120,5 +122,22 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       await expect(page.locator("#action-done", { hasText: "running" }).count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
+  }, 90_000);
+
+  test("a queued task no online worker could take says why; the line goes when the worker, given the label, takes it", async () => {
+    const gpu = await orgWithProject(s, owner, { workerLabels: ["gpu"] });
+    const created = await s.api("POST", `/orgs/${gpu.orgId}/tasks`, { token: gpu.token, body: { projectId: gpu.projectId, title: "Render", prompt: "ship it" } });
+    expect(created.body.waitingReason).toBe("no online worker has the label 'gpu' its project asks for");
+    await usePage(browser, async ({ page, problems }) => {
+      await openSignedIn(page, `${s.url}/tasks/${created.body.id}`, owner.email, PASSWORD, "Sign in to see the task.");
+      await expect(shownText(page, "#task-waiting")).resolves.toBe("Waiting: no online worker has the label 'gpu' its project asks for. Workers");
+      await expect(page.locator("#task-waiting a").getAttribute("href")).resolves.toBe(`/workers?org=${gpu.orgId}`);
+      // The worker gets the label: it is offered the task and runs it; the page, following live, drops the line.
+      expect((await s.api("PATCH", `/orgs/${gpu.orgId}/workers/${workerId}`, { token: gpu.token, body: { labels: ["gpu"] } })).status).toBe(200);
+      await page.locator("#task-status", { hasText: "needs_approval" }).waitFor({ timeout: 20_000 });
+      await expect(page.locator("#task-waiting").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+    expect((await s.api("POST", `/orgs/${gpu.orgId}/tasks/${created.body.id}/actions`, { token: gpu.token, body: { action: "cancel" } })).status).toBe(200);
   }, 90_000);
 });

@@ -6,7 +6,7 @@ import type { TaskRow } from "./record";
 import type { Q } from "../../db/query";
 import { usageOfTasks, type UsageTotals } from "../usage/service";
 import { budgetOf } from "../projects/policy";
-import { waitingReason } from "../workers/eligibility";
+import { waitingReason } from "../workers/waiting";
 import { projectPolicy } from "../projects/cache";
 
 export interface Decorations {

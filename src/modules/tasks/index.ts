@@ -8,6 +8,7 @@ import { getTask, listEvents, listTasks, taskRecordOf } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact, openArtifact } from "./artifacts";
 import { toTaskRecord } from "./record";
+import { waitingReason } from "../workers/waiting";
 import { knownNames } from "./names";
 import {
   ActionBody,
@@ -46,7 +47,10 @@ export default (core: Core) =>
       async ({ body, orgId, actor, principal, status }) => {
         const change = await createTaskBatched(core, orgId, { ...body, createdBy: actor });
         // A new task's only named ref is its creator, the caller.
-        return status(201, toTaskRecord(change.after, [], knownNames([[actor, principal.name]])));
+        const record = toTaskRecord(change.after, [], knownNames([[actor, principal.name]]));
+        // Whether ao can already tell why it will wait (no online worker could take it, say): from memory when a worker here could.
+        record.waitingReason = await core.store.read(waitingReason(core, change.after));
+        return status(201, record);
       },
       {
         permission: "task.create",

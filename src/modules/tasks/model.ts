@@ -135,7 +135,7 @@ export const TaskRecord = t.Object(
     allowanceUsd: t.Nullable(
       t.Number({ description: "What the task may cost (all attempts) before a person is asked: the project's policy.budget.perTaskUsd, raised by each approval to go on; null without a per-task budget" }),
     ),
-    waitingReason: t.Nullable(t.String({ description: "Why a queued task is not offered, when ao knows (its project is over its daily budget, no connected worker has its agent)" })),
+    waitingReason: t.Nullable(t.String({ description: "Why a queued task is not offered, when ao knows: its project is over its daily budget, or no online worker could take it (none online, none for its project, none with its agent or its project's labels); null while it only waits for a free slot" })),
     createdAt: t.String(),
     updatedAt: t.String(),
     startedAt: t.Nullable(t.String()),

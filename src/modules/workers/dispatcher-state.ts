@@ -44,6 +44,7 @@ export interface OfferState {
 }
 
 const HELD = new Set<string>(HELD_STATUSES);
+const NONE: ReadonlySet<Conn> = new Set();
 export const isHeld = (row: Pick<TaskRow, "status" | "worker_id">) => row.worker_id !== null && HELD.has(row.status);
 
 /** Pauses of offers after a claim failed on a full disk: doubling from the first to the last. */
@@ -104,10 +105,9 @@ export class DispatcherState {
     return this.conns.has(workerId);
   }
 
-  /** True when an approved, connected worker of the org runs the agent. */
-  hasWorkerWithAgent(orgId: string, agent: string): boolean {
-    for (const conn of this.byOrg.get(orgId) ?? []) if (conn.active && conn.agents.has(agent)) return true;
-    return false;
+  /** The org's workers connected here (greeted or not, approved or not). */
+  connsOf(orgId: string): ReadonlySet<Conn> {
+    return this.byOrg.get(orgId) ?? NONE;
   }
 
   free(conn: Conn): number {

@@ -1,11 +1,9 @@
 // Which worker may take which task: same organization, approved and greeted, within the worker's
 // policy.projects (when set), carrying every label of the project's policy.workerLabels, and
-// running the agent the task names (when it names one). Why a queued task waits, for people.
+// running the agent the task names (when it names one). Why a queued task waits, for people: waiting.ts.
 import type { Core } from "../../server/core";
 import type { TaskRow } from "../tasks/record";
-import { dispatcherOf } from "./dispatcher";
 import type { Conn } from "./dispatcher-state";
-import { dailyBudgetsOf } from "../usage/budgets";
 import { projectCached } from "../projects/cache";
 import { get, type Q } from "../../db/query";
 
@@ -39,13 +37,4 @@ export function eligible(conn: Conn, task: Pick<TaskRow, "org_id" | "project_id"
   if (task.agent && !conn.agents.has(task.agent)) return false;
   for (const label of required) if (!conn.labels.has(label)) return false;
   return true;
-}
-
-/** Why a queued task is not offered, when ao knows: its project is over its daily budget, or no connected worker has its agent. */
-export function* waitingReason(core: Core, task: Pick<TaskRow, "status" | "org_id" | "project_id" | "agent">): Q<string | null> {
-  if (task.status !== "queued") return null;
-  const budget = yield* dailyBudgetsOf(core).reason(task.project_id);
-  if (budget) return budget;
-  if (task.agent && !dispatcherOf(core).hasWorkerWithAgent(task.org_id, task.agent)) return `no connected worker has the agent '${task.agent}'`;
-  return null;
 }

@@ -90,6 +90,8 @@ export interface Task {
   changes?: Changes | null;
   pullRequest?: PullRequest | null;
   usage?: Usage | null;
+  /** Why a queued task is not offered, when the server can tell (no online worker could take it, say). */
+  waitingReason?: string | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;

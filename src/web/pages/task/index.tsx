@@ -129,6 +129,16 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
     },
   });
 
+  // Why a queued task waits changes with the workers (one connects, another goes), which sends no
+  // task event: look again every 15 s while it is queued, as the workers page does.
+  useEffect(() => {
+    if (t.status !== "queued") return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") api<Task>("GET", path).then(apply, () => {});
+    }, 15_000);
+    return () => clearInterval(timer);
+  }, [t.status]);
+
   const waiting = t.status === "needs_input" || t.status === "needs_approval";
   const me = user.value;
   const by = t.createdBy.type === "user" && t.createdBy.id === me?.id ? "you" : who(t.createdBy);
@@ -154,6 +164,11 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
               </span>
             </StatusBadge>
           </p>
+          {t.status === "queued" && t.waitingReason ? (
+            <p id="task-waiting" class="waiting-reason">
+              <strong>Waiting:</strong> {t.waitingReason}. <a href={`/workers?org=${encodeURIComponent(org.id)}`}>Workers</a>
+            </p>
+          ) : null}
           {t.needs ? (
             <div id="task-needs" class={`needs${waiting ? " attention" : ""}`}>
               <strong id="task-needs-kind">{waiting ? `Waiting for your ${t.needs.kind === "input" ? "input" : "approval"}:` : `Asked for ${t.needs.kind === "input" ? "input" : "approval"}:`}</strong>
