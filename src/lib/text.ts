@@ -36,6 +36,12 @@ FormatRegistry.Set("text", (text) => text.trim().length > 0);
 
 export const TEXT_MESSAGE = "must not be empty or only spaces";
 
+/**
+ * A string of a pattern, told in words: a value that does not match "must be <words>" in the API's
+ * message (not the regular expression), and the OpenAPI document carries the words as x-accepts.
+ */
+export const Matching = (pattern: string, words: string, options: StringOptions = {}) => Type.String({ ...options, pattern, "x-accepts": words });
+
 /** A free text such as a prompt: 1..maxLength characters, not only whitespace. */
 export const Text = (maxLength: number, options: StringOptions = {}) =>
   Type.String({ ...options, minLength: 1, maxLength, format: "text", description: [options.description, "not only whitespace"].filter(Boolean).join("; ") });

@@ -9,11 +9,12 @@
 // (`tool:WebFetch`). `*` in a pattern matches any run of characters. Order: deny, then ask, then
 // allow; a call no rule matches gets `default` when the project set one, else the built-in rules.
 import { Type as T, type Static } from "@sinclair/typebox";
+import { Matching } from "../lib/text";
 
 export const TOOL_KINDS = ["read", "search", "edit", "shell", "network", "other"] as const;
 export type ToolKind = (typeof TOOL_KINDS)[number];
 
-const Rule = T.String({ minLength: 1, maxLength: 500, pattern: "^(read|search|edit|shell|network|other|tool)(:.+)?$" });
+const Rule = Matching("^(read|search|edit|shell|network|other|tool)(:.+)?$", "a rule: read, search, edit, shell, network or other, optionally :PATTERN, or tool:NAME", { minLength: 1, maxLength: 500 });
 const Rules = T.Array(Rule, { maxItems: 200 });
 
 export const AgentPolicy = T.Object(

@@ -1,13 +1,11 @@
 // The worker protocol's HTTP requests and answers (all under /api/v1/worker). State changes go
 // over HTTP so they get a status code and can be retried; the socket only carries signals.
 import { Type as T, type Static } from "@sinclair/typebox";
-import { Line } from "../lib/text";
+import { Line, Matching } from "../lib/text";
 import { RefName } from "../lib/refname";
 
-export const LABEL_PATTERN = "^[a-z0-9][a-z0-9._:-]{0,49}$";
-/** What a label may be, in words (the API's message for one that is not). */
-export const LABEL_WORDS = "lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters";
-export const Label = T.String({ pattern: LABEL_PATTERN, description: LABEL_WORDS });
+const LABEL_WORDS = "lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters";
+export const Label = Matching("^[a-z0-9][a-z0-9._:-]{0,49}$", `a label: ${LABEL_WORDS}`, { description: LABEL_WORDS });
 export const Labels = T.Array(Label, { maxItems: 20, uniqueItems: true });
 
 export const PairRequest = T.Object({
@@ -114,15 +112,17 @@ export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
 export type Plan = Static<typeof Plan>;
 
 /** What an ordinary task changed in its primary repository, reported with to = completed. */
+const CommitId = Matching("^[0-9a-f]{40}([0-9a-f]{24})?$", "a commit id: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits");
+
 export const TaskChanges = T.Object({
   files: T.Integer({ minimum: 0 }),
   additions: T.Integer({ minimum: 0 }),
   deletions: T.Integer({ minimum: 0 }),
   /** ao/<taskId>; null when nothing changed */
   branch: T.Union([RefName(), T.Null()]),
-  commit: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  commit: T.Union([CommitId, T.Null()]),
   /** The commit the task started from; null for a repository with no commits yet */
-  base: T.Union([T.String({ pattern: "^[0-9a-f]{40}([0-9a-f]{24})?$" }), T.Null()]),
+  base: T.Union([CommitId, T.Null()]),
   pushed: T.Boolean(),
 });
 export type TaskChanges = Static<typeof TaskChanges>;

@@ -4,7 +4,6 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { LINE_MESSAGE, TEXT_MESSAGE } from "../lib/text";
 import { REF_MESSAGE } from "../lib/refname";
-import { LABEL_PATTERN, LABEL_WORDS } from "../protocol/requests";
 
 type Schema = Record<string, any>;
 
@@ -25,7 +24,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
     case ValueErrorType.StringMaxLength:
       return `must be ${length(schema) ?? "of another length"} long${schema.format === "line" ? ", on one line" : ""}`;
     case ValueErrorType.StringPattern:
-      if (schema.pattern === LABEL_PATTERN) return `must be a label: ${LABEL_WORDS}`;
+      if (typeof schema["x-accepts"] === "string") return `must be ${schema["x-accepts"]}`;
       return `must match ${schema.pattern}${length(schema) ? ` and be ${length(schema)} long` : ""}`;
     case ValueErrorType.ArrayMinItems:
     case ValueErrorType.ArrayMaxItems:
@@ -81,6 +80,7 @@ function stringPhrase(schema: Schema): string {
   if (schema.format === "line") return `a string: one line of ${len ?? "text"}, with no control characters (newlines, tabs, escapes), not only spaces`;
   if (schema.format === "email") return "an email address";
   if (schema.format === "date-time") return "a date and time (ISO 8601, e.g. 2030-01-31T12:00:00Z)";
+  if (typeof schema["x-accepts"] === "string") return schema["x-accepts"];
   return ["a string", len && `of ${len}`, schema.pattern && `matching ${schema.pattern}`].filter(Boolean).join(" ");
 }
 

@@ -46,6 +46,24 @@ const rows: [string, string, () => string, (() => unknown) | undefined, string, 
   ["missing prompt", "POST", () => `${ORG()}/tasks`, () => ({ projectId, title: "t" }), "prompt", "is required: a string of 1 to 100000 characters"],
   ["token expiry soon", "POST", () => "/me/tokens", () => ({ name: "x", orgId: owner.orgId, expiresAt: "soon" }), "expiresAt", "must be a date and time (ISO 8601, e.g. 2030-01-31T12:00:00Z)"],
   ["after -1", "GET", () => `${ORG()}/tasks/${taskId}/events?after=-1`, undefined, "after", "must be an integer, at least 0"],
+  // Patterns are told in words, not as regular expressions.
+  [
+    "repository name .git",
+    "POST",
+    () => `${ORG()}/projects/${projectId}/repositories`,
+    () => ({ url: "https://git.example.test/messages/app.git", name: ".git" }),
+    "name",
+    "must be a name of letters, digits and . _ -, not starting with . or -, 1 to 100 characters",
+  ],
+  [
+    "GitHub owner -x",
+    "POST",
+    () => `${ORG()}/codehost/repositories`,
+    () => ({ owner: "-x", name: "app" }),
+    "owner",
+    "must be a GitHub login: letters, digits and -, starting with a letter or digit, up to 39 characters",
+  ],
+  ["GitHub repository a/b", "POST", () => `${ORG()}/codehost/repositories`, () => ({ owner: "octo", name: "a/b" }), "name", "must be a repository name: letters, digits and . _ -, 1 to 100 characters"],
   [
     "repository {}",
     "POST",
@@ -79,4 +97,20 @@ test("no message is TypeBox's own wording", async () => {
     const r = await s.api(method, path(), { token: owner.accessToken, body: body?.() });
     expect(JSON.stringify(r.body)).not.toMatch(/Expected (kind|union|string|integer|boolean|required)/);
   }
+});
+
+test("every pattern in the API's schemas is told in words (x-accepts), so no message quotes a regular expression", async () => {
+  const doc = (await s.api("GET", "/openapi.json")).body;
+  const bare: string[] = [];
+  const walk = (node: unknown, path: string) => {
+    if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${path}/${i}`));
+    if (typeof node !== "object" || node === null) return;
+    const o = node as Record<string, unknown>;
+    if (typeof o.pattern === "string" && typeof o["x-accepts"] !== "string") bare.push(`${path}: ${o.pattern}`);
+    for (const [k, v] of Object.entries(o)) walk(v, `${path}/${k}`);
+  };
+  walk(doc, "");
+  expect(bare).toEqual([]);
+  // The check reads them: a label's pattern is among them.
+  expect(JSON.stringify(doc)).toContain('"x-accepts":"a label: ');
 });

@@ -2,8 +2,13 @@
 import { t } from "elysia";
 import { MAX_LIMIT } from "../tasks/cursor";
 import { Project } from "../projects/model";
+import { Matching } from "../../lib/text";
+import type { StringOptions } from "@sinclair/typebox";
 
 export const OrgParams = t.Object({ orgId: t.String() });
+
+/** A GitHub account's login (a person or an organization), as GitHub allows it. */
+const GitHubLogin = (options: StringOptions) => Matching("^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$", "a GitHub login: letters, digits and -, starting with a letter or digit, up to 39 characters", options);
 
 export const Installation = t.Object({
   id: t.Integer({ description: "GitHub's installation id" }),
@@ -36,7 +41,7 @@ export const CodehostStatus = t.Object(
 export const ManifestBody = t.Object({
   name: t.Optional(t.String({ minLength: 1, maxLength: 34, description: "The app's name at GitHub (unique there; at most 34 characters). Default: ao at this server's host" })),
   organization: t.Optional(
-    t.String({ pattern: "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$", description: "Create the app owned by this GitHub organization instead of the person's account" }),
+    GitHubLogin({ description: "Create the app owned by this GitHub organization instead of the person's account" }),
   ),
   public: t.Optional(t.Boolean({ description: "Let other GitHub accounts install it (default false: only the owning account)" })),
   projectId: t.Optional(t.String({ description: "Project of the app's webhook integration (issues, comments and labeled pull requests of repositories no project holds become tasks there). Default: the oldest live project, or a new project named GitHub" })),
@@ -82,8 +87,8 @@ export const RepositoriesQuery = t.Object({
 export const RepositoriesPage = t.Object({ items: t.Array(CodehostRepository), nextCursor: t.Nullable(t.String()) }, { description: "Synced repositories by full name" });
 
 export const CreateRepositoryBody = t.Object({
-  owner: t.String({ pattern: "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$", description: "A GitHub organization with an installation of the app, or the caller's own login (needs their connection)" }),
-  name: t.String({ pattern: "^[A-Za-z0-9._-]{1,100}$", description: "The repository's name" }),
+  owner: GitHubLogin({ description: "A GitHub organization with an installation of the app, or the caller's own login (needs their connection)" }),
+  name: Matching("^[A-Za-z0-9._-]{1,100}$", "a repository name: letters, digits and . _ -, 1 to 100 characters", { description: "The repository's name" }),
   private: t.Optional(t.Boolean({ description: "Default true" })),
   description: t.Optional(t.String({ maxLength: 350 })),
 });

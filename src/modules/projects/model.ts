@@ -1,7 +1,7 @@
 // Request and response schemas of the project API (SPEC §8).
 import { t } from "elysia";
 import { Limit } from "../tasks/model";
-import { Line } from "../../lib/text";
+import { Line, Matching } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 
 export { ErrorBody } from "../tasks/model";
@@ -12,7 +12,7 @@ const Policy = t.Record(t.String(), t.Unknown(), { description: "Free-form JSON 
 // On input, not t.Record: the app's body normalisation would turn "text" into {"0":"t",...}.
 // The service checks that it is a JSON object.
 const PolicyInput = t.Unknown({ description: "Free-form JSON object of project rules" });
-const RepoName = t.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_][A-Za-z0-9._-]*$" });
+const RepoName = Matching("^[A-Za-z0-9_][A-Za-z0-9._-]*$", "a name of letters, digits and . _ -, not starting with . or -, 1 to 100 characters", { minLength: 1, maxLength: 100 });
 const Branch = RefName();
 const Url = t.String({ minLength: 1, maxLength: 2048, description: "https://host/path, ssh://[user@]host/path or user@host:path" });
 
