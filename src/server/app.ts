@@ -3,7 +3,7 @@ import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import type { Core } from "./core";
 import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, requireJsonObject } from "./errors";
 import { credentialRefusal } from "./credentials-first";
-import { bodyRefusal, mediaTypeRefusal } from "./limits";
+import { bodyRefusal, canonicalMediaType, isJsonType, mediaTypeRefusal } from "./limits";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 import { requestNotes } from "./observe";
@@ -49,7 +49,7 @@ export function createApp(core: Core) {
       server?.timeout(request, core.config.connections.requestSec);
       // Every JSON body ao takes is an object. Elysia's normalisation would otherwise turn an array
       // or a bare value into an empty object, and a PATCH would answer 200 having done nothing.
-      if (body === undefined || !request.headers.get("content-type")?.startsWith("application/json")) return;
+      if (body === undefined || !isJsonType(request.headers.get("content-type"))) return;
       requireJsonObject(body);
     })
     .onRequest(({ request }) => {
@@ -58,6 +58,7 @@ export function createApp(core: Core) {
       // the OpenAPI document).
       const refusal = bodyRefusal(request, core.config);
       if (refusal) throw refusal;
+      canonicalMediaType(request);
     })
     .use(openapiModule((): AnyElysia => app))
     .use(docsModule("ao API"))

@@ -14,9 +14,24 @@ export function pathOf(url: string): string {
 // other route takes JSON only, parsed whole by Elysia.
 const ARTIFACT_UPLOAD = /^\/api\/v1\/worker\/tasks\/[^/]+\/artifacts\/[^/]+$/;
 const INBOUND_HOOK = /^\/api\/v1\/hooks\/[^/]+$/;
-// Lower case only: Elysia parses no other spelling, and a body it does not parse would reach the
-// route as nothing.
-const JSON_TYPE = /^application\/json\s*(;|$)/;
+// JSON in any case, with or without parameters: media types are case-insensitive (RFC 9110 §8.3.1).
+const JSON_TYPE = /^application\/json[ \t]*(?=;|$)/i;
+
+/** Whether a Content-Type header names JSON (application/json, any case, any parameters). */
+export const isJsonType = (value: string | null | undefined): boolean => JSON_TYPE.test(value ?? "");
+
+/**
+ * Spells a JSON request's media type in lower case, its parameters kept: Elysia picks its JSON
+ * parser by the lower-case spelling alone, and a body it does not parse would reach the route as
+ * nothing (415 before this). Runs before routing, so every route and hook reads the one spelling.
+ */
+export function canonicalMediaType(request: Request): void {
+  const type = request.headers.get("content-type");
+  const media = type === null ? null : JSON_TYPE.exec(type);
+  if (!media) return;
+  const canonical = "application/json" + type!.slice(media[0].length);
+  if (canonical !== type) request.headers.set("content-type", canonical);
+}
 
 /** The route that reads this request's raw body itself, with that route's limit, or null. */
 function rawRoute(request: Request, config: Config): number | null {
@@ -48,6 +63,6 @@ const unread = (e: ApiError) => new ApiError(e.status, e.code, e.message, e.deta
 export function mediaTypeRefusal(request: Request, config: Config): ApiError | null {
   const length = request.headers.get("content-length");
   if (length === null || Number(length) === 0 || rawRoute(request, config) !== null) return null;
-  if (JSON_TYPE.test(request.headers.get("content-type") ?? "")) return null;
+  if (isJsonType(request.headers.get("content-type"))) return null;
   return new ApiError(415, "unsupported_media_type", "request bodies must be JSON (Content-Type: application/json)");
 }

@@ -16,7 +16,7 @@ const DOCUMENTATION = {
     description:
       "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
       "Any write may answer 507 insufficient_storage while the server's disk is full. " +
-      "Request bodies are JSON with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
+      "Request bodies are JSON (Content-Type application/json, in any case, parameters allowed) with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
       "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
       "Past the connections one client address may hold: 429 rate_limited.",
   },
