@@ -77,8 +77,8 @@ describe("other types", () => {
   );
 });
 
-describe("inbound hooks: the signature over the raw body holds whatever the type's spelling", () => {
-  test("signed JSON and GitHub deliveries sent as APPLICATION/JSON; charset=UTF-8 make their tasks", async () => {
+describe("inbound hooks read their raw body", () => {
+  test("signed JSON and GitHub deliveries sent as APPLICATION/JSON; charset=UTF-8 make their tasks: the signature over the raw body holds", async () => {
     const ci = await makeIntegration(s, owner, { kind: "signed_json", name: "ci", projectId });
     const body = JSON.stringify({ title: "From CI", prompt: "Build failed." });
     const svc = await deliver(s, ci.id, body, { "content-type": "APPLICATION/JSON; charset=UTF-8", "x-svc-signature": svcSignature(ci.secret, body), "x-svc-delivery": "caps-1" });
@@ -90,5 +90,17 @@ describe("inbound hooks: the signature over the raw body holds whatever the type
     const event = JSON.stringify(issues.examples.find((e) => e.action === "labeled"));
     const hub = await deliver(s, gh.id, event, { "content-type": "Application/Json", "x-github-event": "issues", "x-github-delivery": "caps-2", "x-hub-signature-256": githubSignature(gh.secret, event) });
     expect([hub.status, hub.body.status]).toEqual([201, "created"]);
+  });
+
+  test("a 1 MiB delivery with a bad signature is refused without its bytes walked as JSON: the fastest of three in under 250 ms (each took 0.7 s)", async () => {
+    const body = JSON.stringify({ title: "x", prompt: "p".repeat(1024 * 1024 - 40) });
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const started = performance.now();
+      const r = await deliver(s, "int_unknown", body, { "x-svc-signature": "t=1,v1=00" });
+      times.push(performance.now() - started);
+      expect(r.status).toBe(401);
+    }
+    expect(Math.min(...times)).toBeLessThan(250);
   });
 });
