@@ -3,6 +3,7 @@ import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import type { Core } from "./core";
 import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, requireJsonObject } from "./errors";
 import { credentialRefusal } from "./credentials-first";
+import { queryCheck } from "./query";
 import { bodyRefusal, canonicalMediaType, isJsonType, mediaTypeRefusal } from "./limits";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
@@ -13,6 +14,7 @@ import { openapiModule } from "./openapi";
 
 export function createApp(core: Core) {
   const refusedCredential = credentialRefusal(() => app.routes);
+  const refusedQuery = queryCheck(() => app.routes);
   let app = new Elysia({ normalize: true })
     .use(requestNotes())
     // The context's fields are named: Elysia reads hooks' source to decide what every request must
@@ -41,8 +43,8 @@ export function createApp(core: Core) {
       core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
       return errorResponse(new ApiError(500, "internal", "internal server error"));
     })
-    .onTransform({ as: "global" }, ({ body, request, server }) => {
-      const refusal = mediaTypeRefusal(request, core.config);
+    .onTransform({ as: "global" }, ({ body, request, server, route }) => {
+      const refusal = mediaTypeRefusal(request, core.config) ?? refusedQuery(request, route);
       if (refusal) throw refusal;
       // Routed, its JSON body read: the handler (or a streamed upload, idle at most this long
       // between chunks) gets longer than the server's idle timeout (serve.ts).
