@@ -40,6 +40,7 @@ export function openapiModule(app: () => AnyElysia) {
       if (cached?.routes !== routes) {
         const { paths, components } = toOpenAPISchema(app(), undefined, undefined, undefined, OPENAPI_VERSION);
         jsonBodiesOnly(paths as Parameters<typeof jsonBodiesOnly>[0]);
+        integerParameters(paths as Parameters<typeof integerParameters>[0]);
         const document = {
           ...DOCUMENTATION,
           openapi: OPENAPI_VERSION,
@@ -63,6 +64,27 @@ function jsonBodiesOnly(paths: Record<string, Record<string, { requestBody?: { c
     for (const operation of Object.values(operations ?? {})) {
       const content = operation?.requestBody?.content;
       if (operation?.requestBody && content?.["application/json"]) operation.requestBody.content = { "application/json": content["application/json"] };
+    }
+  }
+}
+
+type Parameter = { in?: string; schema?: { anyOf?: Record<string, unknown>[] } & Record<string, unknown> };
+
+/**
+ * Elysia's t.Integer is a union of a string of format "integer" (default 0) and the integer, so
+ * that a query's text can be coerced; the generator documents both, the string with a default of 0.
+ * A query's integer is decimal digits only (query.ts): the document says integer alone, with its
+ * range and default.
+ */
+function integerParameters(paths: Record<string, Record<string, { parameters?: Parameter[] } | undefined> | undefined>) {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations ?? {})) {
+      for (const parameter of operation?.parameters ?? []) {
+        if (parameter.in !== "query") continue;
+        const members = parameter.schema?.anyOf;
+        const integer = members?.find((m) => m.type === "integer");
+        if (integer && members!.every((m) => m === integer || (m.type === "string" && m.format === "integer"))) parameter.schema = integer;
+      }
     }
   }
 }

@@ -127,6 +127,19 @@ describe("every route that declares a query", () => {
   });
 });
 
+test("the OpenAPI document types each integer query parameter as an integer alone, with its range (no string of default 0)", async () => {
+  const doc = (await s.api("GET", "/openapi.json")).body;
+  const integers = Object.entries(doc.paths as Record<string, Record<string, { parameters?: { name: string; in: string; schema: Schema }[] }>>).flatMap(([path, ops]) =>
+    Object.values(ops).flatMap((op) => (op.parameters ?? []).filter((p) => p.in === "query" && JSON.stringify(p.schema).includes('"integer"')).map((p) => [path, p.name, p.schema] as const)),
+  );
+  expect(integers.length).toBeGreaterThanOrEqual(15);
+  for (const [path, name, schema] of integers) {
+    expect([path, name, schema.type, schema.anyOf, typeof schema.minimum]).toEqual([path, name, "integer", undefined, "number"]);
+  }
+  const limit = doc.paths["/api/v1/orgs/{orgId}/members"].get.parameters.find((p: { name: string }) => p.name === "limit").schema;
+  expect(limit).toEqual({ type: "integer", minimum: 1, maximum: 200, default: 50 });
+});
+
 describe("on a list", () => {
   test("limit=1e1 is no longer 10: 400, and limit=10 lists 10 of 12", async () => {
     for (let i = 0; i < 11; i++) await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: ids.projectId, title: `t${i}`, prompt: "p" } });
