@@ -106,6 +106,7 @@ export const sessions = t("sessions");
 export const refreshTokens = t("refresh_tokens");
 export const deviceGrants = t("device_grants");
 export const apiTokens = t("api_tokens");
+export const setupTokens = t("setup_tokens");
 export const projects = t("projects");
 export const repositories = t("repositories");
 export const tasks = t("tasks");

@@ -114,3 +114,14 @@ export const apiTokens = sqliteTable(
   },
   (t) => [index("api_tokens_user").on(t.userId)],
 );
+
+/**
+ * The one-time setup tokens of the servers started while no user exists (SHA-256 hashes; the token
+ * is only in the setup link its server logged): any server on the database accepts any of them.
+ * Emptied when the first user is created; a server that stops removes its own.
+ */
+export const setupTokens = sqliteTable("setup_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  serverId: text("server_id").notNull(),
+  createdAt: text("created_at").notNull(),
+});
