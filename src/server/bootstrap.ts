@@ -1,12 +1,13 @@
 // First run (SPEC §2). With AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD set and no user yet, that
 // user is created as instance administrator and owner of a new org (AO_ORG_NAME, default
 // "default"). Otherwise, while no user exists, a one-time setup link is logged; its token
-// is accepted once by POST /api/v1/setup.
+// is accepted once by POST /api/v1/setup, on any server of the database (its hash is stored).
 import type { Core } from "./core";
 import { conflict, unauthorized } from "./errors";
-import { constantTimeEqual, randomSecret } from "../lib/tokens";
+import { randomSecret } from "../lib/tokens";
 import { countUsers, hashPassword, hashPasswordSync, insertUser, type IdentityStore, type UserRow } from "../modules/auth/users";
 import { createOrg, type OrgRow } from "../modules/orgs/service";
+import { addSetupToken, clearSetupTokens, isSetupToken, removeSetupTokensOf, setupPending } from "../modules/auth/setup-tokens";
 import type { Q } from "../db/query";
 
 export const DEFAULT_ORG_NAME = "default";
@@ -27,12 +28,20 @@ export async function bootstrap(core: Core, env: Record<string, string | undefin
   }
   const token = randomSecret(32);
   setupTokens.set(core, token);
+  await core.store.write(addSetupToken(core.instanceId, token, core.sqlite !== null));
+  core.onClose.push(async () => {
+    try {
+      await core.store.write(removeSetupTokensOf(core.instanceId));
+    } catch (error) {
+      core.log.warn("could not remove this server's setup token", { error: String(error) });
+    }
+  });
   // The URL is read when the line is written: serve.ts fills in publicUrl after binding the port,
   // in the same turn as it awaits this function.
   setTimeout(() => core.log.info(`no user yet: finish setup at ${core.config.publicUrl}/setup?token=${token}`), 0);
 }
 
-/** The pending setup token of a server, while no user exists (for tests and the web app's dev tools). */
+/** The setup token this server logged, until setup is done through it (for tests and the web app's dev tools). */
 export function setupTokenOf(core: Core): string | null {
   return setupTokens.get(core) ?? null;
 }
@@ -45,6 +54,7 @@ export function* createFirstAdmin(
   if ((yield* countUsers(store)) > 0) return null;
   const user = yield* insertUser(store, { email: input.email, passwordHash: input.passwordHash, name: input.name, isAdmin: true });
   const org = yield* createOrg(store, input.orgName?.trim() || DEFAULT_ORG_NAME, user.id);
+  yield* clearSetupTokens();
   return { user, org };
 }
 
@@ -53,12 +63,17 @@ export async function completeSetup(
   core: Core,
   input: { token: string; email: string; password: string; name?: string; orgName?: string },
 ): Promise<{ user: UserRow; org: OrgRow }> {
-  const expected = setupTokens.get(core);
-  if (!expected || (await core.store.read(countUsers(core))) > 0) throw conflict("setup is already complete");
-  if (!constantTimeEqual(input.token, expected)) throw unauthorized("the setup token is wrong");
+  const check = await core.store.read(checkSetupToken(input.token));
+  if (check === "complete") throw conflict("setup is already complete");
+  if (check === "wrong") throw unauthorized("the setup token is wrong");
   const passwordHash = await hashPassword(core, input.password);
   const created = await core.store.write(createFirstAdmin(core, { ...input, passwordHash }));
   if (!created) throw conflict("setup is already complete");
   setupTokens.delete(core);
   return created;
+}
+
+function* checkSetupToken(token: string): Q<"complete" | "wrong" | "valid"> {
+  if (!(yield* setupPending())) return "complete";
+  return (yield* isSetupToken(token)) ? "valid" : "wrong";
 }

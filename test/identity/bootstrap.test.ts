@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { setupTokenOf } from "../../src/server/bootstrap";
-import { get } from "../../src/db/query";
+import { all, get } from "../../src/db/query";
+import { sha256Hex } from "../../src/lib/tokens";
 
 const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
 
@@ -103,6 +104,31 @@ describe("setup link", () => {
       expect((await login(s, "first@example.test", "first password")).status).toBe(200);
     } finally {
       await s.stop();
+    }
+  });
+
+  test("a restart logs a new link and the old one stops working; only the token's hash is stored", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-boot-"));
+    try {
+      const first = await withEnv({}, () => startTestServer({ dataDir }));
+      const old = setupTokenOf(first.core)!;
+      await first.stop();
+      const again = await withEnv({}, () => startTestServer({ dataDir, databaseUrl: first.core.config.databaseUrl }));
+      try {
+        const token = setupTokenOf(again.core)!;
+        expect(token).not.toBe(old);
+        const stored = await again.core.store.read(all<{ token_hash: string }>("SELECT token_hash FROM setup_tokens"));
+        expect(stored.map((r) => r.token_hash)).toEqual([sha256Hex(token)]);
+        expect((await again.api("GET", "/setup")).body).toEqual({ required: true });
+        const body = { email: "first@example.test", password: "first password" };
+        expect((await again.api("POST", "/setup", { body: { ...body, token: old } })).status).toBe(401);
+        expect((await again.api("POST", "/setup", { body: { ...body, token } })).status).toBe(201);
+        expect(await again.core.store.read(all("SELECT * FROM setup_tokens"))).toEqual([]);
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

@@ -4,8 +4,9 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { errorAnswers, invalid, noContentDoc, unauthorized } from "../../server/errors";
-import { completeSetup, setupTokenOf } from "../../server/bootstrap";
-import { countUsers, userView } from "./users";
+import { completeSetup } from "../../server/bootstrap";
+import { setupPending } from "./setup-tokens";
+import { userView } from "./users";
 import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
 import { countingFailures } from "./limits";
 import { clearRefreshCookie, clientIp, isWebClient, noContent, REFRESH_COOKIE, tokenAnswer } from "./http";
@@ -79,9 +80,9 @@ export default (core: Core) =>
       },
       { auth: "session", detail: { summary: "Sign out: revokes the caller's session family", responses: noContentDoc("Signed out", 401, 403) } },
     )
-    .get("/setup", async () => ({ required: (await core.store.read(countUsers(core))) === 0 && setupTokenOf(core) !== null }), {
+    .get("/setup", async () => ({ required: await core.store.read(setupPending()) }), {
       response: SetupState,
-      detail: { summary: "Whether first-run setup is still open (no user exists)", security: [] },
+      detail: { summary: "Whether first-run setup is still open (no user exists; on any server of the database)", security: [] },
     })
     .post(
       "/setup",
