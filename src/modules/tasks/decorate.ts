@@ -6,7 +6,7 @@ import type { TaskRow } from "./record";
 import type { Q } from "../../db/query";
 import { usageOfTasks, type UsageTotals } from "../usage/service";
 import { budgetOf } from "../projects/policy";
-import { waitingReason } from "../workers/waiting";
+import { waitingReason, type OnlineWorkers } from "../workers/waiting";
 import { projectPolicy } from "../projects/cache";
 
 export interface Decorations {
@@ -23,7 +23,8 @@ export function* decorations(core: Core, rows: TaskRow[]): Q<(r: TaskRow) => Dec
     if (!policies.has(r.project_id)) policies.set(r.project_id, (yield* projectPolicy(core, r.project_id)) ?? {});
   }
   const waiting = new Map<string, string | null>();
-  for (const r of rows) waiting.set(r.id, yield* waitingReason(core, r));
+  const online: OnlineWorkers = new Map();
+  for (const r of rows) waiting.set(r.id, yield* waitingReason(core, r, online));
   return (r: TaskRow) => {
     const perTaskUsd = budgetOf(policies.get(r.project_id)).perTaskUsd;
     return {

@@ -46,7 +46,7 @@ function* onlineWorkers(core: Core, orgId: string): Q<Capable[]> {
 const quoted = (names: string[]) => names.map((n) => `'${n}'`).join(", ");
 
 /** Why none of these workers could take the task, or null when one could. The first test none passes is the one named. */
-export function whyNone(workers: Capable[], task: Task, required: string[]): string | null {
+function whyNone(workers: Capable[], task: Task, required: string[]): string | null {
   if (workers.length === 0) return "no approved worker of the organization is online";
   let left = workers.filter((w) => !w.projects || w.projects.has(task.project_id));
   if (left.length === 0) return "no online worker takes this project's tasks (each is limited to other projects)";
@@ -61,12 +61,20 @@ export function whyNone(workers: Capable[], task: Task, required: string[]): str
   return null;
 }
 
-/** Why a queued task is not offered, when ao knows; null for any other task, and for one that waits only for a free slot. */
-export function* waitingReason(core: Core, task: Task): Q<string | null> {
+/** The online workers read for one org, kept for the other tasks of one page (a list reads them once). */
+export type OnlineWorkers = Map<string, Capable[]>;
+
+/**
+ * Why a queued task is not offered, when ao knows; null for any other task, and for one that waits
+ * only for a free slot. `seen` keeps the online workers read for an org across the tasks of a page.
+ */
+export function* waitingReason(core: Core, task: Task, seen: OnlineWorkers = new Map()): Q<string | null> {
   if (task.status !== "queued") return null;
   const budget = yield* dailyBudgetsOf(core).reason(task.project_id);
   if (budget) return budget;
   const required = yield* requiredLabels(core, task.project_id);
   for (const conn of dispatcherOf(core).connsOf(task.org_id)) if (eligible(conn, task, required)) return null;
-  return whyNone(yield* onlineWorkers(core, task.org_id), task, required);
+  let online = seen.get(task.org_id);
+  if (!online) seen.set(task.org_id, (online = yield* onlineWorkers(core, task.org_id)));
+  return whyNone(online, task, required);
 }
