@@ -1,7 +1,8 @@
 // The task page's layout, measured in a real browser: on a phone (and in a window up to 1000 px
-// wide) the status and the question come first and the answer box right after them; on a desktop
-// the actions stand beside the task. A 200-character title without a space wraps instead of
-// pushing the page sideways, and the facts keep a gap between each label and its value.
+// wide) the status and the question come first and the answer box right after them, a long
+// prompt after the actions; on a desktop the actions stand beside the task. A 200-character
+// title without a space wraps instead of pushing the page sideways, and the facts keep a gap
+// between each label and its value.
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
@@ -9,6 +10,8 @@ import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
+/** A common phone (390 x 844). */
+const PHONE_390 = { width: 390, height: 844 };
 
 /** The viewport-relative box of the first element matching `selector`. */
 const box = (page: Page, selector: string) =>
@@ -27,8 +30,8 @@ describeBrowser("web: the task page's layout", () => {
   });
 
   /** A task waiting for an answer to its question, with a summary so far. */
-  async function waitingTask(title: string) {
-    const t = (await makeTask(s, w.owner, w.project.id, { title })) as { id: string };
+  async function waitingTask(title: string, prompt?: string) {
+    const t = (await makeTask(s, w.owner, w.project.id, { title, ...(prompt ? { prompt } : {}) })) as { id: string };
     await putInState(s, t.id, "needs_input", { worker_id: null, summary: "Two colours would fit.", needs: JSON.stringify({ kind: "input", message: "Which colour should the button be?" }) });
     return t.id;
   }
@@ -73,7 +76,41 @@ describeBrowser("web: the task page's layout", () => {
     }, 90_000);
   }
 
-  test("on a desktop the actions and facts stand beside the task, level with its status, and the session follows the task", async () => {
+  test("390 px wide, a long prompt: the answer box comes right after the question and the summary; the prompt follows the actions", async () => {
+    const prompt = Array.from({ length: 60 }, (_, i) => `${i + 1}. Check the button's colour against the brand guide, page ${i + 1}.`).join("\n");
+    const id = await waitingTask("Pick a colour for the long brief", prompt);
+    await usePage(
+      browser,
+      async ({ page, problems }) => {
+        await open(page, id);
+        const question = await box(page, "#task-needs");
+        const summary = await box(page, "#task-summary");
+        const answer = await box(page, "#action-input");
+        const buttons = await box(page, "#action-buttons");
+        const shownPrompt = await box(page, "#task-prompt");
+        expect(question.bottom).toBeLessThanOrEqual(summary.top);
+        expect(summary.bottom).toBeLessThan(answer.top);
+        // Only the summary, the card's edge and the answer's label between them, not the prompt
+        // (over 300 px tall alone): the question and the whole answer box fit in half the screen.
+        expect(shownPrompt.bottom - shownPrompt.top).toBeGreaterThan(300);
+        expect(answer.bottom - question.top).toBeLessThan(PHONE_390.height / 2);
+        expect(buttons.bottom).toBeLessThan(shownPrompt.top);
+        // The same order for a screen reader and the Tab key.
+        const order = await page.evaluate(() => {
+          const doc = (globalThis as any).document;
+          const all = [...doc.querySelectorAll("main *")];
+          return ["task-needs", "action-input", "action-buttons", "task-prompt"].map((i) => all.indexOf(doc.getElementById(i)));
+        });
+        expect(order).toEqual([...order].sort((a, b) => a - b));
+        expect(await overflowsSideways(page)).toBe(false);
+        await screenshot(page, "task-layout-390-long-prompt");
+        expect(problems).toEqual([]);
+      },
+      PHONE_390,
+    );
+  }, 90_000);
+
+  test("on a desktop the actions and facts stand beside the task, level with its status; the prompt follows the task and the session the prompt", async () => {
     const id = await waitingTask("Pick a shade");
     await usePage(
       browser,
@@ -81,14 +118,17 @@ describeBrowser("web: the task page's layout", () => {
         await open(page, id);
         const head = await box(page, ".card:has(#task-status)");
         const actions = await box(page, "#actions");
+        const prompt = await box(page, "#prompt-card");
         const session = await box(page, "#timeline-card");
         const side = await box(page, ".task-side");
         expect(actions.left).toBeGreaterThan(head.right);
         expect(Math.abs(actions.top - head.top)).toBeLessThan(1);
+        expect(prompt.right).toBeLessThan(actions.left);
         expect(session.right).toBeLessThan(actions.left);
-        // Right below the task (the grid's gap), though the side column reaches further down.
+        // Each right below the one before (the grid's gap), though the side column reaches further down.
         expect(side.bottom).toBeGreaterThan(session.top);
-        expect(session.top - head.bottom).toBeLessThan(20);
+        expect(prompt.top - head.bottom).toBeLessThan(20);
+        expect(session.top - prompt.bottom).toBeLessThan(20);
         await screenshot(page, "task-layout-desktop");
         expect(problems).toEqual([]);
       },

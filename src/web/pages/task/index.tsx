@@ -185,10 +185,6 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
               </p>
             </div>
           ) : null}
-          <h2>Prompt</h2>
-          <pre id="task-prompt" class="prompt">
-            {t.prompt}
-          </pre>
         </div>
         <aside class="task-side">
           <Actions task={t} path={path} canAct={canWrite(org.role)} onTask={apply} pending={pending} />
@@ -245,6 +241,14 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
           <Artifacts path={path} list={t.artifacts ?? []} />
         </aside>
         <div class="task-main">
+          {/* Its own card, after the actions on a phone: a long prompt kept the answer box a
+              screen away from the question it answers. */}
+          <div class="card" id="prompt-card">
+            <h2 class="first">Prompt</h2>
+            <pre id="task-prompt" class="prompt">
+              {t.prompt}
+            </pre>
+          </div>
           <Changes task={t} path={path} />
           <Plan task={t} org={org} path={path} />
           <div class="card" id="timeline-card">
