@@ -60,6 +60,8 @@ describeBrowser("web: task page", () => {
   const timelineSeqs = (page: Page) => page.locator("#timeline li").evaluateAll((lis) => lis.map((li) => Number(li.getAttribute("data-seq"))));
   const click = (page: Page, name: string) => page.locator("#action-buttons").getByRole("button", { name, exact: true }).click();
   const buttons = (page: Page) => page.locator("#action-buttons button").allTextContents();
+  /** The Yes of the question an action that cannot be undone asks first (task-actions.test.ts). */
+  const confirm = (page: Page, name: string) => page.locator("#action-confirm").getByRole("button", { name, exact: true }).click();
 
   test("/tasks/:taskId is the page, with the security headers, and is not in the OpenAPI document", async () => {
     const res = await fetch(`${s.url}/tasks/tsk_anything`);
@@ -172,11 +174,13 @@ describeBrowser("web: task page", () => {
 
       await page.getByLabel("Reason").fill("x".repeat(2001));
       await click(page, "Cancel");
+      await confirm(page, "Yes, cancel");
       await expect(shownText(page, "#action-error")).resolves.toBe("Please check: reason: at most 2000 characters.");
       expect(await statusOf(t.id)).toBe("queued");
 
       await page.getByLabel("Reason").fill("not needed any more");
       await click(page, "Cancel");
+      await confirm(page, "Yes, cancel");
       await page.locator("#task-status", { hasText: /^cancelled$/ }).waitFor();
       await expect(page.locator("#action-error").isHidden()).resolves.toBe(true);
       expect(await statusOf(t.id)).toBe("cancelled");

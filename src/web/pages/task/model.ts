@@ -1,7 +1,7 @@
 // What the task page knows without the network: the actions each state allows (the server's own
 // state machine table, imported), their labels and keys, and how events, sizes and times read.
 import { ACTIONS, allowedActions as allowed, type Action } from "../../../modules/tasks/machine";
-import type { Status, TaskEvent, Who } from "../../app/types";
+import type { Status, Task, TaskEvent, Who } from "../../app/types";
 
 export { ACTIONS, type Action };
 export const allowedActions = (status: Status): Action[] => allowed(status);
@@ -12,6 +12,31 @@ export const PENDING: Record<Action, string> = { pause: "pausing…", resume: "r
 export const BUTTON_CLASS: Partial<Record<Action, string>> = { approve: "primary", input: "primary", resume: "primary", retry: "primary", cancel: "danger", deny: "danger" };
 /** The task page's keyboard shortcuts (p pauses or resumes). */
 export const KEYS: Partial<Record<Action, string>> = { approve: "a", deny: "d", pause: "p", resume: "p" };
+
+/** What an action that cannot be undone asks first: the question, the button that confirms and the one that backs out. */
+export interface AskFirst {
+  question: string;
+  yes: string;
+  no: string;
+}
+
+/**
+ * Whether `action` asks first, and how: cancel stops a working agent, restart drops what the last
+ * attempt reported (a fresh start, not Retry's going on), and a denied budget question cancels the
+ * task (the server's BUDGET_ANSWERS). The other actions are answers the task asked for, or undone by another.
+ */
+export function askFirst(action: Action, needs: Task["needs"]): AskFirst | null {
+  switch (action) {
+    case "cancel":
+      return { question: "Cancel this task? An agent working on it stops now.", yes: "Yes, cancel", no: "Keep it" };
+    case "restart":
+      return { question: "Restart this task from the beginning? An agent working on it stops, the summary and changes so far are cleared, and a fresh attempt queues.", yes: "Yes, restart", no: "Keep it" };
+    case "deny":
+      return needs?.kind === "budget" ? { question: "Deny more budget? That cancels the task.", yes: "Yes, deny and cancel", no: "Go back" } : null;
+    default:
+      return null;
+  }
+}
 
 export const truncate = (text: string, max: number) => {
   const one = text.replace(/\s+/g, " ").trim();
