@@ -123,6 +123,31 @@ describeBrowser("web: account page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("a complaint about a field the form does not show is said below the form, naming the field; one about a field it shows, beside that field only", async () => {
+    const m = await addMember(s, owner, "member");
+    await steps(async ({ page, problems }) => {
+      await open(page, m);
+      // As a page of another version than its server's would: the body carries a field this server does not take.
+      await page.route("**/api/v1/me/tokens", (route) =>
+        route.request().method() === "POST" ? route.continue({ postData: JSON.stringify({ ...route.request().postDataJSON(), scopes: ["tasks"] }) }) : route.continue(),
+      );
+      const form = page.locator("#token-form");
+      await form.getByLabel("Token name").fill("CI");
+      await form.getByRole("button", { name: "Create token" }).click();
+      // It was dropped: the form said nothing at all.
+      await expect(shownText(page, "#token-form p.error")).resolves.toBe("Please check: scopes: unknown field; expected one of name, orgId, role, expiresAt.");
+      await expect(form.locator(".field-error").count()).resolves.toBe(0);
+
+      await page.unroute("**/api/v1/me/tokens");
+      await form.getByLabel("Token name").fill("   ");
+      await form.getByRole("button", { name: "Create token" }).click();
+      await expect(shownText(page, "#token-name-error")).resolves.not.toBe("");
+      await expect(form.locator("p.error").count()).resolves.toBe(0);
+      expect((await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items).toEqual([]);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
   test("the name is saved; sign out everywhere ends every session (this one too) and shows the sign-in form", async () => {
     const m = await addMember(s, owner, "member");
     const cli = await login(s, m.email);

@@ -98,7 +98,10 @@ export function currentAccessToken(): string | null {
   return accessToken;
 }
 
-function signedIn(pair: { accessToken: string; user: User }): User {
+/** The answer of a sign-in or a refresh. */
+type SignedIn = { accessToken: string; user: User };
+
+function signedIn(pair: SignedIn): User {
   accessToken = pair.accessToken;
   onSession(pair.user);
   return pair.user;
@@ -121,7 +124,7 @@ export function refresh(): Promise<User | null> {
         return null;
       }
       if (!res.ok) throw await failure(res);
-      return signedIn(await res.json());
+      return signedIn((await res.json()) as SignedIn);
     }).finally(() => {
       refreshing = null;
     });
@@ -178,7 +181,7 @@ export async function signIn(input: { email: string; password: string; code?: st
     body: JSON.stringify(input),
   });
   if (!res.ok) throw await failure(res);
-  return signedIn(await res.json());
+  return signedIn((await res.json()) as SignedIn);
 }
 
 export async function signOut(): Promise<void> {
@@ -198,6 +201,30 @@ export function fieldErrors(err: unknown): Record<string, string> {
     }
   }
   return out;
+}
+
+/**
+ * A refusal's complaints about fields, split by whether the form shows the field: `fields` (by the
+ * form's name for it, `fieldOf` mapping the API's) go beside their controls; `rest` names the
+ * others in one sentence ("Please check: scopes: unknown field; ..."), or is null when there are
+ * none. A conflict that names its field (details.field) counts as a complaint about it.
+ */
+export function complaints(err: unknown, shown: readonly string[], fieldOf: (apiField: string) => string = (f) => f): { fields: Record<string, string>; rest: string | null } {
+  const fields: Record<string, string> = {};
+  const others: string[] = [];
+  for (const [f, m] of Object.entries(fieldErrors(err))) {
+    const mine = fieldOf(f);
+    if (shown.includes(mine)) fields[mine] ??= m;
+    else others.push(`${f === "(root)" ? "the request" : f}: ${m}`);
+  }
+  const named = err instanceof ApiError && err.details && typeof (err.details as { field?: unknown }).field === "string" ? (err.details as { field: string }).field : null;
+  let rest = others.length ? `Please check: ${others.join("; ")}${/[.!?]$/.test(others.at(-1)!) ? "" : "."}` : null;
+  if (named) {
+    if (shown.includes(fieldOf(named))) fields[fieldOf(named)] ??= errorText(err);
+    // Its message says what is wrong with it ("a project with this name already exists").
+    else rest ??= errorText(err);
+  }
+  return { fields, rest };
 }
 
 /** A readable sentence for an error of the API (or anything else thrown). */

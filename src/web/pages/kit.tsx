@@ -4,7 +4,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import { signal, useSignal, type Signal } from "@preact/signals";
-import { ApiError, errorText, fieldErrors } from "../app/api";
+import { ApiError, complaints, errorText } from "../app/api";
 import { Time } from "../components/Time";
 import "./kit.css";
 
@@ -51,24 +51,35 @@ export function useResource<T>(load: () => Promise<T>, key: unknown[]): Resource
 }
 
 /** A form's submission state: busy, the refusal as a sentence and the API's complaints by field. */
-export interface FormState {
+export interface FormState<F extends string = string> {
   busy: Signal<boolean>;
   error: Signal<string | null>;
-  fields: Signal<Record<string, string>>;
-  /** Runs `work`; a refusal of the API fills error and fields (mapped by `fieldOf`). Answers whether it succeeded. */
+  /** The complaints about the fields the form shows, by field. */
+  fields: Signal<Partial<Record<F, string>>>;
+  /**
+   * Runs `work`; a refusal of the API fills fields (mapped by `fieldOf`) and, with what no field
+   * shows, error. Answers whether it succeeded.
+   */
   submit: (work: () => Promise<void>, fieldOf?: (apiField: string) => string) => Promise<boolean>;
 }
 
-export function useForm(): FormState {
+/**
+ * A form's state; `shown` names the fields it shows a complaint beside (as it shows them now). A
+ * complaint about any other field is said in the form's error, naming the field: dropped, it
+ * left the person with a form that did nothing and said nothing.
+ */
+export function useForm<F extends string = never>(shown: readonly F[]): FormState<F> {
   const busy = useSignal(false);
   const error = useSignal<string | null>(null);
-  const fields = useSignal<Record<string, string>>({});
-  const state = useRef<FormState | null>(null);
+  const fields = useSignal<Partial<Record<F, string>>>({});
+  const showing = useRef(shown);
+  showing.current = shown;
+  const state = useRef<FormState<F> | null>(null);
   state.current ??= {
     busy,
     error,
     fields,
-    submit: async (work, fieldOf = (f) => f) => {
+    submit: async (work, fieldOf) => {
       if (busy.value) return false;
       busy.value = true;
       error.value = null;
@@ -77,13 +88,9 @@ export function useForm(): FormState {
         await work();
         return true;
       } catch (err) {
-        const byField: Record<string, string> = {};
-        for (const [f, m] of Object.entries(fieldErrors(err))) byField[fieldOf(f)] ??= m;
-        // A conflict or not_found that names its field (details.field) belongs beside it too.
-        const named = err instanceof ApiError && err.details && typeof (err.details as { field?: unknown }).field === "string" ? (err.details as { field: string }).field : null;
-        if (named) byField[fieldOf(named)] ??= errorText(err);
-        fields.value = byField;
-        error.value = Object.keys(byField).length ? null : errorText(err);
+        const said = complaints(err, showing.current, fieldOf);
+        fields.value = said.fields as Partial<Record<F, string>>;
+        error.value = said.rest ?? (Object.keys(said.fields).length ? null : errorText(err));
         return false;
       } finally {
         busy.value = false;
@@ -107,7 +114,7 @@ export function Problem({ text, id }: { text: string | null | undefined; id?: st
  * A form's last row and its error: the submit button (`label`; also off while `disabled`), Cancel
  * when `onCancel` is given, then the form's refusal as an alert.
  */
-export function FormEnd({ form, label, primary, disabled, onCancel }: { form: FormState; label: ComponentChildren; primary?: boolean; disabled?: boolean; onCancel?: () => void }) {
+export function FormEnd({ form, label, primary, disabled, onCancel }: { form: FormState<string>; label: ComponentChildren; primary?: boolean; disabled?: boolean; onCancel?: () => void }) {
   return (
     <>
       <div class="form-actions">

@@ -15,7 +15,7 @@ function Profile() {
   const me = user.value!;
   const name = useSignal(me.name);
   const saved = useSignal(false);
-  const form = useForm();
+  const form = useForm(["name"]);
   const save = (e: Event) => {
     e.preventDefault();
     saved.value = false;

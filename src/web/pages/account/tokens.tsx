@@ -18,7 +18,7 @@ export function Tokens() {
   const org = useSignal(orgId.value ?? "");
   const role = useSignal<Role | "">("");
   const expires = useSignal("");
-  const form = useForm();
+  const form = useForm(["name", "orgId", "role", "expiresAt"]);
   const revokeError = useSignal<string | null>(null);
   const myOrgs = orgs.value ?? [];
   const chosen = myOrgs.find((o) => o.id === (org.value || orgId.value)) ?? myOrgs[0];

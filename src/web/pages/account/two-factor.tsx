@@ -14,9 +14,9 @@ export function TwoFactor() {
   const enrolment = useSignal<{ secret: string; otpauthUrl: string } | null>(null);
   const recovery = useSignal<string[] | null>(null);
   const code = useSignal("");
-  const start = useForm();
-  const confirm = useForm();
-  const off = useForm();
+  const start = useForm([]);
+  const confirm = useForm(["code"]);
+  const off = useForm(["code"]);
   const enabled = user.value?.twoFactorEnabled ?? false;
 
   const begin = () =>

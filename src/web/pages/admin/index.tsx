@@ -13,7 +13,7 @@ function CreateUser({ onCreated }: { onCreated: (u: UserRecord) => void }) {
   const name = useSignal("");
   const password = useSignal("");
   const admin = useSignal(false);
-  const form = useForm();
+  const form = useForm(["email", "name", "password"]);
   const create = (e: Event) => {
     e.preventDefault();
     return form.submit(async () => {

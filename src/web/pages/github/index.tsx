@@ -30,7 +30,7 @@ function CreateApp({ id, projects }: { id: string; projects: ProjectRecord[] }) 
   const name = useSignal("");
   const owner = useSignal("");
   const projectId = useSignal("");
-  const form = useForm();
+  const form = useForm(["name", "organization", "projectId"]);
   const create = (e: Event) => {
     e.preventDefault();
     return form.submit(async () => {
@@ -118,7 +118,7 @@ function CreateRepository({ id, owners }: { id: string; owners: string[] }) {
   const name = useSignal("");
   const description = useSignal("");
   const priv = useSignal(true);
-  const form = useForm();
+  const form = useForm(["owner", "name", "description"]);
   const create = (e: Event) => {
     e.preventDefault();
     return form.submit(async () => {

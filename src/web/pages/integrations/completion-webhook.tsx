@@ -89,7 +89,7 @@ function PluginForm({ base, current, projects, onSaved }: { base: string; curren
   const url = useSignal(current?.url ?? "");
   const projectId = useSignal(current?.projectId ?? "");
   const enabled = useSignal(current?.enabled ?? true);
-  const form = useForm();
+  const form = useForm(["url", "projectId"]);
   const save = (e: Event) => {
     e.preventDefault();
     return form.submit(async () => {

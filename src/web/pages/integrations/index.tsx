@@ -63,7 +63,8 @@ const fieldOf = (f: string) => (f.startsWith("config.") ? f.slice("config.".leng
 
 function IntegrationForm({ idp, projects, initial, creating, onSaved, onCancel }: { idp: string; projects: ProjectRecord[]; initial: Draft; creating: boolean; onSaved: (i: Integration & { secret?: string }) => void; onCancel?: () => void }) {
   const d = useSignal<Draft>(initial);
-  const form = useForm();
+  // The fields shown now: the kind only when creating, then those of the kind chosen.
+  const form = useForm([...(creating ? (["kind"] as const) : []), "name", "projectId", ...(d.value.kind === "signed_json" ? (["callbackUrl"] as const) : (["label", "command"] as const))]);
   const set = (patch: Partial<Draft>) => (d.value = { ...d.value, ...patch });
   const submit = (e: Event) => {
     e.preventDefault();

@@ -19,7 +19,7 @@ import "../projects/projects.css";
 
 function Rename({ project, onChanged, onClose }: { project: ProjectRecord; onChanged: (p: ProjectRecord) => void; onClose: () => void }) {
   const name = useSignal(project.name);
-  const form = useForm();
+  const form = useForm(["name"]);
   const save = (e: Event) => {
     e.preventDefault();
     return form

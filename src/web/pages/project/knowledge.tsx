@@ -14,7 +14,7 @@ export function Knowledge({ project, write, onChanged }: { project: ProjectRecor
   const knowledge = useSignal(project.knowledge);
   const policy = useSignal<PolicyForm>(formOf(project.policy));
   const saved = useSignal(false);
-  const form = useForm();
+  const form = useForm(["knowledge", "allow", "ask", "deny", "default", "perTaskUsd", "perDayUsd", "pullRequests", "preferredAgent", "policy"]);
   const set = (patch: Partial<PolicyForm>) => ((policy.value = { ...policy.value, ...patch }), (saved.value = false));
   const save = (e: Event) => {
     e.preventDefault();

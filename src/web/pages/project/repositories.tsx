@@ -14,7 +14,7 @@ type Change = { project: ProjectRecord; repository: Repository };
 function AddByUrl({ project, onChanged }: { project: ProjectRecord; onChanged: (p: ProjectRecord) => void }) {
   const url = useSignal("");
   const branch = useSignal("");
-  const form = useForm();
+  const form = useForm(["url", "branch"]);
   const add = (e: Event) => {
     e.preventDefault();
     return form.submit(async () => {
@@ -94,7 +94,7 @@ function FromGitHub({ project, onChanged }: { project: ProjectRecord; onChanged:
 function EditRepository({ project, repo, onChanged, onClose }: { project: ProjectRecord; repo: Repository; onChanged: (p: ProjectRecord) => void; onClose: () => void }) {
   const name = useSignal(repo.name);
   const branch = useSignal(repo.branch);
-  const form = useForm();
+  const form = useForm(["name", "branch"]);
   const save = (e: Event) => {
     e.preventDefault();
     return form

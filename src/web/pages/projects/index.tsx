@@ -13,7 +13,7 @@ import "./projects.css";
 function CreateProject({ onCreated }: { onCreated: (p: ProjectRecord) => void }) {
   const name = useSignal("");
   const url = useSignal("");
-  const form = useForm();
+  const form = useForm(["name", "url"]);
   const create = (e: Event) => {
     e.preventDefault();
     return form.submit(

@@ -21,8 +21,8 @@ const ROLE_HELP: Record<Role, string> = {
 function Organization({ record, manage, onSaved }: { record: OrgRecord; manage: boolean; onSaved: (o: OrgRecord) => void }) {
   const name = useSignal(record.name);
   const saved = useSignal<string | null>(null);
-  const form = useForm();
-  const approval = useForm();
+  const form = useForm(["name"]);
+  const approval = useForm([]);
   const rename = (e: Event) => {
     e.preventDefault();
     saved.value = null;
@@ -81,7 +81,7 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
   const members = useResource(() => listAll<Member>(`/orgs/${id}/members`), [id]);
   const email = useSignal("");
   const newRole = useSignal<Role>("member");
-  const invite = useForm();
+  const invite = useForm(["email", "role"]);
   const rowError = useSignal<{ userId: string; text: string } | null>(null);
   const me = user.value?.id;
   // Only an owner gives or takes the owner role (the server says so too).

@@ -12,7 +12,7 @@ export function SetupPage({ address }: PageProps) {
   const token = address.query.get("token");
   const state = useSignal<"loading" | "open" | "closed" | "no-token">("loading");
   const v = useSignal({ name: "", email: "", password: "", password2: "", orgName: "default" });
-  const form = useForm();
+  const form = useForm(["name", "email", "password", "orgName"]);
   useEffect(() => {
     api<{ required: boolean }>("GET", "/setup").then(
       (s) => (state.value = !s.required ? "closed" : token ? "open" : "no-token"),

@@ -42,7 +42,7 @@ const labelsOf = (text: string) =>
 function Editor({ worker, onSaved, onClose }: { worker: WorkerRecord; onSaved: (w: WorkerRecord) => void; onClose: () => void }) {
   const name = useSignal(worker.name);
   const labels = useSignal(worker.labels.join(", "));
-  const form = useForm();
+  const form = useForm(["name", "labels"]);
   const save = (e: Event) => {
     e.preventDefault();
     const sent = labelsOf(labels.value);
