@@ -1,7 +1,8 @@
 // The GitHub page "/github" (SPEC §10, §11) against the GitHub stand-in: create the app through the
 // manifest flow in the browser (the page posts the manifest form to GitHub, which sends the
 // browser back), install it on an organization, sync, see the synced repositories and pick one
-// for a project, create a repository with its project; a member sees no app buttons.
+// for a project, create a repository with its project; a member sees no app buttons. A project's
+// page with the repository form's GitHub part is the README's screenshot of a project.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import type { TestServer } from "../helpers/server";
@@ -112,5 +113,33 @@ describeBrowser("web: GitHub page", () => {
       await page.getByRole("button", { name: "Connect your GitHub account" }).waitFor();
       expect(problems).toEqual([]);
     });
+  }, MANAGE_TEST_MS);
+  // The README's picture of a project: this suite's server has the GitHub app, so the page shows
+  // the repository form's GitHub part (a server without the app hides it).
+  test("a project's page: its repositories, added by URL or picked from GitHub's synced ones (the README's screenshot)", async () => {
+    for (const name of ["shop-mobile", "storefront-api"]) gh.createRepository("acme", name);
+    expect((await s.api("POST", `/orgs/${owner.orgId}/codehost/sync`, { token: owner.accessToken })).status).toBe(200);
+    const made = await s.api("POST", `/orgs/${owner.orgId}/projects`, {
+      token: owner.accessToken,
+      body: {
+        name: "shop",
+        repositories: [{ url: "https://github.com/acme/shop.git" }, { url: "https://github.com/acme/shop-infra.git", branch: "release" }],
+        knowledge: "A Bun + Preact storefront. Run `bun test` before pushing; never touch migrations/ by hand.",
+        policy: { agent: { allow: ["shell:bun test*", "shell:bun run lint"], ask: ["network", "shell:git push*"], default: "ask" }, budget: { perTaskUsd: 5, perDayUsd: 50 }, pullRequests: "draft", preferredAgent: "claude" },
+      },
+    });
+    expect(made.status).toBe(201);
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${made.body.id}`);
+      await page.locator(".repository .repo-name", { hasText: "shop-infra" }).waitFor();
+      await page.locator("#from-github li", { hasText: "acme/storefront-api" }).getByRole("button", { name: "Add" }).waitFor();
+      // Beside the taller list, the URL form keeps its button right below its fields.
+      const [fields, button] = await Promise.all(
+        ["#repo-url-hint", "#repository-form button[type=submit]"].map((sel) => page.locator(sel).evaluate((e) => e.getBoundingClientRect().toJSON())),
+      );
+      expect(button.top - fields.bottom).toBeLessThan(40);
+      await docsScreenshot(page, "project");
+      expect(problems).toEqual([]);
+    }, DESKTOP);
   }, MANAGE_TEST_MS);
 });
