@@ -9,6 +9,7 @@ import { all, get, run, type Q } from "../../db/query";
 import { eventOfRow, namedEvent, toTaskRecord, type ArtifactInfo, type EventRow, type TaskEvent, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs, type Names } from "./names";
 import { decorations } from "./decorate";
+import { waitingReason } from "../workers/waiting";
 
 /** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
 export type EventActor = Actor | { type: "worker" | "integration"; id: string };
@@ -242,8 +243,9 @@ function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
   if (change.recordChanged) {
     // A new task has no artifacts yet: skip the query on the create hot path.
     const artifacts = change.created ? [] : yield* artifactsOf(core, after.id);
-    // A new task has no usage yet either; a changed one shows what the readers show.
-    const extras = change.created ? {} : (yield* decorations(core, [after]))(after);
+    // A new task has no usage yet either, only perhaps a reason to wait (as the create's answer
+    // says); a changed one shows what the readers show.
+    const extras = change.created ? { waitingReason: yield* waitingReason(core, after) } : (yield* decorations(core, [after]))(after);
     const record = { ...toTaskRecord(after, artifacts, names), ...extras };
     if (!change.created) published.set(after, record as TaskRecord);
     const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: record });
