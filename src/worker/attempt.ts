@@ -143,10 +143,11 @@ export class Attempt {
 
   private budgetApproved() {
     this.budget.approved();
-    this.run?.resume();
-    // One report can pass the raised allowance too: ask again at once rather than at the next report.
+    // The last report can pass the raised allowance too: then ask again at once, the agent still
+    // stopped (resumed and stopped again, it ran for a moment no allowance covered).
     const over = this.budget.crossed(this.lastUsage);
-    if (over) void this.askBudget(over);
+    if (over) return void this.askBudget(over);
+    this.run?.resume();
   }
 
   private async stop(why: "cancelled" | "stale") {

@@ -9,7 +9,7 @@ import { addRepositoryRow, createTaskApi, orgWithProject, until } from "../worke
 import { bareFrom, gitRepo, preparedWorker, startWorker, type WorkerProcess } from "../e2e/worker-helpers";
 import { codexHome, startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { createAdmin } from "../helpers/identity";
-import { processState } from "../helpers/processes";
+import { processState, voluntarySwitches } from "../helpers/processes";
 import type { ScriptTurn } from "../helpers/anthropic-standin";
 import { BIN, claudeRun } from "./claude-run";
 import { all } from "../../src/db/query";
@@ -27,7 +27,8 @@ function script(body: any): ScriptTurn {
   const turn = body.messages.filter((m: any) => m.role === "assistant").length;
   switch (scenario) {
     case "usage":
-      return text("usage: finished");
+    case "one-answer":
+      return text(`${scenario}: finished`);
     case "budget-approve":
     case "budget-deny":
       return turn === 0 ? bash(`touch ${marker(`${scenario}.txt`)}`, "Leave a mark") : text(`${scenario}: finished`);
@@ -75,15 +76,19 @@ describe("usage and budgets with ao worker --agent claude", () => {
 
   // Claude Code reports its cost only in each turn's result (the streamed answers carry tokens, no
   // price), so the crossing comes with the result: the worker stops the real process before it exits.
-  test("a per-task budget crossed by Claude's report stops the real claude and asks; approve raises the allowance and the task completes", async () => {
-    const t = await newTask("budget-approve", { budget: { perTaskUsd: 0.000001 }, agent: { allow: ["shell:touch*"] } });
+  test("a per-task budget crossed by Claude's report stops the real claude and asks; each approval raises the allowance, asked again at once (claude still stopped) until it covers the cost; then the task completes", async () => {
+    // What one answer costs (a run of the usage scenario): the budget is set under it, so the two
+    // answers of this scenario take more than one approval to cover.
+    const probe = await waitStatus((await newTask("one-answer")).id, "completed");
+    const perTaskUsd = Math.round(probe.usage.costUsd * 0.7 * 1e6) / 1e6;
+    const t = await newTask("budget-approve", { budget: { perTaskUsd }, agent: { allow: ["shell:touch*"] } });
     const asking = await waitStatus(t.id, "needs_approval");
     expect(asking.needs.kind).toBe("budget");
     expect(asking.needs.message).toMatch(/^over budget: \$[\d.]+ of \$[\d.]+; continue\?$/);
-    expect(asking.needs.costUsd).toBeGreaterThan(0.000001);
+    expect(asking.needs.costUsd).toBeGreaterThan(perTaskUsd);
     expect(asking.needs.costUsd).toBe(asking.usage.costUsd);
-    expect(asking.needs.allowanceUsd).toBe(0.000001);
-    expect(asking.allowanceUsd).toBe(0.000001);
+    expect(asking.needs.allowanceUsd).toBe(perTaskUsd);
+    expect(asking.allowanceUsd).toBe(perTaskUsd);
     const pid = findAgentPid(t.id);
     expect(processState(pid)).toBe("T");
     // Stopped: it stays so while nobody answers.
@@ -91,37 +96,37 @@ describe("usage and budgets with ao worker --agent claude", () => {
     expect(processState(pid)).toBe("T");
     expect((await task(t.id)).status).toBe("needs_approval");
 
-    expect((await action(t.id, { action: "approve" })).status).toBe(200);
-    // The report that crossed passes the raised allowance too (perTaskUsd is tiny): the worker may ask
-    // again at once; each approval raises the allowance by perTaskUsd, visible on the task.
-    let approvals = 1;
-    let done: any;
-    for (;;) {
-      const now = await until(async () => {
+    // The cost asked about is the run's whole cost (it came with the result): the approvals it takes
+    // to cover it are known, and each one short of it is asked again with claude never continued.
+    const cost = asking.needs.costUsd as number;
+    const needed = Math.ceil(cost / perTaskUsd - 1e-9) - 1;
+    expect(needed).toBeGreaterThanOrEqual(2);
+    const switches = voluntarySwitches(pid);
+    for (let approvals = 1; approvals < needed; approvals++) {
+      expect((await action(t.id, { action: "approve" })).status).toBe(200);
+      const again = await until(async () => {
         const x = await task(t.id);
-        return ["completed", "needs_approval"].includes(x.status) && x;
-      }, 60_000, 100);
-      if (now.status === "completed") {
-        done = now;
-        break;
-      }
-      expect(now.needs.kind).toBe("budget");
-      expect(approvals).toBeLessThan(5);
-      const r = await action(t.id, { action: "approve" });
-      // Claude's run had already ended when it asked again: the attempt may complete before the answer.
-      if (r.status === 409) expect((await task(t.id)).status).toBe("completed");
-      else expect(r.status).toBe(200), approvals++;
+        return x.status === "needs_approval" && x.allowanceUsd > perTaskUsd * approvals + 1e-9 && x;
+      }, 30_000, 50);
+      expect(again.needs).toMatchObject({ kind: "budget", costUsd: cost });
+      expect(again.allowanceUsd).toBeCloseTo(perTaskUsd * (approvals + 1), 6);
+      expect(processState(pid)).toBe("T");
+      expect(voluntarySwitches(pid)).toBe(switches);
     }
+    expect((await action(t.id, { action: "approve" })).status).toBe(200);
+    const done = await waitStatus(t.id, "completed");
     expect(done.summary).toBe("budget-approve: finished");
     expect(existsSync(marker("budget-approve.txt"))).toBe(true);
-    expect(processState(pid) === "gone" || processState(pid) === "Z").toBe(true);
+    await until(() => processState(pid) === "gone" || processState(pid) === "Z", 15_000, 100);
     const ev = await events(t.id);
     const raised = ev.filter((e) => e.type === "action" && e.data.action === "approve").map((e) => e.data.budget.allowanceUsd);
-    expect(raised).toHaveLength(approvals);
-    expect(raised[0]).toBeCloseTo(0.000002, 12);
-    expect(done.allowanceUsd).toBeCloseTo(0.000001 * (approvals + 1), 12);
+    expect(raised).toHaveLength(needed);
+    expect(raised[0]).toBeCloseTo(2 * perTaskUsd, 6);
+    expect(done.allowanceUsd).toBeCloseTo(perTaskUsd * (needed + 1), 6);
+    expect(done.usage.costUsd).toBe(cost);
     const asks = ev.filter((e) => e.type === "decision" && e.data.kind === "budget");
-    expect(asks[0].data).toMatchObject({ decision: "ask", by: "project budget", rule: "policy.budget.perTaskUsd", allowanceUsd: 0.000001 });
+    expect(asks).toHaveLength(needed);
+    expect(asks[0].data).toMatchObject({ decision: "ask", by: "project budget", rule: "policy.budget.perTaskUsd", allowanceUsd: perTaskUsd });
   });
 
   test("deny on a budget question cancels the task and ends the real claude", async () => {

@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { createTaskApi, orgWithProject, until } from "../workers/helpers";
 import { alive, preparedWorker, startWorker, type WorkerProcess } from "./worker-helpers";
+import { processState, voluntarySwitches } from "../helpers/processes";
 import { all, get } from "../../src/db/query";
 import { dayOf } from "../../src/modules/usage/service";
 
@@ -45,6 +46,11 @@ case "$AO_TASK_TITLE" in
     ;;
   daily)
     echo '::ao::usage {"costUsd": 0.06}'
+    ;;
+  jump)
+    echo $$ > "$PIDS/$AO_TASK_ID"
+    echo '::ao::usage {"costUsd": 0.12}'
+    i=1; while [ $i -le 300 ]; do echo "tick $i"; i=$((i+1)); sleep 0.1; done
     ;;
   *)
     echo "ran with exec"
@@ -253,6 +259,33 @@ describe("budgets", () => {
     const evs = await events(p, t.id);
     expect(evs.find((e) => e.type === "action" && e.data.action === "deny").data).toMatchObject({ reason: "too expensive", budget: { cancelled: true } });
     expect((await task(p, t.id)).usage.costUsd).toBeCloseTo(0.11, 5);
+  }, 40_000);
+
+  test("an approval the cost already passes asks again at once, the process never continued meanwhile; the next one lets it go on", async () => {
+    const p = await orgWithProject(s, owner, { budget: { perTaskUsd: 0.05 } });
+    const { proc } = await run(p.orgId, "budget-jump");
+    await proc.waitFor(/connected as/);
+    const t = await createTaskApi(s, p, { title: "jump" });
+    expect((await waitStatus(p, t.id, "needs_approval")).needs).toMatchObject({ kind: "budget", message: "over budget: $0.12 of $0.05; continue?" });
+    const pid = Number(await Bun.file(join(tmp, "pids", t.id)).text());
+    await until(() => processState(pid) === "T", 5000);
+    const switches = voluntarySwitches(pid);
+    // 0.10 is still under 0.12: the worker asks again without continuing the process (continued and
+    // stopped again, it would have woken once, and run for a moment no allowance covered).
+    expect((await action(p, t.id, { action: "approve" })).body).toMatchObject({ status: "running", allowanceUsd: 0.1 });
+    const again = await until(async () => {
+      const r = await task(p, t.id);
+      return r.status === "needs_approval" && r.allowanceUsd === 0.1 && r;
+    }, 15_000, 50);
+    expect(again.needs).toMatchObject({ kind: "budget", message: "over budget: $0.12 of $0.10; continue?" });
+    expect(processState(pid)).toBe("T");
+    expect(voluntarySwitches(pid)).toBe(switches);
+    // 0.15 covers it: the process goes on.
+    expect((await action(p, t.id, { action: "approve" })).body).toMatchObject({ status: "running", allowanceUsd: 0.15 });
+    const ticked = await lastTick(p, t.id);
+    await until(async () => (await lastTick(p, t.id)) > ticked, 10_000, 50);
+    expect((await task(p, t.id)).status).toBe("running");
+    expect((await action(p, t.id, { action: "cancel" })).status).toBe(200);
   }, 40_000);
 
   test("a later attempt knows the raised allowance and what the earlier ones cost (the claim carries them)", async () => {

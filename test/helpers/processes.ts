@@ -11,6 +11,15 @@ export function processState(pid: number): string {
   }
 }
 
+/**
+ * How many times the process has given up the CPU of its own accord (/proc's
+ * voluntary_ctxt_switches): a stopped process that is continued and stopped again counts one more
+ * (it wakes to stop itself), one left stopped counts none.
+ */
+export function voluntarySwitches(pid: number): number {
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+}
+
 /** True while the process exists and is not a zombie (an unreaped orphan has finished). */
 export function alive(pid: number): boolean {
   try {

@@ -6,7 +6,7 @@ import { newId } from "../../lib/ids";
 import { iso } from "../../lib/time";
 import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
 import { ACTION_TABLE, BUDGET_ANSWERS, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
-import { taskBudget } from "../usage/service";
+import { money, taskBudget } from "../usage/service";
 import { PRIORITY_RANK, type TaskRow } from "./record";
 import { get, type Q } from "../../db/query";
 import { changeTask, commitChange, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
@@ -127,7 +127,7 @@ function* budgetAnswer(core: Core, action: Action, row: TaskRow, now: string): Q
   const policy = (yield* get<{ policy: string }>(SELECT_POLICY, row.project_id))?.policy;
   const budget = yield* taskBudget(core, row, policy ? JSON.parse(policy) : {}, row.attempt);
   const passed = budget?.allowanceUsd ?? needs.allowanceUsd ?? 0;
-  return { status: "running", needs: null, budget_usd: passed + (budget?.perTaskUsd ?? passed) };
+  return { status: "running", needs: null, budget_usd: money(passed + (budget?.perTaskUsd ?? passed)) };
 }
 
 /** The patch an action makes, given the current row. The stop of a running attempt is told to the worker after commit. */

@@ -55,7 +55,7 @@ const SELECT_PROJECT = "SELECT id, policy FROM projects WHERE id = ? AND org_id 
 export const dayOf = (ms = Date.now()) => iso(ms).slice(0, 10);
 
 /** Rounds away float dust (0.1 + 0.2) to a millionth of a dollar. */
-const money = (n: number) => Math.round(n * 1e6) / 1e6;
+export const money = (n: number) => Math.round(n * 1e6) / 1e6;
 
 function totalsOf(r: SumRow, model: string | null): UsageTotals {
   return {
