@@ -268,7 +268,9 @@ describe("budgets", () => {
     const t = await createTaskApi(s, p, { title: "jump" });
     expect((await waitStatus(p, t.id, "needs_approval")).needs).toMatchObject({ kind: "budget", message: "over budget: $0.12 of $0.05; continue?" });
     const pid = Number(await Bun.file(join(tmp, "pids", t.id)).text());
-    await until(() => processState(pid) === "T", 5000);
+    // Stopped as soon as it is out of what it was doing: under heavy disk load, an exec's page-ins
+    // (uninterruptible, state D) were seen to hold the stop off for seconds.
+    await until(() => processState(pid) === "T", 20_000, 50);
     const switches = voluntarySwitches(pid);
     // 0.10 is still under 0.12: the worker asks again without continuing the process (continued and
     // stopped again, it would have woken once, and run for a moment no allowance covered).
