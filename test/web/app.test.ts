@@ -166,6 +166,8 @@ describeBrowser("web: the app", () => {
       const fresh = await task(`Arrives live ${XSS}`);
       await page.locator(`.column[data-status='queued'] .task-card[data-id='${fresh.id}']`).waitFor();
       await expect(page.locator(`.task-card[data-id='${fresh.id}'] .card-title`).textContent()).resolves.toBe(`Arrives live ${XSS}`);
+      // No worker is online here: the queued card says so (the reason came with the live record).
+      await expect(page.locator(`.task-card[data-id='${fresh.id}'] .card-waiting`).textContent()).resolves.toBe("no approved worker of the organization is online");
       await expect(page.locator("#board img").count()).resolves.toBe(0);
       // The board's filter by project stays in the address.
       await page.locator("#tasks-filters").getByLabel("Project").selectOption({ index: 1 });

@@ -140,8 +140,13 @@ describeBrowser("web: tasks list", () => {
 
       await filter("Status").selectOption("");
       await rowsAre(page, [fresh.id, older.id]);
+      // Queued with no worker online: its status cell says why on hover; running, it says nothing.
+      const status = page.locator(`#tasks-rows tr[data-id='${fresh.id}'] td:has(.status)`);
+      await expect(status.getAttribute("title")).resolves.toBe("Waiting: no approved worker of the organization is online");
       await putInState(s, fresh.id, "running");
       await page.locator(`#tasks-rows tr[data-id='${fresh.id}'] .status`, { hasText: /^running$/ }).waitFor();
+      // (Preact empties the attribute rather than removing it: no tooltip either way.)
+      expect((await status.getAttribute("title")) ?? "").toBe("");
       expect(problems).toEqual([]);
     });
   }, 90_000);

@@ -72,6 +72,7 @@ function Card({ t, project }: { t: Task; project: string }) {
         <Time iso={t.updatedAt} />
       </div>
       {t.needs && (t.status === "needs_input" || t.status === "needs_approval") ? <p class="card-needs">{t.needs.message}</p> : null}
+      {t.status === "queued" && t.waitingReason ? <p class="card-waiting">{t.waitingReason}</p> : null}
     </li>
   );
 }

@@ -77,7 +77,7 @@ function Row({ t, project }: { t: Task; project: string }) {
       <td class="title">
         <a href={`/tasks/${encodeURIComponent(t.id)}`}>{t.title}</a>
       </td>
-      <td>
+      <td title={t.status === "queued" && t.waitingReason ? `Waiting: ${t.waitingReason}` : undefined}>
         <StatusBadge status={t.status} />
       </td>
       <td class="optional project">{project}</td>
