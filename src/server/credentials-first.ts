@@ -8,6 +8,7 @@
 // Each check runs at most once a request: its outcome is kept, so the route's resolve and the
 // error handler share it (no second database read, no second failed attempt counted).
 import { ApiError } from "./errors";
+import { routeTable, type RouteLike } from "./route-table";
 
 /** What a credential check reads of the request: the raw headers and path parameters. */
 export interface CheckContext {
@@ -34,13 +35,6 @@ export function credentialCheck<R>(check: (ctx: CheckContext) => Promise<R> | R)
   return resolve;
 }
 
-/** The parts of an Elysia route this needs (app.routes). */
-interface RouteLike {
-  method: string;
-  path: string;
-  hooks?: { beforeHandle?: unknown };
-}
-
 /** What the error handler knows of the failed request. */
 export interface FailedRequest {
   request: Request;
@@ -55,11 +49,10 @@ export interface FailedRequest {
  * `route` on the context); the checks are the route's resolve hooks made by credentialCheck.
  */
 export function credentialRefusal(routes: () => readonly RouteLike[]) {
-  let byRoute: Map<string, CheckFn[]> | null = null;
+  const checksOf = routeTable(routes, credentialChecks);
   return async (ctx: FailedRequest): Promise<ApiError | null> => {
     if (!ctx.route) return null;
-    byRoute ??= indexChecks(routes());
-    const routeChecks = byRoute.get(`${ctx.request.method} ${ctx.route}`);
+    const routeChecks = checksOf(ctx.request.method, ctx.route);
     if (!routeChecks) return null;
     const input: CheckContext = {
       request: ctx.request,
@@ -80,13 +73,10 @@ export function credentialRefusal(routes: () => readonly RouteLike[]) {
 
 type CheckFn = (ctx: CheckContext) => Promise<unknown>;
 
-function indexChecks(routes: readonly RouteLike[]): Map<string, CheckFn[]> {
-  const index = new Map<string, CheckFn[]>();
-  for (const route of routes) {
-    const hooks = route.hooks?.beforeHandle;
-    const list = (Array.isArray(hooks) ? hooks : hooks ? [hooks] : []) as { fn?: unknown }[];
-    const found = list.map((h) => (typeof h === "function" ? h : h?.fn)).filter((f): f is CheckFn => typeof f === "function" && checks.has(f));
-    if (found.length) index.set(`${route.method} ${route.path}`, found);
-  }
-  return index;
+/** The route's credential checks (its hooks made by credentialCheck), or null without any. */
+function credentialChecks(route: RouteLike): CheckFn[] | null {
+  const hooks = route.hooks?.beforeHandle;
+  const list = (Array.isArray(hooks) ? hooks : hooks ? [hooks] : []) as { fn?: unknown }[];
+  const found = list.map((h) => (typeof h === "function" ? h : h?.fn)).filter((f): f is CheckFn => typeof f === "function" && checks.has(f));
+  return found.length ? found : null;
 }

@@ -7,6 +7,7 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ApiError, invalidRequest } from "./errors";
 import { fieldMessage } from "./field-messages";
+import { routeTable, type RouteLike } from "./route-table";
 
 /** How one declared parameter is read: an integer in digits, a list (may repeat), or one value. */
 export type QueryKind = "integer" | "list" | "value";
@@ -50,34 +51,20 @@ export function queryRefusal(url: string, schema: Schema, kinds: Record<string, 
   return invalidRequest("query", [...faults].map(([field, message]) => ({ field, message })));
 }
 
-/** The parts of an Elysia route this needs (app.routes). */
-interface RouteLike {
-  method: string;
-  path: string;
-  hooks?: { query?: unknown };
-}
-
 /**
  * For a global transform hook: the refusal of a routed request's query, or null. Routes are looked
  * up by method and path pattern (Elysia's `route`); their query schemas are read once, at the first
  * request, when every route is mounted.
  */
 export function queryCheck(routes: () => readonly RouteLike[]) {
-  let byRoute: Map<string, { schema: Schema; kinds: Record<string, QueryKind> }> | null = null;
+  const queryOf = routeTable(routes, (r) => {
+    const kinds = queryKinds(r.hooks?.query);
+    return kinds && { schema: r.hooks!.query as Schema, kinds };
+  });
   return (request: Request, route: string | undefined): ApiError | null => {
     if (!route || request.url.indexOf("?") === -1) return null;
-    byRoute ??= indexQueries(routes());
     // A HEAD request is answered by its GET route.
-    const found = byRoute.get(`${request.method === "HEAD" ? "GET" : request.method} ${route}`);
+    const found = queryOf(request.method === "HEAD" ? "GET" : request.method, route);
     return found ? queryRefusal(request.url, found.schema, found.kinds) : null;
   };
-}
-
-function indexQueries(routes: readonly RouteLike[]) {
-  const index = new Map<string, { schema: Schema; kinds: Record<string, QueryKind> }>();
-  for (const route of routes) {
-    const kinds = queryKinds(route.hooks?.query);
-    if (kinds) index.set(`${route.method} ${route.path}`, { schema: route.hooks!.query as Schema, kinds });
-  }
-  return index;
 }
