@@ -11,7 +11,7 @@ import { constantTimeEqual, sha256Hex } from "../../lib/tokens";
  * the tokens of its earlier runs are dropped, and a restart's new link replaces the old one.
  */
 export function* addSetupToken(serverId: string, token: string, alone: boolean): Q<void> {
-  if (alone) yield* run("DELETE FROM setup_tokens");
+  if (alone) yield* clearSetupTokens();
   yield* run("INSERT INTO setup_tokens (token_hash, server_id, created_at) VALUES (?, ?, ?)", sha256Hex(token), serverId, iso());
 }
 

@@ -136,8 +136,8 @@ export function* recordLastSeen(_core: Core, workerId: string, at: string): Q<vo
   yield* run(SEEN, at, workerId, at);
 }
 
-export const parseLabels = (row: WorkerRow): string[] => JSON.parse(row.labels) as string[];
-export const parsePolicy = (row: WorkerRow): WorkerPolicy & Record<string, unknown> => JSON.parse(row.policy) as WorkerPolicy & Record<string, unknown>;
+export const parseLabels = (row: Pick<WorkerRow, "labels">): string[] => JSON.parse(row.labels) as string[];
+export const parsePolicy = (row: Pick<WorkerRow, "policy">): WorkerPolicy & Record<string, unknown> => JSON.parse(row.policy) as WorkerPolicy & Record<string, unknown>;
 
 export function statusOf(row: WorkerRow, connected: boolean): WorkerStatus {
   if (row.revoked_at) return "revoked";

@@ -36,9 +36,9 @@ function* onlineWorkers(core: Core, orgId: string): Q<Capable[]> {
   type Row = Pick<WorkerRow, "id" | "labels" | "policy" | "agents" | "last_seen_at" | "revoked_at">;
   for (const row of yield* all<Row>(APPROVED, orgId)) {
     if (dispatcher.isConnected(row.id) || !presence.isOnline(row)) continue;
-    const projects = parsePolicy(row as WorkerRow).projects;
+    const projects = parsePolicy(row).projects;
     const agents = (JSON.parse(row.agents) as { name: string }[]).map((a) => a.name);
-    online.push({ projects: projects ? new Set(projects) : null, agents: new Set(agents), labels: new Set(parseLabels(row as WorkerRow)) });
+    online.push({ projects: projects ? new Set(projects) : null, agents: new Set(agents), labels: new Set(parseLabels(row)) });
   }
   return online;
 }
