@@ -63,8 +63,7 @@ export function queryCheck(routes: () => readonly RouteLike[]) {
   });
   return (request: Request, route: string | undefined): ApiError | null => {
     if (!route || request.url.indexOf("?") === -1) return null;
-    // A HEAD request is answered by its GET route.
-    const found = queryOf(request.method === "HEAD" ? "GET" : request.method, route);
+    const found = queryOf(request.method, route);
     return found ? queryRefusal(request.url, found.schema, found.kinds) : null;
   };
 }

@@ -9,7 +9,10 @@ export interface RouteLike {
   hooks?: Record<string, unknown>;
 }
 
-/** A lookup of what `derive` makes of each route (routes it answers null for are left out). */
+/**
+ * A lookup of what `derive` makes of each route (routes it answers null for are left out). A HEAD
+ * request is answered by its GET route (Elysia's), so it finds that route's value.
+ */
 export function routeTable<T>(routes: () => readonly RouteLike[], derive: (route: RouteLike) => T | null) {
   let index: Map<string, T> | null = null;
   return (method: string, route: string): T | undefined => {
@@ -20,6 +23,6 @@ export function routeTable<T>(routes: () => readonly RouteLike[], derive: (route
         if (value !== null) index.set(`${r.method} ${r.path}`, value);
       }
     }
-    return index.get(`${method} ${route}`);
+    return index.get(`${method} ${route}`) ?? (method === "HEAD" ? index.get(`GET ${route}`) : undefined);
   };
 }

@@ -109,6 +109,15 @@ describe("no valid credential: 401 before the body and query are read", () => {
     for (const o of secured()) await expectRefused(o, undefined, 401, "unauthorized");
   });
 
+  test("a HEAD request, answered by its GET route: 401 without a credential, whatever its query", async () => {
+    const heads = secured().filter((o) => o.method === "GET");
+    expect(heads.length).toBeGreaterThan(20);
+    for (const o of heads) {
+      const r = await fetch(`${s.url}/api/v1${target(o)}`, { method: "HEAD" });
+      expect([`HEAD ${o.path}`, r.status]).toEqual([`HEAD ${o.path}`, 401]);
+    }
+  });
+
   test("with a made-up API token (well formed, unknown)", async () => {
     const token = newChecksummedToken("aot_");
     for (const o of secured()) await expectRefused(o, token, 401, "unauthorized");
