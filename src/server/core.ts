@@ -140,6 +140,11 @@ export interface CoreEventMap {
   "task.changedElsewhere": { before: TaskBefore | null; after: TaskRow };
   /** A person applied an action; the worker running the task may need a control message. */
   "task.action": { change: TaskChange; action: Action; input?: string; reason?: string; actor: Actor };
+  /**
+   * The org's workers changed, here or on another server: one connected, went, was approved,
+   * revoked or edited. Why its queued tasks wait (their waitingReason) may have changed with them.
+   */
+  "workers.changed": { orgId: string };
   /** A project's policy was written: budgets and preferred agents are read afresh, the queue looked at again. */
   "project.policyChanged": { orgId: string; projectId: string };
   /**

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
 import { addMember, createAdmin, login, type Session } from "../helpers/identity";
-import { LiveClient } from "./live-client";
+import { LiveClient } from "../helpers/live-client";
 
 let cluster: Cluster;
 let a: TestServer;

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
 import { createAdmin, newOrg } from "../helpers/identity";
+import { LiveClient } from "../helpers/live-client";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "../workers/helpers";
 import { presenceOf } from "../../src/modules/workers/presence";
 import { get } from "../../src/db/query";
@@ -209,6 +210,19 @@ describe("why a task waits", () => {
     expect(await taskOf(a, p, forCodex.id)).toMatchObject({ status: "queued", waitingReason: null });
     expect(await taskOf(a, p, forClaude.id)).toMatchObject({ status: "queued", waitingReason: "no online worker has the agent 'claude'" });
     expect(await taskOf(a, gpu, needsGpu.id)).toMatchObject({ status: "queued", waitingReason: "no online worker has the label 'gpu' its project asks for" });
+  });
+
+  test("a queued task followed on A gets its record again when a worker connects to B, and when it goes", async () => {
+    const p = await orgWithProject(a, await newOrg(a), { workerLabels: ["gpu"] });
+    const task = await createTaskApi(a, p);
+    const live = await LiveClient.open(a, p.token);
+    await live.subscribe(p.orgId, task.id);
+    const c = await connect(b, (await makeWorker(a, p.orgId)).credential);
+    const sent = (reason: string) => live.next((m) => m.type === "task.updated" && m.task.id === task.id && m.task.waitingReason === reason);
+    expect((await sent("no online worker has the label 'gpu' its project asks for")).task.status).toBe("queued");
+    c.close();
+    await sent("no approved worker of the organization is online");
+    live.close();
   });
 });
 

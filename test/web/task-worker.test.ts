@@ -140,4 +140,46 @@ describeBrowser("web: answering a real worker's question from the task page", ()
     });
     expect((await s.api("POST", `/orgs/${gpu.orgId}/tasks/${created.body.id}/actions`, { token: gpu.token, body: { action: "cancel" } })).status).toBe(200);
   }, 90_000);
+
+  test("why a queued task waits changes live with the worker, on the task page (its record is sent again), the board (its queued column read again) and the list", async () => {
+    // A label the worker lacks (the test before gave it "gpu").
+    const gpu = await orgWithProject(s, owner, { workerLabels: ["tpu"] });
+    const created = await s.api("POST", `/orgs/${gpu.orgId}/tasks`, { token: gpu.token, body: { projectId: gpu.projectId, title: "Render later", prompt: "ship it" } });
+    const policy = async (value: Record<string, unknown>) => expect((await s.api("PATCH", `/orgs/${gpu.orgId}/workers/${workerId}`, { token: gpu.token, body: { policy: value } })).status).toBe(200);
+    const LABEL = "no online worker has the label 'tpu' its project asks for";
+    const LIMITED = "no online worker takes this project's tasks (each is limited to other projects)";
+    try {
+      await usePage(browser, async ({ page, problems }) => {
+        // What the live socket brings, to tell its message from a page reading the task again.
+        const frames: string[] = [];
+        page.on("websocket", (ws) => ws.on("framereceived", (f) => void frames.push(String(f.payload))));
+        await openSignedIn(page, `${s.url}/tasks/${created.body.id}`, owner.email, PASSWORD, "Sign in to see the task.");
+        await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+        await expect(shownText(page, "#task-waiting")).resolves.toBe(`Waiting: ${LABEL}. Workers`);
+        await policy({ projects: [p.projectId] });
+        await page.locator("#task-waiting", { hasText: LIMITED }).waitFor();
+        const sent = frames.map((f) => JSON.parse(f)).filter((m) => m.type === "task.updated" && m.task.id === created.body.id);
+        expect(sent.map((m) => m.task.waitingReason)).toEqual([LIMITED]);
+        // The board, following the org: the worker's change arrives as worker.updated, and the queued card follows.
+        await page.goto(`${s.url}/tasks?org=${gpu.orgId}&view=board`);
+        const card = page.locator(`.column[data-status='queued'] .task-card[data-id='${created.body.id}'] .card-waiting`);
+        await card.filter({ hasText: LIMITED }).waitFor();
+        await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+        await policy({});
+        await card.filter({ hasText: LABEL }).waitFor();
+        expect(frames.some((f) => f.startsWith('{"type":"worker.updated"') && f.includes(workerId))).toBe(true);
+        // The list says it on hover, and reads its first page again the same way.
+        await page.goto(`${s.url}/tasks?org=${gpu.orgId}`);
+        const row = (title: string) => page.locator(`#tasks-rows tr[data-id='${created.body.id}'] td[title=${JSON.stringify(`Waiting: ${title}`)}]`);
+        await row(LABEL).waitFor();
+        await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+        await policy({ projects: [p.projectId] });
+        await row(LIMITED).waitFor();
+        expect(problems).toEqual([]);
+      });
+    } finally {
+      await policy({});
+      expect((await s.api("POST", `/orgs/${gpu.orgId}/tasks/${created.body.id}/actions`, { token: gpu.token, body: { action: "cancel" } })).status).toBe(200);
+    }
+  }, 90_000);
 });

@@ -62,6 +62,34 @@ describeBrowser("web: workers page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("a worker that connects, is changed elsewhere and goes shows so live (worker.updated over the socket)", async () => {
+    const { owner, waiting } = await fleet();
+    expect((await s.api("POST", `/orgs/${owner.orgId}/workers/${waiting.workerId}/approve`, { token: owner.accessToken })).status).toBe(200);
+    await steps(async ({ page, problems }) => {
+      // What the live socket brings, to tell its messages from the page's 15 s look.
+      const frames: string[] = [];
+      page.on("websocket", (ws) => ws.on("framereceived", (f) => void frames.push(String(f.payload))));
+      await open(page, owner);
+      const box = card(page, "build-box");
+      await box.locator(".worker-status", { hasText: "offline" }).waitFor();
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      const c = await connectWorker(s, waiting.credential);
+      sockets.push(c);
+      await box.locator(".worker-status", { hasText: "online" }).waitFor();
+      expect((await s.api("PATCH", `/orgs/${owner.orgId}/workers/${waiting.workerId}`, { token: owner.accessToken, body: { labels: ["arm"] } })).status).toBe(200);
+      await box.locator(".labels .chip", { hasText: /^arm$/ }).waitFor();
+      c.close();
+      await box.locator(".worker-status", { hasText: "offline" }).waitFor();
+      const heard = frames.map((f) => JSON.parse(f)).filter((m) => m.type === "worker.updated" && m.worker.id === waiting.workerId);
+      expect(heard.map((m) => [m.worker.status, m.worker.labels])).toEqual([
+        ["online", ["linux"]],
+        ["online", ["arm"]],
+        ["offline", ["arm"]],
+      ]);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
   test("the tasks a worker holds show by title, those waiting on a person too", async () => {
     const owner = await newOrg(s);
     const paired = await pairWorker(s, owner, { name: "busy-box" });

@@ -48,7 +48,7 @@ export async function makeWorker(s: TestServer, orgId: string, opts: { labels?: 
 export async function createTaskApi(s: TestServer, p: { orgId: string; projectId: string; token: string }, extra: Record<string, unknown> = {}) {
   const r = await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: p.token, body: { projectId: p.projectId, title: "t", prompt: "do it", ...extra } });
   expect(r.status).toBe(201);
-  return r.body as { id: string; status: string; attempt: number };
+  return r.body as { id: string; status: string; attempt: number; updatedAt: string };
 }
 
 export function workerApi(s: TestServer, credential: string) {

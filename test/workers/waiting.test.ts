@@ -2,10 +2,12 @@
 // real sockets: no worker online, none for its project, none with its agent, none with its
 // project's labels; null once one could take it, even while that one is busy. On PostgreSQL
 // (AO_TEST_DATABASE=postgres) the same cases go through the path that reads the org's workers,
-// since a server there never assumes it holds every socket.
+// since a server there never assumes it holds every socket. A queued task's live subscribers get
+// its record again whenever the reason may have changed (workers, the project's policy).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, newOrg } from "../helpers/identity";
+import { LiveClient } from "../helpers/live-client";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -115,5 +117,35 @@ describe("waitingReason", () => {
     c.close();
     await c.waitClose();
     expect(await until(async () => (await reason(p, left.id)) === "no online worker has the label 'gpu' its project asks for")).toBe(true);
+  });
+});
+
+describe("live", () => {
+  test("a queued task's subscribers get its record again as its reason changes: a worker connects, the project's labels change, the worker goes", async () => {
+    const p = await orgWithProject(s, await newOrg(s), { workerLabels: ["gpu"] });
+    const task = await createTaskApi(s, p);
+    const live = await LiveClient.open(s, p.token);
+    await live.subscribe(p.orgId, task.id);
+    const reasonSent = async (text: string | null) => (await live.next((m) => m.type === "task.updated" && m.task.id === task.id && m.task.waitingReason === text)).task;
+    // Another org's worker changes nothing for this task (checked at the end: no message for it).
+    const other = await orgWithProject(s, await newOrg(s));
+    await connect((await makeWorker(s, other.orgId)).credential);
+    const c = await connect((await makeWorker(s, p.orgId, { labels: ["cpu"] })).credential);
+    expect(await reasonSent("no online worker has the label 'gpu' its project asks for")).toMatchObject({ status: "queued", updatedAt: task.updatedAt });
+    // The project asks for no label any more: the worker could take it (it is offered; it does not claim).
+    const edited = await s.api("PATCH", `/orgs/${p.orgId}/projects/${p.projectId}`, { token: p.token, body: { policy: {} } });
+    expect(edited.status).toBe(200);
+    expect(await reasonSent(null)).toMatchObject({ status: "queued" });
+    await c.next("offer");
+    c.close();
+    await c.waitClose();
+    expect(await reasonSent("no approved worker of the organization is online")).toMatchObject({ status: "queued" });
+    // Each message was one of those three changes: none before the first, none for the other org's worker.
+    expect(live.updates(task.id).map((m) => m.task.waitingReason)).toEqual([
+      "no online worker has the label 'gpu' its project asks for",
+      null,
+      "no approved worker of the organization is online",
+    ]);
+    live.close();
   });
 });

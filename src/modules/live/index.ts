@@ -4,8 +4,8 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import type { Socket } from "../../server/sockets";
 import { relayAccessChanges } from "../auth/principal";
-import { relayTaskChanges } from "../tasks/store";
-import { authenticate, handle, isFailure, newState, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
+import { outdated, relayTaskChanges } from "../tasks/store";
+import { authenticate, handle, isFailure, newState, queuedRecords, refuse, revalidate, sendError, MAX_MESSAGE_BYTES, type LiveState } from "./service";
 
 export const LIVE_PATH = "/api/v1/ws";
 
@@ -49,6 +49,26 @@ export default (core: Core) => {
     for (const ws of open) if (stateOf(ws).principal?.userId === userId) recheck(ws);
   });
   relayAccessChanges(core);
+  // A queued task followed here is sent again when why it waits may have changed, to each socket
+  // that follows it, whether through its topic or its org's (an org's subscribers hear
+  // worker.updated as well, and read their queued tasks again if they show why).
+  const waitingMayChange = ({ orgId }: { orgId: string }) => {
+    const followers = new Map<string, Socket[]>();
+    for (const ws of open) for (const id of stateOf(ws).orgs.get(orgId)?.tasks ?? []) followers.set(id, [...(followers.get(id) ?? []), ws]);
+    if (followers.size === 0) return;
+    core.store
+      .read(queuedRecords(core, orgId, followers.keys()))
+      .then((queued) => {
+        for (const { row, message } of queued) {
+          // Its claim (say) was published while it was read: that newer record stands.
+          if (outdated(core, row)) continue;
+          for (const ws of followers.get(row.id)!) if (ws.readyState === 1) ws.send(message);
+        }
+      })
+      .catch((err) => core.log.error("sending queued tasks again failed", { orgId, error: String((err as Error)?.stack ?? err) }));
+  };
+  core.events.on("workers.changed", waitingMayChange);
+  core.events.on("project.policyChanged", waitingMayChange);
   // Several servers: the task changes made on the others reach this server's subscribers.
   relayTaskChanges(core);
 
@@ -105,6 +125,8 @@ export default (core: Core) => {
           "Upgrade to a WebSocket. Authenticate with Authorization: Bearer, or send {\"type\":\"auth\",\"token\":\"...\"} within 10 s.",
           "Client: {type: subscribe|unsubscribe, orgId, taskId?, id?}, {type: ping}. Server: {type: subscribed|unsubscribed, orgId, taskId?, id?},",
           "{type: task.updated, orgId, task}, {type: task.event, orgId, taskId, event}, {type: error, code, message}.",
+          "An org's subscribers also get {type: worker.updated, orgId, worker} when one of its workers connects, goes or is changed; a queued task's",
+          "subscribers get its task.updated again then (its waitingReason may have changed).",
           "Codes: validation_failed, unauthorized (the socket is closed with 4401), forbidden, not_found.",
         ].join(" "),
         responses: { 101: { description: "Switching protocols" }, 400: { description: "Not a WebSocket upgrade" }, 401: { description: "Bad credential" } },

@@ -4,6 +4,7 @@
 //   -> {"type":"unsubscribe","orgId","taskId"?}     <- {"type":"unsubscribed","orgId","taskId"?}
 //   -> {"type":"ping"}                              <- {"type":"pong"}
 //   <- {"type":"task.updated","orgId","task"} and {"type":"task.event","orgId","taskId","event"}
+//   <- {"type":"worker.updated","orgId","worker"}   (to an org's subscribers: a worker connected, went or was changed)
 //   <- {"type":"error","code","message"}            (validation_failed, unauthorized, forbidden, not_found)
 // A message may carry an "id", echoed in the answer. Topics: org:<orgId> and task:<taskId>; a socket
 // subscribed to an org is never also subscribed to that org's task topics, so nothing arrives twice.
@@ -12,6 +13,8 @@ import type { Socket } from "../../server/sockets";
 import { verifyAccessToken } from "../../server/auth";
 import { principalFromApiToken, principalFromClaims, roleIn, type Principal } from "../auth/principal";
 import { findTask } from "../tasks/store";
+import type { TaskRow } from "../tasks/record";
+import { taskRecordOf } from "../tasks/list";
 import type { Q } from "../../db/query";
 
 export const MAX_MESSAGE_BYTES = 16 * 1024;
@@ -155,6 +158,21 @@ function unsubscribe(ws: Socket, state: LiveState, orgId: string, taskId?: strin
     for (const t of org.tasks) ws.subscribe(`task:${t}`);
   }
   if (!org.whole && org.tasks.size === 0) state.orgs.delete(orgId);
+}
+
+/**
+ * Each of these tasks that is queued, with its task.updated message: why a queued task waits (its
+ * waitingReason) changes with the org's workers and its project's policy, which change no task,
+ * so its followers are sent its record again then.
+ */
+export function* queuedRecords(core: Core, orgId: string, taskIds: Iterable<string>): Q<{ row: TaskRow; message: string }[]> {
+  const queued: { row: TaskRow; message: string }[] = [];
+  for (const id of taskIds) {
+    const row = yield* findTask(core, orgId, id);
+    if (row?.status !== "queued") continue;
+    queued.push({ row, message: JSON.stringify({ type: "task.updated", orgId, task: yield* taskRecordOf(core, row) }) });
+  }
+  return queued;
 }
 
 /** The principal as it stands now, and the subscribed orgs it may no longer see. */

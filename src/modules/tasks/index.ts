@@ -4,6 +4,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { applyAction } from "./service";
 import { createTaskBatched } from "./batch";
+import { publishedRecordOf } from "./store";
 import { getTask, listEvents, listTasks, taskRecordOf } from "./list";
 import { applyPlan } from "./plan";
 import { dispositionOf, findArtifact, openArtifact } from "./artifacts";
@@ -46,6 +47,9 @@ export default (core: Core) =>
       "/orgs/:orgId/tasks",
       async ({ body, orgId, actor, principal, status }) => {
         const change = await createTaskBatched(core, orgId, { ...body, createdBy: actor });
+        // The record its publication built when someone follows the org live (the same record).
+        const published = publishedRecordOf(change.after);
+        if (published) return status(201, published);
         // A new task's only named ref is its creator, the caller.
         const record = toTaskRecord(change.after, [], knownNames([[actor, principal.name]]));
         // Whether ao can already tell why it will wait (no online worker could take it, say): from memory when a worker here could.

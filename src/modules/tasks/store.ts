@@ -236,6 +236,24 @@ const published = new WeakMap<TaskRow, TaskRecord>();
 
 export const publishedRecordOf = (row: TaskRow): TaskRecord | undefined => published.get(row);
 
+/**
+ * The updatedAt of the newest record of each task published here (bounded: past 10,000 tasks it
+ * starts over). A record read before a newer one was published is not to be sent after it: with
+ * several servers reads are asynchronous, and a task's record sent again (why it waits) may have
+ * been read just before its claim was published.
+ */
+const newestPublished = new WeakMap<Core, Map<string, string>>();
+
+function notePublished(core: Core, row: TaskRow) {
+  let newest = newestPublished.get(core);
+  if (!newest) newestPublished.set(core, (newest = new Map()));
+  if (newest.size >= 10_000) newest.clear();
+  if ((newest.get(row.id) ?? "") < row.updated_at) newest.set(row.id, row.updated_at);
+}
+
+/** Whether a newer record of the task than this row's has been published here. */
+export const outdated = (core: Core, row: TaskRow): boolean => (newestPublished.get(core)?.get(row.id) ?? "") > row.updated_at;
+
 /** The live messages of one change, to the task's org and its own topic. */
 function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
   const { after, events } = change;
@@ -247,7 +265,8 @@ function* publishOne(core: Core, change: LiveChange, names: Names): Q<void> {
     // says); a changed one shows what the readers show.
     const extras = change.created ? { waitingReason: yield* waitingReason(core, after) } : (yield* decorations(core, [after]))(after);
     const record = { ...toTaskRecord(after, artifacts, names), ...extras };
-    if (!change.created) published.set(after, record as TaskRecord);
+    published.set(after, record as TaskRecord);
+    notePublished(core, after);
     const message = JSON.stringify({ type: "task.updated", orgId: after.org_id, task: record });
     for (const t of topics) core.hub.publish(t, message);
   }

@@ -91,7 +91,8 @@ export class PresenceCluster {
       if (conn) this.presence.drop(conn, CLOSE.revoked, "the worker was revoked");
     });
     on("worker.updated", ({ w, o }) => {
-      if (typeof o === "string" && this.core.hub.hasSubscribers(`org:${o}`)) void this.presence.publishHere(o, w);
+      if (typeof o !== "string") return;
+      void this.presence.publishHere(o, w).catch((err) => this.core.log.error("publishing a worker's change failed", { workerId: w, error: String((err as Error)?.stack ?? err) }));
     });
     // Messages sent while this server's bus was down are lost: mail may wait for its workers.
     this.unlisten.push(

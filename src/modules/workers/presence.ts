@@ -270,16 +270,22 @@ export class Presence {
     await this.publishHere(orgId, workerId);
   }
 
-  /** The worker's record to this server's live subscribers (presence-cluster.ts calls it for the others' changes). */
+  /**
+   * The worker's record to this server's live subscribers of the org, and "workers.changed" for
+   * what else follows the org's workers (presence-cluster.ts calls it for the others' changes).
+   */
   async publishHere(orgId: string, workerId: string) {
-    const presence = this;
-    const worker = await this.core.store.read(
-      (function* () {
-        const row = yield* getWorkerRow(presence.core, orgId, workerId);
-        return row ? yield* presence.record(row) : null;
-      })(),
-    );
-    if (worker) this.core.hub.publish(`org:${orgId}`, JSON.stringify({ type: "worker.updated", orgId, worker }));
+    if (this.core.hub.hasSubscribers(`org:${orgId}`)) {
+      const presence = this;
+      const worker = await this.core.store.read(
+        (function* () {
+          const row = yield* getWorkerRow(presence.core, orgId, workerId);
+          return row ? yield* presence.record(row) : null;
+        })(),
+      );
+      if (worker) this.core.hub.publish(`org:${orgId}`, JSON.stringify({ type: "worker.updated", orgId, worker }));
+    }
+    this.core.events.emit("workers.changed", { orgId });
   }
 
   async tick() {

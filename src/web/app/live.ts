@@ -7,6 +7,7 @@
 import { signal, type Signal } from "@preact/signals";
 import { ApiError, currentAccessToken, errorText, refresh } from "./api";
 import type { Task, TaskEvent } from "./types";
+import type { WorkerRecord } from "./records";
 
 export interface Follower {
   /** Each time the subscription takes hold (first time and after every reconnect). */
@@ -15,6 +16,11 @@ export interface Follower {
   task?: (task: Task) => void;
   /** A new event of a task (of the organization, or the one task followed). */
   event?: (taskId: string, event: TaskEvent) => void;
+  /**
+   * A newer record of one of the organization's workers (one connected, went or was changed;
+   * organizations only). Why its queued tasks wait may have changed with it.
+   */
+  worker?: (worker: WorkerRecord) => void;
 }
 
 /** What a follower shows as "live", "connecting…", "reconnecting…" or why updates stopped. */
@@ -104,6 +110,8 @@ function connect() {
       for (const sub of subs.values()) {
         if (sub.orgId === msg.orgId && (!sub.taskId || sub.taskId === msg.taskId)) for (const f of [...sub.followers]) f.event?.(msg.taskId, msg.event);
       }
+    } else if (msg.type === "worker.updated" && msg.worker) {
+      for (const sub of subs.values()) if (sub.orgId === msg.orgId && !sub.taskId) for (const f of [...sub.followers]) f.worker?.(msg.worker);
     } else if (msg.type === "error" && (msg.code === "forbidden" || msg.code === "not_found")) {
       // No longer allowed to follow it: stop that subscription rather than retry forever.
       const sub = typeof msg.id === "string" ? subs.get(msg.id) : [...subs.values()].find((s) => s.orgId === msg.orgId);

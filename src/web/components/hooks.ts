@@ -19,6 +19,7 @@ export function useFollow(orgId: string | null, taskId: string | null, handlers:
       subscribed: () => latest.current.subscribed?.(),
       task: (t) => latest.current.task?.(t),
       event: (id, e) => latest.current.event?.(id, e),
+      worker: (w) => latest.current.worker?.(w),
     });
     // Mirror the shared subscription's state into this component's signal.
     const unmirror = f.state.subscribe((v) => (state.value = v));
@@ -28,6 +29,23 @@ export function useFollow(orgId: string | null, taskId: string | null, handlers:
     };
   }, [orgId, taskId]);
   return state;
+}
+
+/**
+ * `fn` once, `ms` after the first of a burst of calls (a fleet of workers connecting at once makes
+ * one re-read, not fifty); nothing runs after the component is gone.
+ */
+export function useCoalesced(fn: () => void, ms: number): () => void {
+  const latest = useRef(fn);
+  latest.current = fn;
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(() => () => void (timer.current && clearTimeout(timer.current)), []);
+  return () => {
+    timer.current ??= setTimeout(() => {
+      timer.current = null;
+      latest.current();
+    }, ms);
+  };
 }
 
 /**

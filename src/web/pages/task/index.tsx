@@ -129,8 +129,9 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
     },
   });
 
-  // Why a queued task waits changes with the workers (one connects, another goes), which sends no
-  // task event: look again every 15 s while it is queued, as the workers page does.
+  // Why a queued task waits changes with the workers and the project's policy: the server sends
+  // the record again then. A daily budget that fills up or starts anew sends nothing: look again
+  // every 15 s while it is queued.
   useEffect(() => {
     if (t.status !== "queued") return;
     const timer = setInterval(() => {

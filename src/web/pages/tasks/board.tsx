@@ -2,7 +2,7 @@
 // moves to its new column the moment the socket brings the task's new record.
 import { useEffect, useMemo } from "preact/hooks";
 import { STATUSES, type Status, type Task } from "../../app/types";
-import { useFollow } from "../../components/hooks";
+import { useCoalesced, useFollow } from "../../components/hooks";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine } from "../../components/ui";
 import { TaskFeed, type Filters } from "./feed";
@@ -24,7 +24,10 @@ export function BoardView({ orgId, filters, names }: { orgId: string; filters: F
   const feeds = useMemo(() => STATUSES.map((status) => new TaskFeed(orgId, { ...filters, status }, COLUMN_SIZE)), [orgId, key]);
   const reload = () => feeds.forEach((f) => f.reload());
   useEffect(reload, [feeds]);
-  const live = useFollow(orgId, null, { subscribed: reload, task: (t) => feeds.forEach((f) => f.onTask(t)) });
+  // Why a queued card waits changes with the workers: the queued column is read again when one changes.
+  const queued = feeds[STATUSES.indexOf("queued")]!;
+  const workersChanged = useCoalesced(() => void queued.refresh(), 300);
+  const live = useFollow(orgId, null, { subscribed: reload, task: (t) => feeds.forEach((f) => f.onTask(t)), worker: workersChanged });
   return (
     <>
       <div class="list-meta">

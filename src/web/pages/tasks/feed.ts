@@ -57,6 +57,20 @@ export class TaskFeed {
     })();
   }
 
+  /**
+   * The first page again, merged into the rows shown (those loaded after it stay): for what changes
+   * a record without a task change, such as why a queued task waits when the workers change.
+   */
+  async refresh() {
+    await this.loading;
+    try {
+      const { page } = await this.fetchPage(null);
+      for (const task of page.items) this.onTask(task);
+    } catch (err) {
+      this.error.value = err;
+    }
+  }
+
   /** The next page, after the rows shown (waits for a reload under way, to continue from it). */
   async loadMore() {
     await this.loading;

@@ -1,7 +1,7 @@
 // The tasks as a dense table: newest first, Load more, rows updated in place over the socket.
 import { useMemo } from "preact/hooks";
 import type { Task } from "../../app/types";
-import { useBusy, useFollow } from "../../components/hooks";
+import { useBusy, useCoalesced, useFollow } from "../../components/hooks";
 import { Time } from "../../components/Time";
 import { EmptyState, ErrorText, LiveLine, StatusBadge } from "../../components/ui";
 import { TaskFeed, type Filters } from "./feed";
@@ -13,7 +13,11 @@ export function TaskListView({ orgId, filters, names, hasProjects }: { orgId: st
   const key = JSON.stringify(filters);
   const feed = useMemo(() => new TaskFeed(orgId, filters, PAGE_SIZE), [orgId, key]);
   useEffect(() => feed.reload(), [feed]);
-  const live = useFollow(orgId, null, { subscribed: () => feed.reload(), task: (t) => feed.onTask(t) });
+  // Why a queued row waits (its title) changes with the workers: the first page is read again when one changes.
+  const workersChanged = useCoalesced(() => {
+    if (!filters.status || filters.status === "queued") void feed.refresh();
+  }, 300);
+  const live = useFollow(orgId, null, { subscribed: () => feed.reload(), task: (t) => feed.onTask(t), worker: workersChanged });
   const [loadingMore, run] = useBusy();
   const tasks = feed.tasks.value;
   const filtered = Object.values(filters).some(Boolean);

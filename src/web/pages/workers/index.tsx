@@ -8,7 +8,8 @@ import type { Task } from "../../app/types";
 import type { WorkerRecord, WorkerStatus } from "../../app/records";
 import { CopyButton, Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
-import { ConfirmButton, Field, Page } from "../../components/ui";
+import { ConfirmButton, Field, LiveLine, Page } from "../../components/ui";
+import { useFollow } from "../../components/hooks";
 import "./workers.css";
 
 const STATUS_TEXT: Record<WorkerStatus, string> = { online: "online", offline: "offline", pending_approval: "waiting for approval", revoked: "revoked" };
@@ -205,7 +206,22 @@ export function WorkersPage(_: PageProps) {
     [id],
   );
   const manage = canAdmin(role.value);
-  // Status and last seen change without a task event: look again every 15 s while the page is open.
+  // A worker that connects, goes or is changed comes live (worker.updated); the titles of what it
+  // holds are read again when it holds a task not known here.
+  const heard = (w: WorkerRecord) => {
+    const known = workers.data.value;
+    if (!known) return;
+    workers.data.value = known.some((x) => x.id === w.id) ? known.map((x) => (x.id === w.id ? w : x)) : [...known, w];
+    if (w.runningTaskIds.some((t) => !running.data.value?.has(t))) void running.reload();
+  };
+  const live = useFollow(id, null, {
+    subscribed: () => {
+      void workers.reload();
+      void running.reload();
+    },
+    worker: heard,
+  });
+  // Last seen and the tasks held change without a worker's message: look again every 15 s while the page is open.
   useEffect(() => {
     const timer = setInterval(() => {
       if (document.visibilityState === "visible") {
@@ -219,7 +235,7 @@ export function WorkersPage(_: PageProps) {
   const list = [...(workers.data.value ?? [])].sort((a, b) => ORDER[a.status] - ORDER[b.status]);
   const update = (w: WorkerRecord) => (workers.data.value = (workers.data.value ?? []).map((x) => (x.id === w.id ? w : x)));
   return (
-    <Page title="Workers" id="workers-page">
+    <Page title="Workers" id="workers-page" actions={<LiveLine state={live.value} />}>
       <p class="muted" id="workers-summary">
         {list.filter((w) => w.status === "online").length} online · {list.filter((w) => w.status === "pending_approval").length} waiting for approval
       </p>

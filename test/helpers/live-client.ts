@@ -1,6 +1,6 @@
-// A client of the live-updates socket (/api/v1/ws) for the multi-server tests: every message and
-// the close are kept; waits are on messages, with a deadline only to fail.
-import type { TestServer } from "../helpers/server";
+// A client of the live-updates socket (/api/v1/ws) for tests: every message and the close are
+// kept; waits are on messages, with a deadline only to fail.
+import type { TestServer } from "./server";
 
 export type Msg = Record<string, any>;
 
