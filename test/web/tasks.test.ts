@@ -269,6 +269,14 @@ describeBrowser("web: tasks list", () => {
       await expect(shownText(page, "#new-title-error")).resolves.toBe("must be one line of text: no control characters (newlines, tabs, escapes), not only spaces");
       await expect(page.locator("#new-task-error").count()).resolves.toBe(0);
       await expect(form.getByRole("button", { name: "Create task" }).isEnabled()).resolves.toBe(true);
+      // A review without its base and head: each complaint beside its field, and the title's gone.
+      await form.getByLabel("Title").fill("Review the cart");
+      await form.getByLabel("Kind").selectOption("review");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await page.locator("#new-base-error").waitFor();
+      await expect(shownText(page, "#new-head-error")).resolves.toBeTruthy();
+      await expect(page.locator("#new-title-error").count()).resolves.toBe(0);
+      await expect(page.locator("#new-task-error").count()).resolves.toBe(0);
       expect(problems).toEqual([]);
     });
     await usePage(browser, async ({ page }) => {

@@ -1,21 +1,25 @@
 // The New task form (SPEC §5): project by name, title, prompt, priority and kind (a review also
-// names its base and head). The server judges the input; its complaints show beside the fields.
+// names its base and head). The server judges the input; its complaints show beside the fields,
+// and one about a field the form does not show is said below it, naming the field.
 import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
-import { api, fieldErrors } from "../../app/api";
+import { api } from "../../app/api";
 import { navigate } from "../../app/router";
 import { KINDS, PRIORITIES, type Project, type Role, type Task } from "../../app/types";
-import { useBusy } from "../../components/hooks";
-import { ErrorText, Field, submit } from "../../components/ui";
+import { Field, submit } from "../../components/ui";
+import { Problem, useForm } from "../kit";
 
-/** The fields this form shows a complaint beside. */
-const SHOWN = new Set(["projectId", "title", "prompt", "priority", "kind", "review", "review.base", "review.head"]);
+/** The fields this form shows a complaint beside: a review's base and head only while they are shown. */
+type Shown = "projectId" | "title" | "prompt" | "priority" | "kind" | "review.base" | "review.head";
+const ALWAYS: Shown[] = ["projectId", "title", "prompt", "priority", "kind"];
+const REVIEW: Shown[] = [...ALWAYS, "review.base", "review.head"];
+/** A complaint about the review as a whole shows beside its base. */
+const fieldOf = (f: string) => (f === "review" ? "review.base" : f);
 
 export function NewTask({ orgId, role, projects, onClose }: { orgId: string; role: Role | null; projects: Project[]; onClose: () => void }) {
   const v = useSignal({ projectId: projects[0]?.id ?? "", title: "", prompt: "", priority: "MEDIUM", kind: "task", base: "", head: "" });
-  const error = useSignal<unknown>(null);
-  const fields = useSignal<Record<string, string>>({});
-  const [busy, run] = useBusy();
+  const review = v.value.kind === "review";
+  const form = useForm<Shown>(review ? REVIEW : ALWAYS);
   const title = useRef<HTMLInputElement>(null);
   useEffect(() => {
     if (projects.length) title.current?.focus();
@@ -32,23 +36,14 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
   }
   const set = (k: keyof typeof v.value) => (e: { currentTarget: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement }) => (v.value = { ...v.value, [k]: e.currentTarget.value });
   const go = () =>
-    void run(async () => {
-      error.value = null;
-      fields.value = {};
+    void form.submit(async () => {
       const x = v.value;
       const body: Record<string, unknown> = { projectId: x.projectId, title: x.title, prompt: x.prompt, priority: x.priority, kind: x.kind };
       if (x.kind === "review") body.review = { base: x.base.trim(), head: x.head.trim() };
-      try {
-        const task = await api<Task>("POST", `/orgs/${encodeURIComponent(orgId)}/tasks`, body);
-        navigate(`/tasks/${encodeURIComponent(task.id)}`);
-      } catch (err) {
-        // Complaints about fields show beside them; anything else (a refusal) below the form.
-        fields.value = fieldErrors(err);
-        error.value = Object.keys(fields.value).some((k) => SHOWN.has(k)) ? null : err;
-      }
-    });
-  const f = fields.value;
-  const review = v.value.kind === "review";
+      const task = await api<Task>("POST", `/orgs/${encodeURIComponent(orgId)}/tasks`, body);
+      navigate(`/tasks/${encodeURIComponent(task.id)}`);
+    }, fieldOf);
+  const f = form.fields.value;
   return (
     <div class="card" id="new-task">
       <div class="card-head">
@@ -110,7 +105,7 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
         </Field>
         {review ? (
           <div id="new-review-group" class="form-grid">
-            <Field id="new-base" label={<>Base <span class="muted">(branch or commit)</span></>} error={f["review.base"] ?? f.review}>
+            <Field id="new-base" label={<>Base <span class="muted">(branch or commit)</span></>} error={f["review.base"]}>
               <input id="new-base" name="base" type="text" autoComplete="off" spellcheck={false} value={v.value.base} onInput={set("base")} />
             </Field>
             <Field id="new-head" label={<>Head <span class="muted">(branch or commit)</span></>} error={f["review.head"]}>
@@ -118,9 +113,9 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
             </Field>
           </div>
         ) : null}
-        <ErrorText id="new-task-error" error={error.value} />
+        <Problem id="new-task-error" text={form.error.value} />
         <div class="actions">
-          <button type="submit" class="primary" disabled={busy.value}>
+          <button type="submit" class="primary" disabled={form.busy.value}>
             Create task
           </button>
           <span class="hint">Ctrl+Enter creates it.</span>
