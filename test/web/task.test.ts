@@ -81,6 +81,7 @@ describeBrowser("web: task page", () => {
       await openTask(page, t.id, w.owner, "Fix the cart");
       await expect(page.title()).resolves.toBe("Fix the cart · ao");
       await expect(page.locator("#task-status").textContent()).resolves.toBe("queued");
+      await expect(page.locator("#task-status-detail").textContent()).resolves.toBe("Queued just now");
       await expect(page.locator("#task-prompt").textContent()).resolves.toBe("The cart loses items.\nSteps:\n  1. add two\n  2. reload");
       const facts = await page.locator("#task-facts").textContent();
       for (const part of ["Kindtask", "PriorityHIGH", `Project${(w.project as { name?: string }).name}`, "Worker—", "by you"]) expect(facts).toContain(part);
@@ -97,7 +98,12 @@ describeBrowser("web: task page", () => {
       await expect(timelineSeqs(page)).resolves.toEqual([1, 2, 3]);
       await expect(page.locator("#task-facts").textContent()).resolves.toContain("Workerwkr_test");
       await expect(buttons(page)).resolves.toEqual(["Pause", "Cancel", "Restart", "Send input"]);
+      await expect(page.locator("#task-status-detail").textContent()).resolves.toMatch(/^On wkr_test, started /);
       await screenshot(page, "task");
+      // Ended: when, and how long after it started.
+      const ended = new Date();
+      await putInState(s, t.id, "completed", { started_at: new Date(ended.getTime() - 180_000).toISOString(), finished_at: ended.toISOString() });
+      await page.locator("#task-status-detail", { hasText: "Ended just now, 3 min after it started" }).waitFor();
       expect(problems).toEqual([]);
     });
   }, 90_000);

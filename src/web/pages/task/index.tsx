@@ -17,7 +17,7 @@ import { Artifacts } from "./artifacts";
 import { Changes } from "./diff";
 import { Plan } from "./plan";
 import { Transcript } from "./transcript";
-import { tokens, usd, who } from "./model";
+import { duration, tokens, usd, who } from "./model";
 
 export function TaskPage({ params }: PageProps) {
   const taskId = params.taskId ?? "";
@@ -165,6 +165,7 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
               </span>
             </StatusBadge>
           </p>
+          <StatusDetail t={t} />
           {t.status === "queued" && t.waitingReason ? (
             <p id="task-waiting" class="waiting-reason">
               <strong>Waiting:</strong> {t.waitingReason}. <a href={`/workers?org=${encodeURIComponent(org.id)}`}>Workers</a>
@@ -261,4 +262,25 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
       </div>
     </Page>
   );
+}
+
+/** A line under the status: since when, on which worker, how long it took (the question and the waiting reason say the rest). */
+function StatusDetail({ t }: { t: Task }) {
+  const worker = t.worker?.name ?? t.workerId;
+  const line = (() => {
+    switch (t.status) {
+      case "queued":
+        return <>{t.attempt ? "Back in the queue" : "Queued"} <Time iso={t.updatedAt} /></>;
+      case "running":
+      case "needs_input":
+      case "needs_approval":
+        return <>{worker ? `On ${worker}, started` : "Started"} <Time iso={t.startedAt ?? t.updatedAt} /></>;
+      case "paused":
+        return <>Paused <Time iso={t.updatedAt} />{worker ? `, held by ${worker}` : ""}</>;
+      default:
+        if (!t.finishedAt) return null;
+        return <>Ended <Time iso={t.finishedAt} />{t.startedAt ? `, ${duration(t.startedAt, t.finishedAt)} after it started` : ", before it started"}</>;
+    }
+  })();
+  return line ? <p id="task-status-detail" class="muted">{line}</p> : null;
 }

@@ -99,3 +99,14 @@ export function clock(iso: string): string {
 
 export const tokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(n >= 100_000 ? 0 : 1)}k` : String(n));
 export const usd = (n: number) => `$${n < 1 ? n.toFixed(4) : n.toFixed(2)}`;
+
+/** How long from one moment to another, roughly: "42 s", "3 min", "2 h 5 min", "3 days". */
+export function duration(fromIso: string, toIso: string): string {
+  const sec = Math.max(0, Math.round((Date.parse(toIso) - Date.parse(fromIso)) / 1000));
+  if (sec < 60) return `${sec} s`;
+  const min = Math.round(sec / 60);
+  if (min < 60) return `${min} min`;
+  const h = Math.floor(min / 60);
+  if (h < 48) return min % 60 ? `${h} h ${min % 60} min` : `${h} h`;
+  return `${Math.round(h / 24)} days`;
+}
