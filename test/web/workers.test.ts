@@ -90,18 +90,21 @@ describeBrowser("web: workers page", () => {
     });
   }, MANAGE_TEST_MS);
 
-  test("the tasks a worker holds show by title, those waiting on a person too", async () => {
+  test("the tasks a worker holds show by title, those waiting on a person too; one ending or claimed shows live", async () => {
     const owner = await newOrg(s);
     const paired = await pairWorker(s, owner, { name: "busy-box" });
     const socket = await connectWorker(s, paired.credential);
     sockets.push(socket);
     const project = (await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: "held" } })).body.id;
     const call = workerApi(s, paired.credential);
+    const held = new Map<string, { id: string; leaseToken: string }>();
+    const transition = async (id: string, leaseToken: string, body: Record<string, unknown>) => (await call("POST", `/worker/tasks/${id}/transition`, { leaseToken, ...body })).status;
     for (const title of ["Paint the fence", "Ask which colour"]) {
       const id = (await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: project, title, prompt: "p" } })).body.id;
       const offer = await socket.next("offer", (m) => m.taskId === id);
       const claim = await call("POST", `/worker/tasks/${id}/claim`, { offerId: offer.offerId });
       expect(claim.status).toBe(200);
+      held.set(title, { id, leaseToken: claim.body.leaseToken });
       // Its heartbeats say it holds the task, as `ao worker`'s do (else the server takes it back).
       socket.running.push({ taskId: id, attempt: claim.body.attempt });
       if (title.startsWith("Ask")) {
@@ -115,6 +118,22 @@ describeBrowser("web: workers page", () => {
       // The chips come with the workers, their titles with the tasks' lists after them: wait for the titles.
       for (const title of ["Ask which colour", "Paint the fence"]) await chips.filter({ hasText: title }).waitFor();
       expect((await chips.allTextContents()).sort()).toEqual(["Ask which colour", "Paint the fence"]);
+      // Live from here: the page's own reads of the workers and tasks get no answer, so what changes
+      // comes over the socket (a task's record), not from its 15 s look.
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await page.route(/\/api\/v1\/orgs\/[^/]+\/(workers|tasks)(\?|$)/, () => {});
+      // One ends: its chip goes. Its slot takes a new one: that one's chip comes, with its title.
+      const paint = held.get("Paint the fence")!;
+      expect(await transition(paint.id, paint.leaseToken, { to: "completed", summary: "painted" })).toBe(200);
+      socket.running = socket.running.filter((r) => r.taskId !== paint.id);
+      await chips.filter({ hasText: "Paint the fence" }).waitFor({ state: "detached" });
+      const sweep = (await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: project, title: "Sweep the yard", prompt: "p" } })).body.id;
+      const offer = await socket.next("offer", (m) => m.taskId === sweep);
+      const claim = await call("POST", `/worker/tasks/${sweep}/claim`, { offerId: offer.offerId });
+      expect(claim.status).toBe(200);
+      socket.running.push({ taskId: sweep, attempt: claim.body.attempt });
+      await chips.filter({ hasText: "Sweep the yard" }).waitFor();
+      expect((await chips.allTextContents()).sort()).toEqual(["Ask which colour", "Sweep the yard"]);
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

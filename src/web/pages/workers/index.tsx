@@ -194,6 +194,19 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
 /** The states in which a task stays with its worker (a worker's runningTaskIds). */
 const HELD = ["running", "needs_input", "needs_approval", "paused"] as const;
 
+/** The workers with a task's newer record applied: its worker holds it while it is in a held state, no worker otherwise. */
+function holding(workers: WorkerRecord[], t: Task): WorkerRecord[] {
+  const holder = (HELD as readonly string[]).includes(t.status) ? t.workerId : null;
+  let changed = false;
+  const next = workers.map((w) => {
+    const has = w.runningTaskIds.includes(t.id);
+    if (has === (w.id === holder)) return w;
+    changed = true;
+    return { ...w, runningTaskIds: has ? w.runningTaskIds.filter((x) => x !== t.id) : [...w.runningTaskIds, t.id] };
+  });
+  return changed ? next : workers;
+}
+
 export function WorkersPage(_: PageProps) {
   const id = orgId.value;
   const workers = useResource(() => (id ? listAll<WorkerRecord>(`/orgs/${id}/workers`) : Promise.resolve([])), [id]);
@@ -220,8 +233,14 @@ export function WorkersPage(_: PageProps) {
       void running.reload();
     },
     worker: heard,
+    // A task claimed, handed back or ended: its worker's tasks and their titles follow.
+    task: (t) => {
+      if (workers.data.value) workers.data.value = holding(workers.data.value, t);
+      const titles = running.data.value;
+      if (titles && t.workerId && (HELD as readonly string[]).includes(t.status) && titles.get(t.id) !== t.title) running.data.value = new Map(titles).set(t.id, t.title);
+    },
   });
-  // Last seen and the tasks held change without a worker's message: look again every 15 s while the page is open.
+  // Last seen changes without a message: look again every 15 s while the page is open.
   useEffect(() => {
     const timer = setInterval(() => {
       if (document.visibilityState === "visible") {
