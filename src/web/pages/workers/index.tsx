@@ -193,10 +193,11 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
 
 /** The states in which a task stays with its worker (a worker's runningTaskIds). */
 const HELD = ["running", "needs_input", "needs_approval", "paused"] as const;
+const isHeld = (t: Task) => (HELD as readonly string[]).includes(t.status);
 
 /** The workers with a task's newer record applied: its worker holds it while it is in a held state, no worker otherwise. */
 function holding(workers: WorkerRecord[], t: Task): WorkerRecord[] {
-  const holder = (HELD as readonly string[]).includes(t.status) ? t.workerId : null;
+  const holder = isHeld(t) ? t.workerId : null;
   let changed = false;
   const next = workers.map((w) => {
     const has = w.runningTaskIds.includes(t.id);
@@ -237,7 +238,7 @@ export function WorkersPage(_: PageProps) {
     task: (t) => {
       if (workers.data.value) workers.data.value = holding(workers.data.value, t);
       const titles = running.data.value;
-      if (titles && t.workerId && (HELD as readonly string[]).includes(t.status) && titles.get(t.id) !== t.title) running.data.value = new Map(titles).set(t.id, t.title);
+      if (titles && t.workerId && isHeld(t) && titles.get(t.id) !== t.title) running.data.value = new Map(titles).set(t.id, t.title);
     },
   });
   // Last seen changes without a message: look again every 15 s while the page is open.
