@@ -14,7 +14,7 @@ import { verifyAccessToken } from "../../server/auth";
 import { principalFromApiToken, principalFromClaims, roleIn, type Principal } from "../auth/principal";
 import { findTask } from "../tasks/store";
 import type { TaskRow } from "../tasks/record";
-import { taskRecordOf } from "../tasks/list";
+import { recordsOf } from "../tasks/list";
 import type { Q } from "../../db/query";
 
 export const MAX_MESSAGE_BYTES = 16 * 1024;
@@ -166,13 +166,14 @@ function unsubscribe(ws: Socket, state: LiveState, orgId: string, taskId?: strin
  * so its followers are sent its record again then.
  */
 export function* queuedRecords(core: Core, orgId: string, taskIds: Iterable<string>): Q<{ row: TaskRow; message: string }[]> {
-  const queued: { row: TaskRow; message: string }[] = [];
+  const rows: TaskRow[] = [];
   for (const id of taskIds) {
     const row = yield* findTask(core, orgId, id);
-    if (row?.status !== "queued") continue;
-    queued.push({ row, message: JSON.stringify({ type: "task.updated", orgId, task: yield* taskRecordOf(core, row) }) });
+    if (row?.status === "queued") rows.push(row);
   }
-  return queued;
+  // The org's online workers are read once for them all (on PostgreSQL a query), not once a task.
+  const record = yield* recordsOf(core, rows);
+  return rows.map((row) => ({ row, message: JSON.stringify({ type: "task.updated", orgId, task: record(row) }) }));
 }
 
 /** The principal as it stands now, and the subscribed orgs it may no longer see. */

@@ -78,11 +78,19 @@ export function* listTasks(core: Core, orgId: string, q: TaskFilters & { limit?:
   }
   args.push(limit + 1);
   const probe = yield* all<TaskRow>(LISTS[mask], ...args);
-  const page = probe.slice(0, limit);
-  const artifacts = yield* artifactsByTask(core, page.map((r) => r.id));
-  const names = yield* resolveNames(core, page.flatMap(taskRefs));
-  const extras = yield* decorations(core, page);
-  return pageFrom(probe, limit, (r) => r.id, (r) => ({ ...toTaskRecord(r, artifacts.get(r.id) ?? [], names), ...extras(r) }));
+  return pageFrom(probe, limit, (r) => r.id, yield* recordsOf(core, probe.slice(0, limit)));
+}
+
+/**
+ * How the records of rows already read are built: their artifacts, names and decorations (the
+ * org's online workers among them) read once for all of them, as a page or the queued tasks
+ * followed live (live/service.ts) need.
+ */
+export function* recordsOf(core: Core, rows: TaskRow[]): Q<(r: TaskRow) => TaskRecord> {
+  const artifacts = yield* artifactsByTask(core, rows.map((r) => r.id));
+  const names = yield* resolveNames(core, rows.flatMap(taskRefs));
+  const extras = yield* decorations(core, rows);
+  return (r) => ({ ...toTaskRecord(r, artifacts.get(r.id) ?? [], names), ...extras(r) });
 }
 
 
