@@ -222,10 +222,14 @@ export function WorkersPage(_: PageProps) {
   const manage = canAdmin(role.value);
   // A worker that connects, goes or is changed comes live (worker.updated); the titles of what it
   // holds are read again when it holds a task not known here.
-  const heard = (w: WorkerRecord) => {
+  /** A newer record of a worker, in its place (a new one is added; nothing before the list is read). */
+  const update = (w: WorkerRecord) => {
     const known = workers.data.value;
-    if (!known) return;
-    workers.data.value = known.some((x) => x.id === w.id) ? known.map((x) => (x.id === w.id ? w : x)) : [...known, w];
+    if (known) workers.data.value = known.some((x) => x.id === w.id) ? known.map((x) => (x.id === w.id ? w : x)) : [...known, w];
+  };
+  const heard = (w: WorkerRecord) => {
+    if (!workers.data.value) return;
+    update(w);
     if (w.runningTaskIds.some((t) => !running.data.value?.has(t))) void running.reload();
   };
   const live = useFollow(id, null, {
@@ -253,7 +257,6 @@ export function WorkersPage(_: PageProps) {
   }, [id]);
   if (!id) return <Empty>You are in no organization yet.</Empty>;
   const list = [...(workers.data.value ?? [])].sort((a, b) => ORDER[a.status] - ORDER[b.status]);
-  const update = (w: WorkerRecord) => (workers.data.value = (workers.data.value ?? []).map((x) => (x.id === w.id ? w : x)));
   return (
     <Page title="Workers" id="workers-page" actions={<LiveLine state={live.value} />}>
       <p class="muted" id="workers-summary">
