@@ -42,6 +42,29 @@ export function forgetProjects(core: Core) {
   forgetEverywhere(core);
 }
 
+/** The bus channel of policyChanged. */
+const POLICY_CHANGED = "project.policyChanged";
+
+/**
+ * Announces, after the commit, that a project's policy was written: here at once (its budget and
+ * labels are read afresh, the queue looked at again, followed queued tasks sent again), and on
+ * PostgreSQL's other servers when the bus brings it, after the forget of their cached projects
+ * that writeProjects published before it (one publisher's messages arrive in order).
+ */
+export function policyChanged(core: Core, orgId: string, projectId: string) {
+  core.events.emit("project.policyChanged", { orgId, projectId });
+  if (core.sqlite === null) core.bus.publish(POLICY_CHANGED, { from: core.instanceId, orgId, projectId });
+}
+
+/** Emits the other servers' policyChanged here (PostgreSQL; nothing on SQLite). */
+export function relayPolicyChanges(core: Core) {
+  if (core.sqlite !== null) return;
+  core.bus.on(POLICY_CHANGED, ({ from, orgId, projectId }: { from: unknown; orgId: unknown; projectId: unknown }) => {
+    // The bus delivers to the publishing server too, which emitted already.
+    if (from !== core.instanceId && typeof orgId === "string" && typeof projectId === "string") core.events.emit("project.policyChanged", { orgId, projectId });
+  });
+}
+
 /**
  * Runs a program that writes projects or repositories in one transaction, and forgets the cached
  * rows after it commits (or fails): a read between the forget and the commit cannot leave the old

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { archiveProject, createProject, getProject, listProjects, updateProject } from "./service";
-import { writeProjects } from "./cache";
+import { policyChanged, relayPolicyChanges, writeProjects } from "./cache";
 import { addRepository, moveRepository, removeRepository, repositoryRequest, splitRepository, updateRepository } from "./repositories";
 import { documented, errorResponses } from "../tasks/model";
 import {
@@ -26,8 +26,9 @@ import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 const tags = ["projects"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
-export default (core: Core) =>
-  new Elysia({ name: "projects", seed: core.instanceId, prefix: "/api/v1" })
+export default (core: Core) => {
+  relayPolicyChanges(core);
+  return new Elysia({ name: "projects", seed: core.instanceId, prefix: "/api/v1" })
     .use(authPlugin(core))
     .get("/orgs/:orgId/projects", ({ orgId, query }) => core.store.read(listProjects(core, orgId, query)), {
       permission: "member",
@@ -54,7 +55,7 @@ export default (core: Core) =>
     })
     .patch("/orgs/:orgId/projects/:projectId", async ({ orgId, params, body }) => {
       const project = await writeProjects(core, updateProject(core, orgId, params.projectId, body));
-      if (body.policy !== undefined) core.events.emit("project.policyChanged", { orgId, projectId: params.projectId });
+      if (body.policy !== undefined) policyChanged(core, orgId, params.projectId);
       return project;
     }, {
       permission: "project.update",
@@ -130,3 +131,4 @@ export default (core: Core) =>
         detail: { summary: "Move the repository into a new project of its own", description: "Answers {project (the new one), from}.", tags },
       },
     );
+};

@@ -1,7 +1,9 @@
 // policy.budget.perDayUsd: a project whose cost today (UTC) is at or over it gets no new offers
 // until the next day or a raised budget. The dispatcher asks for every queued task it looks at,
 // so the answer comes from memory: one entry per project per day, read once from the database,
-// kept up to date by usage reports and dropped when the project's policy changes.
+// kept up to date by usage reports and dropped when the project's policy changes. On PostgreSQL
+// the servers share the database, not this memory: a server that adds to a project's cost tells
+// the others, which drop their entry and read the cost afresh at their next question.
 import type { Core } from "../../server/core";
 import { budgetOf } from "../projects/policy";
 import { dayOf, projectCostOn, usd } from "./service";
@@ -15,10 +17,20 @@ interface Entry {
   costUsd: number;
 }
 
+/** The bus channel on which a server says it added to a project's cost today. */
+const SPENT = "budgets.spent";
+
 export class DailyBudgets {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly core: Core) {}
+  constructor(private readonly core: Core) {
+    if (core.sqlite !== null) return;
+    core.bus.on(SPENT, ({ from, projectId }: { from: unknown; projectId: unknown }) => {
+      if (from !== core.instanceId && typeof projectId === "string") this.forget(projectId);
+    });
+    // Messages missed while the bus was down: every entry is read afresh.
+    core.bus.onReconnect(() => this.entries.clear());
+  }
 
   /** A cached entry answers without a query. */
   private *entry(projectId: string): Q<Entry> {
@@ -47,10 +59,14 @@ export class DailyBudgets {
     return e.perDayUsd !== null && e.costUsd >= e.perDayUsd ? `project over its daily budget (${usd(e.costUsd)} of ${usd(e.perDayUsd)})` : null;
   }
 
-  /** A usage report added `added` dollars to the project's `day`. */
+  /**
+   * A usage report added `added` dollars to the project's `day`. The other servers hear of it
+   * unless this one knows the project has no daily budget.
+   */
   added(projectId: string, day: string, added: number) {
     const e = this.entries.get(projectId);
     if (e && e.day === day && e.perDayUsd !== null) e.costUsd += added;
+    if (this.core.sqlite === null && !(e && e.day === day && e.perDayUsd === null)) this.core.bus.publish(SPENT, { from: this.core.instanceId, projectId });
   }
 
   /** The project's policy changed: read it afresh at the next question. */
