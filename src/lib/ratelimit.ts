@@ -1,6 +1,6 @@
-// Counts failures per key in a sliding window. In memory on purpose: one server process owns
-// its counters, and a restart forgetting them costs an attacker nothing they could not get by
-// waiting. A multi-process deployment would move this behind the same interface into a shared store.
+// Counts failures per key in a sliding window. In memory on purpose: a restart forgetting them
+// costs an attacker nothing they could not get by waiting. Several servers tell each other of
+// their failures, and each counts all of them (modules/auth/limits.ts).
 
 export interface FailureWindowOptions {
   /** Failures allowed per key inside the window; the next attempt is refused. */

@@ -1,11 +1,13 @@
 // Refresh-token rotation and reuse detection with two servers on one database: a token is used
 // once whichever server it reaches, a reuse on the other server revokes the whole sign-in, and a
-// revoked sign-in stops on both servers at once.
+// revoked sign-in stops on both servers at once. Failed sign-ins count on every server.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
 import { createAdmin, login, signUp } from "../helpers/identity";
 import { get } from "../../src/db/query";
+import { failureGuard } from "../../src/modules/auth/limits";
+import { until } from "../workers/helpers";
 
 let cluster: Cluster;
 let a: TestServer;
@@ -69,4 +71,30 @@ test("signed out on A: the session's access token stops on B at once", async () 
   expect((await a.api("POST", "/auth/logout", { token: t.accessToken })).status).toBe(204);
   expect((await b.api("GET", "/me", { token: t.accessToken })).status).toBe(401);
   expect((await refresh(b, t.refreshToken)).status).toBe(401);
+});
+
+test("wrong passwords spread over both servers lock the account on both, as on one server", async () => {
+  const { session: u } = await signUp(a);
+  const wrong = (s: TestServer) => s.api("POST", "/auth/login", { body: { email: u.email, password: "wrong password" } });
+  for (let i = 0; i < 5; i++) {
+    expect((await wrong(a)).status).toBe(401);
+    expect((await wrong(b)).status).toBe(401);
+  }
+  // Each server hears of the other's failures on the bus, a moment after its answer.
+  const limited = (s: TestServer) => {
+    try {
+      failureGuard(s.core).check({ account: u.userId, ip: "127.0.0.1" });
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  await until(() => limited(a) && limited(b));
+  for (const s of [a, b]) {
+    const r = await s.api("POST", "/auth/login", { body: { email: u.email, password: u.password } });
+    expect(r.status).toBe(429);
+    expect(r.body.error.code).toBe("rate_limited");
+  }
+  // Another person is not held.
+  expect((await login(b, email)).accessToken).toBeString();
 });

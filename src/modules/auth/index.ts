@@ -8,7 +8,7 @@ import { completeSetup } from "../../server/bootstrap";
 import { setupPending } from "./setup-tokens";
 import { userView } from "./users";
 import { login, revokeSession, rotateRefreshToken, sessionUser, startSession } from "./service";
-import { countingFailures } from "./limits";
+import { countingFailures, failureGuard } from "./limits";
 import { clearRefreshCookie, clientIp, isWebClient, noContent, REFRESH_COOKIE, tokenAnswer } from "./http";
 import { ClientHeaders, LoginBody, RefreshBody, SetupBody, SetupState, TokenPair, UserView } from "./model";
 import { OrgView } from "../orgs/model";
@@ -17,8 +17,10 @@ import accountRoutes from "./account-routes";
 import adminRoutes from "./admin-routes";
 import { refuseUnknownFields, parseOptionalJson } from "../../server/strict";
 
-export default (core: Core) =>
-  new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1", tags: ["auth"] })
+export default (core: Core) => {
+  // Made now, so that it counts the other servers' failures from the start (PostgreSQL).
+  failureGuard(core);
+  return new Elysia({ name: "auth", seed: core.instanceId, prefix: "/api/v1", tags: ["auth"] })
     .use(authPlugin(core))
     .post(
       "/auth/login",
@@ -104,3 +106,4 @@ export default (core: Core) =>
     .use(deviceRoutes(core))
     .use(accountRoutes(core))
     .use(adminRoutes(core));
+};

@@ -4,8 +4,13 @@
 // spread over many addresses stop at 10 as from one. The price is that a stranger who knows an
 // email can hold its sign-in for 15 minutes (an account limited per address instead, as ao did
 // before, let 100 guesses through from ten addresses).
+// With several servers (PostgreSQL) each failure is also told to the others on the bus, which count
+// it too: guesses spread over the servers stop at 10 as on one. The counters are keyed by a hash
+// of the account and address, so the bus carries neither emails nor addresses.
 import type { Core } from "../../server/core";
+import type { Bus } from "../../server/bus";
 import { FailureWindow } from "../../lib/ratelimit";
+import { sha256Hex } from "../../lib/tokens";
 import { rateLimited } from "../../server/errors";
 
 const WINDOW_MS = 15 * 60 * 1000;
@@ -26,35 +31,52 @@ export interface FailureSubject {
   kind?: FailureKind;
 }
 
+/** The bus channel on which a server tells the others of a failure. */
+const FAILED = "auth.failed";
+
 export class FailureGuard {
   private readonly accounts = new FailureWindow({ limit: FAILURES_PER_ACCOUNT, windowMs: WINDOW_MS });
   private readonly addresses = new FailureWindow({ limit: FAILURES_PER_ADDRESS, windowMs: WINDOW_MS });
 
+  /** `peers`: the other servers of the service, told of each failure and heard from (none on SQLite). */
+  constructor(private readonly peers: { bus: Bus; instanceId: string } | null = null) {
+    peers?.bus.on(FAILED, ({ from, account, address }: { from: unknown; account: unknown; address: unknown }) => {
+      if (from === peers.instanceId) return;
+      if (typeof account === "string") this.accounts.record(account);
+      if (typeof address === "string") this.addresses.record(address);
+    });
+  }
+
   /** Throws 429 rate_limited (with Retry-After) when the account or the address used up its failures. */
   check(subject: FailureSubject) {
     const account = accountKey(subject);
-    const wait = Math.max(account ? this.accounts.retryAfterSec(account) : 0, subject.ip ? this.addresses.retryAfterSec(subject.ip) : 0);
+    const address = addressKey(subject);
+    const wait = Math.max(account ? this.accounts.retryAfterSec(account) : 0, address ? this.addresses.retryAfterSec(address) : 0);
     if (wait > 0) throw rateLimited(wait);
   }
 
   fail(subject: FailureSubject) {
     const account = accountKey(subject);
+    const address = addressKey(subject);
     if (account) this.accounts.record(account);
-    if (subject.ip) this.addresses.record(subject.ip);
+    if (address) this.addresses.record(address);
+    this.peers?.bus.publish(FAILED, { from: this.peers.instanceId, account, address });
   }
 }
 
-const accountKey = (subject: FailureSubject): string | null => (subject.account ? `${subject.kind ?? "sign_in"}:${subject.account.trim().toLowerCase()}` : null);
+const accountKey = (subject: FailureSubject): string | null =>
+  subject.account ? sha256Hex(`${subject.kind ?? "sign_in"}:${subject.account.trim().toLowerCase()}`) : null;
+const addressKey = (subject: FailureSubject): string | null => (subject.ip ? sha256Hex(`ip:${subject.ip}`) : null);
 
 /** The account key: the user id when the account exists, else the email that was tried. */
 export const accountOf = (user: { id: string } | null | undefined, email?: string) => user?.id ?? `email:${email ?? ""}`;
 
 const guards = new WeakMap<Core, FailureGuard>();
 
-/** The failure counters of one server instance. */
+/** The failure counters of one server instance (told to and by the other servers on PostgreSQL). */
 export function failureGuard(core: Core): FailureGuard {
   let g = guards.get(core);
-  if (!g) guards.set(core, (g = new FailureGuard()));
+  if (!g) guards.set(core, (g = new FailureGuard(core.sqlite === null ? core : null)));
   return g;
 }
 
