@@ -147,6 +147,8 @@ export interface CoreEventMap {
   "workers.changed": { orgId: string };
   /** A project's policy was written: budgets and preferred agents are read afresh, the queue looked at again. */
   "project.policyChanged": { orgId: string; projectId: string };
+  /** A usage report took a project to its daily budget (here or on another server): its queued tasks now wait for it. */
+  "project.budgetReached": { orgId: string; projectId: string };
   /**
    * A session, API token or membership of the user was revoked, removed or changed. What holds
    * their access open (live sockets) re-checks it at once; SPEC §4: a revoked session stops at once.

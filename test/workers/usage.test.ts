@@ -151,6 +151,20 @@ describe("budget questions", () => {
   });
 });
 
+describe("daily budget", () => {
+  test("a usage report that takes the project to its daily budget tells the followers of its queued tasks why they now wait", async () => {
+    const { p, task, claim, api } = await claimed({ budget: { perDayUsd: 0.05 } });
+    // The worker's one slot is taken: the next task waits for a slot, which it does not name.
+    const next = await createTaskApi(s, p);
+    const live = await subscribe(p.orgId, next.id, p.token);
+    expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${next.id}`, { token: p.token })).body.waitingReason).toBeNull();
+    expect((await api("POST", `/worker/tasks/${task.id}/usage`, { leaseToken: claim.leaseToken, usage: { ...USAGE, costUsd: 0.06 } })).status).toBe(200);
+    const update = await live.next((m) => m.type === "task.updated" && m.task.id === next.id);
+    expect(update.task).toMatchObject({ status: "queued", waitingReason: "project over its daily budget ($0.06 of $0.05)" });
+    live.ws.close();
+  });
+});
+
 describe("project policy validation", () => {
   const create = (policy: unknown) => s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: `p-${crypto.randomUUID().slice(0, 8)}`, policy } });
 

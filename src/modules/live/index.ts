@@ -69,6 +69,7 @@ export default (core: Core) => {
   };
   core.events.on("workers.changed", waitingMayChange);
   core.events.on("project.policyChanged", waitingMayChange);
+  core.events.on("project.budgetReached", waitingMayChange);
   // Several servers: the task changes made on the others reach this server's subscribers.
   relayTaskChanges(core);
 

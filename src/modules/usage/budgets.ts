@@ -25,8 +25,10 @@ export class DailyBudgets {
 
   constructor(private readonly core: Core) {
     if (core.sqlite !== null) return;
-    core.bus.on(SPENT, ({ from, projectId }: { from: unknown; projectId: unknown }) => {
-      if (from !== core.instanceId && typeof projectId === "string") this.forget(projectId);
+    core.bus.on(SPENT, ({ from, orgId, projectId, reached }: { from: unknown; orgId: unknown; projectId: unknown; reached: unknown }) => {
+      if (from === core.instanceId || typeof orgId !== "string" || typeof projectId !== "string") return;
+      this.forget(projectId);
+      if (reached === true) core.events.emit("project.budgetReached", { orgId, projectId });
     });
     // Messages missed while the bus was down: every entry is read afresh.
     core.bus.onReconnect(() => this.entries.clear());
@@ -60,13 +62,20 @@ export class DailyBudgets {
   }
 
   /**
-   * A usage report added `added` dollars to the project's `day`. The other servers hear of it
-   * unless this one knows the project has no daily budget.
+   * A usage report added `added` dollars to the project's `day`. When that took the project to its
+   * daily budget, its queued tasks now wait for it: "project.budgetReached", here and (PostgreSQL)
+   * on the other servers, which hear of every addition unless this one knows the project has no
+   * daily budget, and read its cost afresh.
    */
-  added(projectId: string, day: string, added: number) {
+  added(orgId: string, projectId: string, day: string, added: number) {
     const e = this.entries.get(projectId);
-    if (e && e.day === day && e.perDayUsd !== null) e.costUsd += added;
-    if (this.core.sqlite === null && !(e && e.day === day && e.perDayUsd === null)) this.core.bus.publish(SPENT, { from: this.core.instanceId, projectId });
+    let reached = false;
+    if (e && e.day === day && e.perDayUsd !== null) {
+      reached = e.costUsd < e.perDayUsd && e.costUsd + added >= e.perDayUsd;
+      e.costUsd += added;
+    }
+    if (reached) this.core.events.emit("project.budgetReached", { orgId, projectId });
+    if (this.core.sqlite === null && !(e && e.day === day && e.perDayUsd === null)) this.core.bus.publish(SPENT, { from: this.core.instanceId, orgId, projectId, reached });
   }
 
   /** The project's policy changed: read it afresh at the next question. */

@@ -254,7 +254,7 @@ export async function reportUsage(core: Core, worker: WorkerRow, taskId: string,
     checkLease(row, worker, req.leaseToken);
     if (TERMINAL.has(row.status)) throw conflict(`the attempt has ended (${row.status})`, { reason: "ended", status: row.status });
   }));
-  if (recorded.added > 0) dailyBudgetsOf(core).added(recorded.projectId, recorded.day, recorded.added);
+  if (recorded.added > 0) dailyBudgetsOf(core).added(worker.org_id, recorded.projectId, recorded.day, recorded.added);
   return { costUsd: recorded.costUsd };
 }
 
