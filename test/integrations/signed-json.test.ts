@@ -184,9 +184,14 @@ describe("refused", () => {
     ["unknown kind", { title: "x", prompt: "x", kind: "epic" }, "kind"],
     ["review without refs", { title: "x", prompt: "x", kind: "review" }, "review"],
     ["ref not a string", { title: "x", prompt: "x", ref: 42 }, "ref"],
+    ["a misspelt field", { title: "x", prompt: "x", priorty: "HIGH" }, "priorty"],
+    ["a project of its own", { title: "x", prompt: "x", projectId: "prj_other" }, "projectId"],
+    ["an unknown field in the review", { title: "x", prompt: "x", kind: "review", review: { base: "main", head: "feature", merge: true } }, "review.merge"],
   ];
-  test.each(invalidBodies)("%s -> 400 validation_failed naming the field", async (_, body, field) => {
+  test.each(invalidBodies)("%s -> 400 validation_failed naming the field, no task", async (_, body, field) => {
+    const before = await countTasksOf(s, ci.id);
     const r = await send(body);
+    expect(await countTasksOf(s, ci.id)).toBe(before);
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("validation_failed");
     expect(r.body.error.details.map((d: any) => d.field)).toContain(field);

@@ -2,6 +2,7 @@
 import { t, type Static } from "elysia";
 import { Line, Text } from "../../lib/text";
 import { RefName } from "../../lib/refname";
+import { strictObject } from "../../server/strict";
 
 export const IntegrationKind = t.Union([t.Literal("github"), t.Literal("gitlab"), t.Literal("signed_json")]);
 
@@ -126,13 +127,16 @@ export const HookAnswer = t.Object({
 });
 export type HookAnswer = Static<typeof HookAnswer>;
 
-/** Body of a signed JSON delivery. */
-export const SignedJsonBody = t.Object({
+/**
+ * Body of a signed JSON delivery. Closed: a misspelt field (`priorty`) or one ao does not take
+ * from a sender (`projectId`: the integration's project) is refused, not dropped.
+ */
+export const SignedJsonBody = strictObject({
   title: Line(200),
   prompt: Text(100_000),
   priority: t.Optional(t.Union([t.Literal("LOW"), t.Literal("MEDIUM"), t.Literal("HIGH"), t.Literal("URGENT")])),
   kind: t.Optional(t.Union([t.Literal("task"), t.Literal("review"), t.Literal("plan")])),
-  review: t.Optional(t.Object({ base: RefName(), head: RefName() })),
+  review: t.Optional(strictObject({ base: RefName(), head: RefName() })),
   ref: t.Optional(t.String({ maxLength: 1000, description: "The sender's reference, echoed in callbacks" })),
 });
 export type SignedJsonBody = Static<typeof SignedJsonBody>;
