@@ -47,6 +47,9 @@ async function main(argv: string[]) {
   return (await command.run())(rest);
 }
 
+/** node:util's parseArgs refusing the arguments (ERR_PARSE_ARGS_UNKNOWN_OPTION and its kin). */
+const isUsageError = (err: unknown) => typeof (err as { code?: unknown })?.code === "string" && (err as { code: string }).code.startsWith("ERR_PARSE_ARGS_");
+
 /** Runs the command line (argv without the executable and script): src/launch.ts in the executable, or below from source. */
 export function run(argv: string[]) {
   main(argv).then(
@@ -55,6 +58,11 @@ export function run(argv: string[]) {
     },
     (err) => {
       console.error(`ao: ${err instanceof Error ? err.message : String(err)}`);
+      // An option the command does not take, or one without its value, is a usage error (2), not a failure (1).
+      if (isUsageError(err)) {
+        console.error(`run 'ao help ${argv[0]}' for usage`);
+        process.exit(2);
+      }
       process.exit(1);
     },
   );

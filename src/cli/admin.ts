@@ -21,12 +21,17 @@ const USAGE = `usage: ao admin create-user --email EMAIL --password PASSWORD [--
                              [--data-dir DIR | --database-url URL]
 
 The first user of an instance is always an administrator and owner of --org (default "${DEFAULT_ORG_NAME}").
-Later users join --org with --role (default member; owner when this command creates the org).
+Later users join --org, when given, with --role (default member; owner when this command creates
+the org); without --org they join no organization (an owner can add them later).
 An existing user is only added to --org (or has their role there changed).
 --database-url (default AO_DATABASE_URL) writes to that PostgreSQL database instead of DIR/ao.db.`;
 
 export async function admin(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
+  if (sub === "--help" || sub === "-h" || sub === "help" || (sub === "create-user" && (rest.includes("--help") || rest.includes("-h")))) {
+    console.log(USAGE);
+    return 0;
+  }
   if (sub !== "create-user") {
     console.error(sub ? `ao admin: unknown subcommand '${sub}'\n${USAGE}` : USAGE);
     return 2;

@@ -17,6 +17,12 @@ test("ao help <command> and --help print the command's usage and exit 0", async 
     [["help", "task", "approve"], /^usage: ao task <pause\|resume\|cancel\|retry\|restart\|input\|approve\|deny> ID/],
     [["token", "--help"], /^usage: ao token create --name N/],
     [["help", "token", "create"], /^usage: ao token create --name N/],
+    [["help", "serve"], /^usage: ao serve \[--port N\][^]*AO_DATA_DIR/],
+    [["serve", "--help"], /^usage: ao serve /],
+    [["help", "healthcheck"], /^usage: ao healthcheck \[PORT\]/],
+    [["healthcheck", "-h"], /^usage: ao healthcheck /],
+    [["help", "admin"], /^usage: ao admin create-user[^]*without --org they join no organization/],
+    [["admin", "create-user", "--help"], /^usage: ao admin create-user/],
   ];
   for (const [args, out] of table) {
     const r = await runCli(args, env());
@@ -31,6 +37,10 @@ test("a missing or unknown subcommand exits 2", async () => {
     [["task", "frob"], /unknown command 'task frob'/],
     [["task", "list", "--nope"], /Unknown option '--nope'/],
     [["task", "show", "a", "b"], /unexpected argument 'b'/],
+    // The hint names a help page that exists.
+    [["task", "input", "tsk_x"], /needs --input TEXT\nrun `ao help task input` for usage/],
+    [["serve", "--prot", "1"], /Unknown option '--prot'\nrun 'ao help serve' for usage/],
+    [["healthcheck", "--prot", "1"], /Unknown option '--prot'[^]*run 'ao help healthcheck' for usage/],
   ];
   for (const [args, out] of table) {
     const r = await runCli(args, env());

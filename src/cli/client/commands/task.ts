@@ -16,8 +16,8 @@ export function task(args: string[]): Promise<number> {
     printHelp("task");
     return Promise.resolve(sub ? EXIT.ok : EXIT.usage);
   }
-  const key = `task ${(ACTIONS as readonly string[]).includes(sub) ? "action" : sub}`;
-  return run(key, async () => {
+  // Each action has its help under its own name (`ao help task input`).
+  return run(`task ${sub}`, async () => {
     switch (sub) {
       case "create":
         return create(rest);
