@@ -22,6 +22,7 @@ export function fieldMessage(e: { type?: number; schema?: unknown; message?: str
       return schema.format === "line" ? LINE_MESSAGE : schema.format === "git-ref" ? REF_MESSAGE : `must be ${accepts(schema)}`;
     case ValueErrorType.StringMinLength:
     case ValueErrorType.StringMaxLength:
+      if (typeof schema["x-accepts"] === "string") return `must be ${schema["x-accepts"]}`;
       return `must be ${length(schema) ?? "of another length"} long${schema.format === "line" ? ", on one line" : ""}`;
     case ValueErrorType.StringPattern:
       if (typeof schema["x-accepts"] === "string") return `must be ${schema["x-accepts"]}`;

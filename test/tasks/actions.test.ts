@@ -175,6 +175,14 @@ describe("bad requests change nothing", () => {
     expect((await act(await taskIn("running"), { action: "cancel", reason: "😀".repeat(2000) })).status).toBe(200);
   });
 
+  test("every refusal of a reason names the same limit, 2000 characters", async () => {
+    for (const reason of [7, "x".repeat(2001), "x".repeat(9000), "😀".repeat(2001)]) {
+      const r = await act(await taskIn("running"), { action: "cancel", reason });
+      expect(r.status).toBe(400);
+      expect(r.body.error.details).toEqual([{ field: "reason", message: expect.stringMatching(/at most 2000 characters$/) }]);
+    }
+  });
+
   test("unknown task -> 404", async () => {
     const r = await act("tsk_01m819v1yqhsryfjy69tbbabjs", { action: "cancel" });
     expect(r.status).toBe(404);

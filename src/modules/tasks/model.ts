@@ -180,8 +180,11 @@ export const ActionBody = t.Object(
   {
     action: Enum(ACTIONS),
     input: t.Optional(t.String({ maxLength: 100_000, description: "Text handed to the task (action input)" })),
-    // The 2,000-character limit counts characters, not UTF-16 units: checked in the service.
-    reason: t.Optional(t.String({ maxLength: 8_000, description: "At most 2,000 characters" })),
+    // The 2,000-character limit counts characters, not UTF-16 units: checked in the service. The
+    // schema's bound is the most UTF-16 units 2,000 characters take; every message says 2,000.
+    reason: t.Optional(
+      t.String({ maxLength: 4_000, "x-accepts": "a string of at most 2000 characters", description: "At most 2,000 characters (maxLength counts UTF-16 units)" }),
+    ),
   },
   { additionalProperties: false },
 );
