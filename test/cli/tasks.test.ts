@@ -108,6 +108,18 @@ describe("ao task list, show, events", () => {
     expect((await ao("task", "list", "--project", "Listing", "--status", "failed")).stdout).toBe("No tasks.\n");
   });
 
+  test("an archived project is named like a live one: its tasks listed, a new task refused by the server", async () => {
+    const p = await s.api("POST", `/orgs/${owner.orgId}/projects`, { body: { name: "Old Shop" }, token: owner.accessToken });
+    const t = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { body: { projectId: p.body.id, title: "kept", prompt: "p" }, token: owner.accessToken });
+    expect((await s.api("DELETE", `/orgs/${owner.orgId}/projects/${p.body.id}`, { token: owner.accessToken })).status).toBe(200);
+    const listed = await ao("task", "list", "--project", "old shop", "--json");
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout).map((x: any) => x.id)).toEqual([t.body.id]);
+    const created = await ao("task", "create", "--project", "Old Shop", "--title", "T", "--prompt", "P");
+    expect(created.code).toBe(1);
+    expect(created.stderr).toMatch(/^ao: conflict: .*archived/);
+  });
+
   test("list: bad filters exit 2", async () => {
     for (const args of [["--status", "done"], ["--limit", "0"], ["--limit", "ten"], ["--kind", "x"]]) {
       const r = await ao("task", "list", ...args);

@@ -43,19 +43,22 @@ function taskId(p: Parsed): string {
 }
 
 /** A project id as is; anything else is looked up by name among the org's projects. */
+/** A project's id from its id or name: a live project's name first, else an archived one's (its tasks stay listed). */
 async function projectId(ctx: Context, value: string): Promise<string> {
   if (value.startsWith("prj_")) return value;
-  let cursor: string | undefined;
   const names: string[] = [];
-  do {
-    const page = await ctx.client.request<Page<{ id: string; name: string }>>("GET", `/orgs/${encodeURIComponent(ctx.orgId)}/projects`, {
-      query: { limit: 200, cursor },
-    });
-    const hit = page.items.find((p) => p.name === value) ?? page.items.find((p) => p.name.toLowerCase() === value.toLowerCase());
-    if (hit) return hit.id;
-    names.push(...page.items.map((p) => p.name));
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor);
+  for (const archived of [false, true]) {
+    let cursor: string | undefined;
+    do {
+      const page = await ctx.client.request<Page<{ id: string; name: string }>>("GET", `/orgs/${encodeURIComponent(ctx.orgId)}/projects`, {
+        query: { limit: 200, cursor, ...(archived ? { archived: "true" } : {}) },
+      });
+      const hit = page.items.find((p) => p.name === value) ?? page.items.find((p) => p.name.toLowerCase() === value.toLowerCase());
+      if (hit) return hit.id;
+      if (!archived) names.push(...page.items.map((p) => p.name));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor);
+  }
   throw new CliError(`no project named '${value}' (projects: ${names.join(", ") || "none"})`);
 }
 
