@@ -21,6 +21,17 @@ test("each event type reads as one short phrase", () => {
     [ev("error", { message: "attempt 1 was lost" }), "attempt 1 was lost"],
     [ev("plan", { applied: ["tsk_a", "tsk_b"] }, user), "applied by user usr_1: 2 tasks created (tsk_a, tsk_b)"],
     [ev("plan", { tasks: [] }), '{"tasks":[]}'],
+    // What a person needs to act on: the question, a budget answer's new allowance, a policy's decisions.
+    [ev("status", { from: "running", to: "needs_input", needs: { kind: "input", message: "What colour?" } }), "running -> needs_input: What colour?"],
+    [ev("action", { action: "approve", budget: { allowanceUsd: 0.06 } }, user), "approve by user usr_1 (allowance now $0.06)"],
+    [ev("action", { action: "deny", budget: { cancelled: true } }, user), "deny by user usr_1 (the task stops)"],
+    [
+      ev("decision", { kind: "budget", decision: "ask", by: "project budget", rule: "policy.budget.perTaskUsd", costUsd: 2.141, allowanceUsd: 2 }),
+      "ask: over budget, $2.14 of $2.00 (policy.budget.perTaskUsd)",
+    ],
+    [ev("decision", { tool: "Bash", kind: "shell", subject: "git push origin", decision: "deny", rule: "shell:git push*", by: "project policy" }), "deny Bash git push origin (rule shell:git push*)"],
+    [ev("decision", { tool: "Read", kind: "read", subject: "src/a.ts", decision: "allow", rule: null, by: "default" }), "allow Read src/a.ts (built-in rules)"],
+    [ev("edit", { path: "src/a.ts", additions: 3, deletions: 1 }), "src/a.ts +3 -1"],
     [ev("custom", { weird: true }), '{"weird":true}'],
   ];
   for (const [e, text] of table) expect({ type: e.type, text: eventText(e) }).toEqual({ type: e.type, text });

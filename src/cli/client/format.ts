@@ -1,5 +1,6 @@
 // Human-readable output: aligned columns, short timeline lines, task details.
 import type { Task, TaskEvent } from "./types";
+import { eventText as eventLine, truncate, who } from "../../modules/tasks/event-text";
 
 /**
  * Text from the server made safe for a terminal: titles, logs and summaries come from people,
@@ -38,58 +39,10 @@ export function clock(isoText: string): string {
   return `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
 }
 
-export function truncate(text: string, max: number): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length > max ? one.slice(0, max - 1) + "…" : one;
-}
-
-/** Who, for people: a person (or their token) by name, a worker or integration by kind and name; the id when the server named none. */
-export function who(r: { type: string; id: string; name?: string | null }): string {
-  if (!r.name) return `${r.type} ${r.id}`;
-  return r.type === "user" || r.type === "token" ? r.name : `${r.type} ${r.name}`;
-}
-
-const actorText = (e: TaskEvent) => (e.actor ? ` by ${who(e.actor)}` : "");
+export { truncate, who };
 
 /** What an event says, in one line; unknown shapes fall back to their JSON. */
-export function eventText(e: TaskEvent): string {
-  const d = (e.data ?? {}) as Record<string, unknown>;
-  const s = (v: unknown) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
-  switch (e.type) {
-    case "status":
-      return `${d.from ? `${s(d.from)} -> ` : ""}${s(d.to)}${actorText(e)}${d.reason || d.message ? `: ${s(d.reason ?? d.message)}` : d.summary ? `: ${truncate(s(d.summary), 200)}` : ""}`;
-    case "action":
-      return `${s(d.action)}${actorText(e)}${d.reason ? `: ${s(d.reason)}` : ""}${d.input ? ` (input: ${truncate(s(d.input), 80)})` : ""}`;
-    case "log":
-      // stdout is the ordinary case; other streams (stderr, reasoning, agent) are named.
-      return `${d.stream && d.stream !== "stdout" ? `[${s(d.stream)}] ` : ""}${s(d.line ?? d.text ?? e.data)}`;
-    case "tool": {
-      const parts = [s(d.name ?? "tool"), s(d.status)];
-      if (d.input !== undefined && d.input !== null) parts.push(truncate(s(d.input), 120));
-      if (d.output !== undefined && d.output !== null) parts.push(`-> ${truncate(s(d.output), 120)}`);
-      return parts.filter(Boolean).join(" ");
-    }
-    case "pull_request":
-    case "review":
-      // Written by the code-hosting app: opened / merged / closed / reopened / posted, or backing off and failed with a message.
-      return d.message ? `${s(d.action)}: ${s(d.message)}` : `${s(d.action)}${d.number ? ` #${s(d.number)}` : ""}${d.url ? ` ${s(d.url)}` : ""}${d.by ? ` by ${s(d.by)}` : ""}`;
-    case "artifact":
-      return `${s(d.name)}${typeof d.size === "number" ? ` (${d.size} bytes)` : ""}`;
-    case "plan":
-      // apply-plan writes {applied: [task ids]}; any other shape is shown as it is.
-      return Array.isArray(d.applied) ? `applied${actorText(e)}: ${d.applied.length} task${d.applied.length === 1 ? "" : "s"} created (${d.applied.join(", ")})` : asItIs(e, d);
-    default:
-      return asItIs(e, d);
-  }
-}
-
-/** An event of a type without its own phrase: its text, or its JSON. */
-function asItIs(e: TaskEvent, d: Record<string, unknown>): string {
-  if (typeof e.data === "string") return e.data;
-  const text = d.text ?? d.line ?? d.message ?? d.summary;
-  if (typeof text === "string") return text;
-  return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
-}
+export const eventText = (e: TaskEvent) => eventLine(e, { arrow: "->", size: (n) => `${n} bytes` });
 
 /** `#seq time type text`; continuation lines of a multi-line text are indented. */
 export function timelineLine(e: TaskEvent): string {

@@ -1,7 +1,8 @@
 // What the task page knows without the network: the actions each state allows (the server's own
 // state machine table, imported), their labels and keys, and how events, sizes and times read.
 import { ACTIONS, allowedActions as allowed, type Action } from "../../../modules/tasks/machine";
-import type { Status, Task, TaskEvent, Who } from "../../app/types";
+import type { Status, Task, TaskEvent } from "../../app/types";
+import { eventText as eventLine, truncate, who } from "../../../modules/tasks/event-text";
 
 export { ACTIONS, type Action };
 export const allowedActions = (status: Status): Action[] => allowed(status);
@@ -38,52 +39,12 @@ export function askFirst(action: Action, needs: Task["needs"]): AskFirst | null 
   }
 }
 
-export const truncate = (text: string, max: number) => {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length > max ? one.slice(0, max - 1) + "…" : one;
-};
+export { truncate, who };
 
-/** Who, for people: a person (or their token) by name, a worker or integration by kind and name; the id when unnamed. */
-export function who(r: Who): string {
-  if (!r.name) return `${r.type} ${r.id}`;
-  return r.type === "user" || r.type === "token" ? r.name : `${r.type} ${r.name}`;
-}
-
-const str = (v: unknown) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
 export const dataOf = (e: TaskEvent) => (e.data && typeof e.data === "object" ? (e.data as Record<string, unknown>) : {});
 
-/** What an event says, in one line (the browser's version of the command line's eventText). */
-export function eventText(e: TaskEvent): string {
-  const d = dataOf(e);
-  const by = e.actor ? ` by ${who(e.actor)}` : "";
-  switch (e.type) {
-    case "status":
-      return `${d.from ? `${str(d.from)} → ` : ""}${str(d.to)}${by}${d.reason || d.message ? `: ${str(d.reason ?? d.message)}` : d.summary ? `: ${truncate(str(d.summary), 200)}` : ""}`;
-    case "action":
-      return `${str(d.action)}${by}${d.reason ? `: ${str(d.reason)}` : ""}${d.input ? ` (input: ${truncate(str(d.input), 80)})` : ""}`;
-    case "log":
-      return `${d.stream && d.stream !== "stdout" ? `[${str(d.stream)}] ` : ""}${str(d.line ?? d.text ?? e.data)}`;
-    case "tool": {
-      const parts = [str(d.name ?? "tool"), str(d.status)];
-      if (d.input !== undefined && d.input !== null) parts.push(truncate(str(d.input), 120));
-      if (d.output !== undefined && d.output !== null) parts.push(`→ ${truncate(str(d.output), 120)}`);
-      return parts.filter(Boolean).join(" ");
-    }
-    case "artifact":
-      return `${str(d.name)}${typeof d.size === "number" ? ` (${sizeText(d.size)})` : ""}`;
-    case "plan":
-      return Array.isArray(d.applied) ? `applied${by}: ${d.applied.length} task${d.applied.length === 1 ? "" : "s"} created (${d.applied.join(", ")})` : asItIs(e, d);
-    default:
-      return asItIs(e, d);
-  }
-}
-
-function asItIs(e: TaskEvent, d: Record<string, unknown>): string {
-  if (typeof e.data === "string") return e.data;
-  const text = d.text ?? d.line ?? d.message ?? d.summary;
-  if (typeof text === "string") return text;
-  return e.data === null || e.data === undefined ? "" : JSON.stringify(e.data);
-}
+/** What an event says, in one line (the same phrases as the command line's `ao task events`). */
+export const eventText = (e: TaskEvent) => eventLine(e, { arrow: "→", size: sizeText });
 
 export function sizeText(n: number): string {
   if (n < 1024) return `${n} byte${n === 1 ? "" : "s"}`;
