@@ -34,6 +34,28 @@ export function artifactNameOf(relativePath: string): string {
   return (safe || "artifact").slice(-128);
 }
 
+/**
+ * The artifact name of each file, distinct: two paths that make the same name (`a b.txt` and
+ * `a_b.txt`, `sub/x` and `sub_x`) get -2, -3 before the extension, so neither replaces the other.
+ */
+export function artifactNamesOf(relativePaths: string[]): Map<string, string> {
+  const names = new Map<string, string>();
+  const taken = new Set<string>();
+  for (const rel of relativePaths) {
+    let name = artifactNameOf(rel);
+    if (taken.has(name)) {
+      const dot = name.lastIndexOf(".");
+      const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""];
+      let n = 2;
+      while (taken.has(`${stem}-${n}${ext}`.slice(-128))) n++;
+      name = `${stem}-${n}${ext}`.slice(-128);
+    }
+    taken.add(name);
+    names.set(rel, name);
+  }
+  return names;
+}
+
 function listFiles(dir: string, root = dir, out: string[] = []): string[] {
   if (!existsSync(dir)) return out;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -303,8 +325,9 @@ export class Attempt {
     // The server numbers the timeline in the order writes reach it: lines the agent printed
     // before leaving these files must be there before the artifact events.
     if (files.length > 0) await this.sink.flush();
+    const names = artifactNamesOf(files);
     for (const rel of files) {
-      const name = artifactNameOf(rel);
+      const name = names.get(rel)!;
       try {
         const size = statSync(join(dir, rel)).size;
         await this.deps.client.upload(this.taskId, this.claim.leaseToken, name, Bun.file(join(dir, rel)));

@@ -17,6 +17,7 @@ echo "second line"
 printf 'report' > "$AO_ARTIFACTS_DIR/report.txt"
 echo "::ao::summary $AO_TASK_KIND done"
 [ "$AO_TASK_TITLE" = again ] && echo "::ao::summary attempt $AO_TASK_ATTEMPT done"
+if [ "$AO_TASK_TITLE" = collide ]; then printf 'spaced' > "$AO_ARTIFACTS_DIR/my report.txt"; printf 'underscored' > "$AO_ARTIFACTS_DIR/my_report.txt"; fi
 true
 `;
 
@@ -85,6 +86,16 @@ describe("the timeline of an attempt is in the order things happened", () => {
         "status completed",
       ]);
     });
+  }
+});
+
+test("two files whose names make the same artifact name are both kept, the second numbered", async () => {
+  const t = await createTaskApi(s, p, { title: "collide" });
+  expect(await finished(t.id)).toMatchObject({ status: "completed" });
+  expect((await timeline(t.id)).filter((l) => l.startsWith("artifact "))).toEqual(["artifact my_report.txt", "artifact my_report-2.txt", "artifact report.txt"]);
+  for (const [name, body] of [["my_report.txt", "spaced"], ["my_report-2.txt", "underscored"]]) {
+    const r = await fetch(`${s.url}/api/v1/orgs/${p.orgId}/tasks/${t.id}/artifacts/${name}`, { headers: { authorization: `Bearer ${p.token}` } });
+    expect(await r.text()).toBe(body);
   }
 });
 

@@ -8,7 +8,7 @@ import { mapClaudeEvent } from "../../src/worker/agents/claude";
 import { claudeMapper } from "../../src/worker/agents/claude-events";
 import { handleExecLine, programOf } from "../../src/worker/agents/exec";
 import { feedJsonLine } from "../../src/worker/agents/jsonl";
-import { artifactNameOf } from "../../src/worker/attempt";
+import { artifactNameOf, artifactNamesOf } from "../../src/worker/attempt";
 import { normalizeRepoUrl, repoNameOf } from "../../src/protocol/repo-url";
 import { versionOf } from "../../src/worker/inventory";
 
@@ -108,6 +108,15 @@ describe("small helpers", () => {
     expect(repoNameOf("git@github.com:org/my-repo.git")).toBe("my-repo");
     expect(artifactNameOf("shots/a b/../x.png")).toBe("shots_a_b_.._x.png");
     expect(artifactNameOf(".env")).toBe("env");
+    expect([...artifactNamesOf(["a b.txt", "a_b.txt", "a/b.txt", "no tes", "no_tes", "x.tar.gz", "x_tar.gz"]).values()]).toEqual([
+      "a_b.txt",
+      "a_b-2.txt",
+      "a_b-3.txt",
+      "no_tes",
+      "no_tes-2",
+      "x.tar.gz",
+      "x_tar.gz",
+    ]);
     expect(versionOf("git version 2.39.5\n")).toBe("2.39.5");
     expect(versionOf("Python 3.12.1")).toBe("3.12.1");
     expect(versionOf("1.4.5")).toBe("1.4.5");
