@@ -74,9 +74,12 @@ describe("exec directives", () => {
       [["usage", { inputTokens: 1200, outputTokens: 30, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.015, model: "m-1" }]],
     ],
     [
-      "usage with nonsense values reads them as 0",
+      "usage with nonsense values reads them as 0, and says so",
       '::ao::usage {"inputTokens": -5, "costUsd": "lots", "model": 7}',
-      [["usage", { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, model: null }]],
+      [
+        ["error", '::ao::usage: inputTokens -5, costUsd "lots" read as 0 (not a number of at least 0)'],
+        ["usage", { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, model: null }],
+      ],
     ],
     ["usage that is not an object is an error event", "::ao::usage 12", [["error", expect.stringContaining("::ao::usage needs a JSON object")]]],
   ])("%s", (_name, line, expected) => {

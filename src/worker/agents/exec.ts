@@ -15,7 +15,8 @@ const DIRECTIVE = /^::ao::(summary|needs-input|needs-approval|usage)(?:\s+(.*))?
 /**
  * `::ao::usage {"inputTokens":…, "outputTokens":…, "cacheReadTokens":…, "cacheWriteTokens":…,
  * "costUsd":…, "model":…}`: the attempt's usage so far (cumulative; absent fields are 0), for
- * scripts that drive a model themselves. A line that is not such an object is an error event.
+ * scripts that drive a model themselves. A line that is not such an object is an error event, and
+ * so is a field that is not a number of at least 0 (read as 0).
  */
 function usageDirective(ctx: Pick<AgentContext, "emit" | "usage">, text: string) {
   let value: unknown;
@@ -25,8 +26,14 @@ function usageDirective(ctx: Pick<AgentContext, "emit" | "usage">, text: string)
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return ctx.emit("error", { message: `::ao::usage needs a JSON object such as {"inputTokens": 1200, "costUsd": 0.03}; got: ${text.slice(0, 200)}` });
   }
-  ctx.usage(cleanUsage(value as Record<string, unknown>));
+  const given = value as Record<string, unknown>;
+  // A field given but not a count or an amount reads as 0, and the script's author is told.
+  const bad = USAGE_NUMBERS.filter((k) => given[k] !== undefined && !(typeof given[k] === "number" && Number.isFinite(given[k]) && (given[k] as number) >= 0));
+  if (bad.length > 0) ctx.emit("error", { message: `::ao::usage: ${bad.map((k) => `${k} ${JSON.stringify(given[k])?.slice(0, 40)}`).join(", ")} read as 0 (not a number of at least 0)` });
+  ctx.usage(cleanUsage(given));
 }
+
+const USAGE_NUMBERS = ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "costUsd"] as const;
 
 /** Applies one stdout line of an exec agent to the context. Exported for the parser tests. */
 export function handleExecLine(ctx: Pick<AgentContext, "emit" | "summary" | "ask" | "usage">, line: string) {
