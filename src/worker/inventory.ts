@@ -42,13 +42,14 @@ export function versionOf(text: string): string | null {
   return m ? m[0] : text.trim().split("\n")[0]?.slice(0, 100) || null;
 }
 
-async function probe(name: string, args: string[], timeout = 5000): Promise<Found | null> {
-  const path = Bun.which(name);
+async function probe(name: string, args: string[], env: Record<string, string | undefined>, timeout = 5000): Promise<Found | null> {
+  const path = Bun.which(name, { PATH: env.PATH ?? "" });
   if (!path) return null;
   try {
-    const proc = Bun.spawn([path, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout });
+    const proc = Bun.spawn([path, ...args], { stdout: "pipe", stderr: "pipe", stdin: "ignore", timeout, env });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-    await proc.exited;
+    // A tool that fails to say its version (rustup's cargo without a toolchain) is there, its version unknown.
+    if ((await proc.exited) !== 0) return { name, version: null };
     return { name, version: versionOf(out || err) };
   } catch {
     return { name, version: null };
@@ -57,9 +58,9 @@ async function probe(name: string, args: string[], timeout = 5000): Promise<Foun
 
 export async function inventory(env: Record<string, string | undefined> = process.env) {
   const [tools, agents] = await Promise.all([
-    Promise.all(TOOLS.map(([n, a]) => probe(n, a))),
+    Promise.all(TOOLS.map(([n, a]) => probe(n, a, env))),
     // Agents are large programs (Claude Code's is a 250 MB executable) whose first start on a busy machine takes seconds.
-    Promise.all(AGENTS.map((n) => probe(n, ["--version"], 20_000))),
+    Promise.all(AGENTS.map((n) => probe(n, ["--version"], env, 20_000))),
   ]);
   return {
     tools: tools.filter((t): t is Found => t !== null),

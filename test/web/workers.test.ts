@@ -185,6 +185,22 @@ describeBrowser("web: workers page", () => {
     }
   }, MANAGE_TEST_MS);
 
+  test("a long tool version (a worker that reported an error as one) stays inside its card", async () => {
+    const owner = await newOrg(s);
+    const w = await pairWorker(s, owner, { name: "rusty" });
+    const long = "error: rustup could not choose a version of cargo to run, because one wasn't specified explicitly, a";
+    sockets.push(await connectWorker(s, w.credential, { tools: [{ name: "cargo", version: long }] }));
+    for (const size of [DESKTOP, PHONE]) {
+      await steps(async ({ page, problems }) => {
+        await open(page, owner);
+        await card(page, "rusty").locator(".worker-status", { hasText: "online" }).waitFor();
+        await expect(card(page, "rusty").locator(".tools .chip").getAttribute("title")).resolves.toBe(`cargo ${long}`);
+        expect(await overflowsSideways(page)).toBe(false);
+        expect(problems).toEqual([]);
+      }, size);
+    }
+  }, MANAGE_TEST_MS);
+
   test("an org without workers says how to pair one; screenshot; the phone layout", async () => {
     const lonely = await newOrg(s);
     await steps(async ({ page, problems }) => {

@@ -159,6 +159,22 @@ describe("credential and inventory", () => {
     }
   });
 
+  test("a tool that fails to say its version is reported without one, not with its error text", async () => {
+    const bin = mkdtempSync(join(tmpdir(), "ao-tools-"));
+    try {
+      writeFileSync(join(bin, "git"), "#!/bin/sh\necho 'git version 2.39.5'\n", { mode: 0o755 });
+      writeFileSync(join(bin, "cargo"), "#!/bin/sh\necho \"error: rustup could not choose a version of cargo to run, because one wasn't specified explicitly\" >&2\nexit 1\n", { mode: 0o755 });
+      const inv = await inventory({ PATH: bin });
+      expect(inv.tools).toEqual([
+        { name: "git", version: "2.39.5" },
+        { name: "cargo", version: null },
+      ]);
+      expect(inv.agents).toEqual([]);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   test("providers are the names of the key variables that are set, never their values", async () => {
     const inv = await inventory({ ANTHROPIC_API_KEY: "sk-ant-value-123", OPENAI_API_KEY: "", GEMINI_API_KEY: "g-value", PATH: process.env.PATH });
     expect(inv.providers).toEqual(["ANTHROPIC_API_KEY", "GEMINI_API_KEY"]);

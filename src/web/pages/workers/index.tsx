@@ -147,7 +147,7 @@ function WorkerCard({ worker, manage, titles, onChange }: { worker: WorkerRecord
           <dd class="tools">
             {worker.tools.length === 0 ? <span class="muted">none reported</span> : null}
             {worker.tools.map((t) => (
-              <span class="chip" key={t.name}>
+              <span class="chip" key={t.name} title={t.version ? `${t.name} ${t.version}` : t.name}>
                 {t.name}
                 {t.version ? <span class="muted"> {t.version}</span> : null}
               </span>
