@@ -8,6 +8,7 @@ import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
 import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, usePage, webSuite } from "./browser";
+import { storeArtifact } from "../../src/modules/tasks/artifacts";
 
 const PASSWORD = "correct horse battery staple";
 /** A common phone (390 x 844). */
@@ -151,6 +152,21 @@ describeBrowser("web: the task page's layout", () => {
       },
       PHONE,
     );
+  }, 90_000);
+
+  test("a diff longer than the page draws (4,000 lines) is left for download instead of freezing the tab", async () => {
+    const id = await waitingTask("A big change");
+    const attempt = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.attempt;
+    const lines = ["diff --git a/big.ts b/big.ts", "--- a/big.ts", "+++ b/big.ts", "@@ -1,2000 +1,2000 @@"];
+    for (let i = 0; i < 2000; i++) lines.push(`-const v${i} = old(${i});`);
+    for (let i = 0; i < 2000; i++) lines.push(`+const v${i} = new(${i});`);
+    await storeArtifact(s.core, w.owner.orgId, id, "changes.diff", new TextEncoder().encode(lines.join("\n")), attempt);
+    await usePage(browser, async ({ page, problems }) => {
+      await open(page, id);
+      await page.locator("#diff-too-large").waitFor();
+      await expect(page.locator("#diff").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
   }, 90_000);
 
   test("on a phone each fact's label and value keep a gap between them", async () => {

@@ -11,7 +11,11 @@ import type { Task } from "../../app/types";
 import { ErrorText } from "../../components/ui";
 
 export const DIFF_ARTIFACT = "changes.diff";
-const MAX_DIFF_BYTES = 2 * 1024 * 1024;
+// Drawn in the page, a diff costs about half a second of a busy tab per 1,000 lines (mostly the
+// browser's layout of diff2html's table: 10,000 lines froze the tab for 8 s); larger ones are
+// left for download.
+const MAX_DIFF_BYTES = 512 * 1024;
+const MAX_DIFF_LINES = 3000;
 
 export function Changes({ task, path }: { task: Task; path: string }) {
   const c = task.changes;
@@ -72,22 +76,29 @@ const safeUrl = (url: string) => (/^https?:\/\//i.test(url) ? url : undefined);
 
 function DiffView({ path, size }: { path: string; size: number }) {
   const html = useSignal<string | null>(null);
+  const tooLong = useSignal(false);
   const error = useSignal<unknown>(null);
   useEffect(() => {
     if (size > MAX_DIFF_BYTES) return;
     apiResponse("GET", `${path}/artifacts/${encodeURIComponent(DIFF_ARTIFACT)}`)
       .then((r) => r.text())
       .then(
-        (text) => (html.value = sanitize(diffHtml(text, { drawFileList: true, outputFormat: "line-by-line", matching: "lines", // Light or dark with the system, as the rest of the app.
-            colorScheme: "auto" as Parameters<typeof diffHtml>[1] extends infer C ? (C extends { colorScheme?: infer T } ? T : never) : never }))),
+        (text) => (lineCount(text) > MAX_DIFF_LINES ? (tooLong.value = true) : (html.value = sanitize(diffHtml(text, { drawFileList: true, outputFormat: "line-by-line", matching: "lines", // Light or dark with the system, as the rest of the app.
+            colorScheme: "auto" as Parameters<typeof diffHtml>[1] extends infer C ? (C extends { colorScheme?: infer T } ? T : never) : never })))),
         (err) => (error.value = err),
       );
   }, [path]);
-  if (size > MAX_DIFF_BYTES) return <p class="muted">The diff is too large to show here; download {DIFF_ARTIFACT} from the artifacts.</p>;
+  if (size > MAX_DIFF_BYTES || tooLong.value) return <p class="muted" id="diff-too-large">The diff is too large to show here; download {DIFF_ARTIFACT} from the artifacts.</p>;
   if (error.value) return <ErrorText id="diff-error" error={error.value} />;
   if (html.value === null) return <p class="muted">Loading the diff…</p>;
   // Sanitized above: only diff2html's own elements and attributes remain.
   return <div id="diff" class="diff" dangerouslySetInnerHTML={{ __html: html.value }} />;
+}
+
+function lineCount(text: string): number {
+  let n = 1;
+  for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) n++;
+  return n;
 }
 
 const ELEMENTS = new Set(["DIV", "SPAN", "TABLE", "TBODY", "THEAD", "TR", "TD", "TH", "A", "INS", "DEL", "OL", "UL", "LI", "SVG", "PATH", "LABEL", "INPUT", "COL", "COLGROUP", "P", "BR", "STRONG", "B", "I", "EM", "CODE", "PRE"]);
