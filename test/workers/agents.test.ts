@@ -39,6 +39,14 @@ describe("claude stream-json", () => {
     expect(summaries).toEqual(["Fixed: sum() subtracted instead of adding. The test suite passes now."]);
   });
 
+  test("the finished line's cost reads as money, not as a float's tail", () => {
+    const events: { type: string; data: any }[] = [];
+    const out = { emit: (type: string, data: unknown) => void events.push({ type, data }), summary: () => {} };
+    const result = { type: "result", subtype: "success", num_turns: 2, duration_ms: 900, result: "ok", total_cost_usd: 0.15125000000000002 };
+    feedJsonLine(JSON.stringify(result), out as any, claudeMapper("/tmp/ao/runs/tsk_1-a1/work"));
+    expect(events.find((e) => e.type === "log")!.data.line).toBe("claude finished: success, 2 turns, 900 ms, $0.15125");
+  });
+
   test("an error result is an error event, not a summary", () => {
     const { events, summaries } = replay("claude-error.jsonl", claudeMapper("/tmp/ao/runs/tsk_1-a1/work"));
     expect(summaries).toEqual([]);

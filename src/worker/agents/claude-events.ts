@@ -126,7 +126,7 @@ export function claudeMapper(workdir: string) {
         }
         out.emit("log", {
           stream: "agent",
-          line: `claude finished: ${event.subtype ?? "?"}, ${event.num_turns ?? "?"} turns, ${event.duration_ms ?? "?"} ms, $${event.total_cost_usd ?? "?"}`,
+          line: `claude finished: ${event.subtype ?? "?"}, ${event.num_turns ?? "?"} turns, ${event.duration_ms ?? "?"} ms, ${typeof event.total_cost_usd === "number" ? `$${Number(event.total_cost_usd.toFixed(6))}` : "$?"}`,
         });
         return;
       }
