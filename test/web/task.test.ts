@@ -262,6 +262,10 @@ describeBrowser("web: task page", () => {
       await expect(page.getByRole("button", { name: "Apply plan" }).isHidden()).resolves.toBe(true);
       await page.locator("#timeline li", { hasText: `plan applied by ${w.member.email}: 2 tasks created (` }).waitFor();
       await screenshot(page, "task-plan");
+      // A task it made changes: its status shows at once.
+      const schema = children.find((c) => c.title === "Add the schema")!;
+      expect((await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${schema.id}/actions`, { token: w.owner.accessToken, body: { action: "cancel" } })).status).toBe(200);
+      await page.locator("#plan-children li", { hasText: "Add the schema" }).locator(".status", { hasText: "cancelled" }).waitFor();
 
       // A child's page links back to the plan.
       await page.getByRole("link", { name: "Write the API" }).click();

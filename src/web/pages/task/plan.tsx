@@ -4,7 +4,7 @@ import { useEffect } from "preact/hooks";
 import { api } from "../../app/api";
 import { canWrite } from "../../app/session";
 import type { Org, Page, Task } from "../../app/types";
-import { useBusy } from "../../components/hooks";
+import { useBusy, useFollow } from "../../components/hooks";
 import { ErrorText, StatusBadge } from "../../components/ui";
 import { truncate } from "./model";
 
@@ -12,14 +12,26 @@ export function Plan({ task, org, path }: { task: Task; org: Org; path: string }
   const children = useSignal<Task[] | null>(null);
   const error = useSignal<unknown>(null);
   const [busy, run] = useBusy();
-  useEffect(() => {
-    if (task.kind !== "plan") return;
+  const load = () =>
     api<Page<Task>>("GET", `/orgs/${encodeURIComponent(org.id)}/tasks?parentId=${encodeURIComponent(task.id)}&limit=200`).then(
       // Newest first from the API; the plan's own order is the order they were made in.
       (p) => (children.value = [...p.items].reverse()),
       (err) => (error.value = err),
     );
+  useEffect(() => {
+    if (task.kind === "plan") void load();
   }, [task.id]);
+  // The tasks it made change status as they run: each newer record replaces its row (the org's
+  // subscription, which the shell holds anyway); after a reconnect they are read again.
+  useFollow(task.kind === "plan" ? org.id : null, null, {
+    subscribed: () => void (children.value && load()),
+    task: (t) => {
+      const list = children.value;
+      if (t.parentId !== task.id || !list) return;
+      const i = list.findIndex((c) => c.id === t.id);
+      if (i >= 0 && list[i]!.updatedAt <= t.updatedAt) children.value = list.map((c, j) => (j === i ? t : c));
+    },
+  });
   const proposed = task.kind === "plan" && task.plan && Array.isArray(task.plan.tasks) ? task.plan.tasks : null;
   const made = children.value ?? [];
   if (!proposed && made.length === 0) return null;
