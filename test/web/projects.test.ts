@@ -171,6 +171,11 @@ describeBrowser("web: projects pages", () => {
         ["https://git.example.com/a/tool.git", "dev"],
       ]);
       expect((await s.api("GET", `/orgs/${owner.orgId}/discovered`, { token: owner.accessToken })).body.items).toEqual([]);
+      // Removed again, it is found on the worker again, without a reload.
+      await repo(page, "tool").getByRole("button", { name: "Remove" }).click();
+      await confirm(page, "Yes, remove");
+      await repo(page, "tool").waitFor({ state: "detached" });
+      await found.getByText("builder (/ws/tool)").waitFor();
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

@@ -8,7 +8,9 @@ import { Empty, Problem, Section, useResource, When } from "../kit";
 
 /** Any member may accept or dismiss them, viewers too (the API's permission). */
 export function Discovered({ project, onChanged }: { project: ProjectRecord; onChanged: (p: ProjectRecord) => void }) {
-  const found = useResource(() => listAll<Found>(`/orgs/${project.orgId}/discovered`), [project.orgId]);
+  // Read again whenever the project's repositories change: one removed is found again.
+  const held = project.repositories.map((r) => r.id).join(",");
+  const found = useResource(() => listAll<Found>(`/orgs/${project.orgId}/discovered`), [project.orgId, held]);
   const workers = useResource(() => listAll<WorkerRecord>(`/orgs/${project.orgId}/workers`), [project.orgId]);
   const failed = useSignal<string | null>(null);
   const items = found.data.value;
