@@ -281,6 +281,11 @@ describeBrowser("web: projects pages", () => {
       // The organization in use is now the project's.
       await page.waitForFunction((id) => (globalThis as any).document.querySelector("#org-switch")?.value === id, owner.orgId);
       expect(asked.filter((path) => path.startsWith("/api/v1/orgs/null"))).toEqual([]);
+      // Switching back to their own organization there leaves the project for that one's projects.
+      await page.locator("#org-switch").selectOption(teammate.orgId);
+      await page.waitForURL(`${s.url}/projects`);
+      await page.locator("#projects-page").waitFor();
+      await expect(page.locator("main").textContent()).resolves.not.toContain("shared-link");
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

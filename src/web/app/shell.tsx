@@ -103,6 +103,9 @@ function OrgSwitcher() {
             if (query.get("view")) q.set("view", query.get("view")!);
             navigate(`/tasks?${q}`);
           }
+          // A task or project belongs to the organization it was opened in: the other one's list instead.
+          else if (path.startsWith("/tasks/")) navigate(`/tasks?${new URLSearchParams({ org: id })}`);
+          else if (path.startsWith("/projects/")) navigate("/projects");
         }}
       >
         {list.map((o) => (
