@@ -172,6 +172,29 @@ describeBrowser("web: account page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("sign out everywhere makes no call with the session it just ended (no sign-out call, no 401); the page is signed out", async () => {
+    const m = await addMember(s, owner, "member");
+    await steps(async ({ page, problems }) => {
+      await open(page, m);
+      await page.locator("#sessions-list li").first().waitFor();
+      const calls: string[] = [];
+      page.on("response", (r) => {
+        const path = new URL(r.url()).pathname;
+        if (path.startsWith("/api/")) calls.push(`${r.request().method()} ${path} ${r.status()}`);
+      });
+      const ended = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().endsWith("/api/v1/me/sessions"));
+      await page.getByRole("button", { name: "Sign out everywhere" }).click();
+      await page.getByRole("dialog").getByRole("button", { name: "Yes, sign out everywhere" }).click();
+      expect((await ended).status()).toBe(204);
+      await page.locator("#signin-form").waitFor();
+      // Signed out by the person, not ended by the server: the form does not say the sign-in ended.
+      await expect(page.locator("#signin-ended").count()).resolves.toBe(0);
+      expect(calls.filter((c) => c.includes("/auth/logout") || c.endsWith(" 401"))).toEqual([]);
+      expect((await s.api("GET", "/me", { token: m.accessToken })).status).toBe(401);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
   test("screenshot (desktop) and the phone layout: nothing sticks out sideways", async () => {
     const m = await addMember(s, owner, "member");
     await s.api("PATCH", "/me", { token: m.accessToken, body: { name: "Ada Lovelace" } });

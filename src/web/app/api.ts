@@ -192,6 +192,14 @@ export async function signOut(): Promise<void> {
   }
 }
 
+/**
+ * Forgets this tab's sign-in without telling the server, which has already ended it (signing out
+ * everywhere): a sign-out call with its token would only be refused (401).
+ */
+export function forgetSignIn() {
+  signedOut();
+}
+
 /** The API's complaints about single fields of a refused body (validation_failed), by field. */
 export function fieldErrors(err: unknown): Record<string, string> {
   const out: Record<string, string> = {};

@@ -1,7 +1,7 @@
 // /account: the signed-in person's own settings: name, two-factor sign-in, personal API tokens,
 // and the sessions they are signed in with (sign out of every one at once).
 import { useSignal } from "@preact/signals";
-import { api, errorText, listAll, signOut } from "../../app/api";
+import { api, errorText, forgetSignIn, listAll } from "../../app/api";
 import { user } from "../../app/session";
 import type { SessionRecord, UserRecord } from "../../app/records";
 import { LoadFailed, Problem, Section, useForm, useResource, When } from "../kit";
@@ -64,7 +64,7 @@ function Sessions() {
       return;
     }
     // This session ended with the others: forget it here too (the sign-in form shows).
-    await signOut().catch(() => {});
+    forgetSignIn();
   };
   const list = sessions.data.value;
   return (
