@@ -134,6 +134,8 @@ function later(renew: boolean) {
   const wait = delay * (0.75 + Math.random() / 2);
   delay = Math.min(delay * 2, 30_000);
   timer = setTimeout(async () => {
+    // Nobody follows anything any more (signed out meanwhile): no renewal, no socket.
+    if (subs.size === 0) return void (timer = null);
     if (renew) {
       try {
         if (!(await refresh())) {
