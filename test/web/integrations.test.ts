@@ -109,6 +109,49 @@ describeBrowser("web: integrations page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("the new integration's secret box goes when that integration's secret is rotated or it is deleted (another's rotation leaves it)", async () => {
+    const owner = await orgWithProject();
+    const projectId = (await s.api("GET", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken })).body.items[0].id;
+    const other = (await s.api("POST", `/orgs/${owner.orgId}/integrations`, { token: owner.accessToken, body: { kind: "signed_json", name: "Deploys", projectId } })).body as { id: string };
+    const box = (page: Page) => page.locator("#created-integration");
+    const create = async (page: Page, name: string) => {
+      const form = page.locator("#new-integration form");
+      await form.getByLabel("Kind").selectOption("signed_json");
+      await form.getByLabel("Name").fill(name);
+      await form.getByRole("button", { name: "Create integration" }).click();
+      await box(page).getByText(`${name} created. Its secret:`).waitFor();
+      return { secret: await page.locator("#integration-secret-value").inputValue(), id: (await integrations(owner)).find((i) => i.name === name)!.id };
+    };
+    const confirm = async (page: Page, name: string, button: string, yes: string) => {
+      const answered = page.waitForResponse((r) => r.url().includes("/integrations/") && ["POST", "DELETE"].includes(r.request().method()));
+      await card(page, name).getByRole("button", { name: button }).click();
+      await page.getByRole("dialog").getByRole("button", { name: yes }).click();
+      expect((await answered).ok()).toBe(true);
+    };
+    await steps(async ({ page, problems }) => {
+      await open(page, owner);
+      await card(page, "Deploys").waitFor();
+      const ci = await create(page, "ci");
+      // Another integration's new secret: the box still shows ci's, which still works.
+      await confirm(page, "Deploys", "Rotate secret", "Yes, rotate");
+      await page.locator(`#rotated-${other.id}-value`).waitFor();
+      await expect(page.locator("#integration-secret-value").inputValue()).resolves.toBe(ci.secret);
+      // ci's own: the box with its dead secret goes; the card shows the new one.
+      await confirm(page, "ci", "Rotate secret", "Yes, rotate");
+      const fresh = await page.locator(`#rotated-${ci.id}-value`).inputValue();
+      expect(fresh).not.toBe(ci.secret);
+      await box(page).waitFor({ state: "detached" });
+      expect((await signedDelivery(ci.id, ci.secret)).status).toBe(401);
+
+      const nightly = await create(page, "nightly");
+      await confirm(page, "nightly", "Delete", "Yes, delete");
+      await card(page, "nightly").waitFor({ state: "detached" });
+      await box(page).waitFor({ state: "detached" });
+      await expect(page.getByText(nightly.id).count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
   test("the delivery log shows each delivery with its tries; Redeliver sends it again (the receiver gets it, the log counts the try)", async () => {
     const owner = await orgWithProject();
     const rx = new Receiver();

@@ -117,7 +117,20 @@ function IntegrationForm({ idp, projects, initial, creating, onSaved, onCancel }
   );
 }
 
-function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration; projects: ProjectRecord[]; onChange: (i: Integration) => void; onDeleted: () => void }) {
+function IntegrationCard({
+  i,
+  projects,
+  onChange,
+  onRotated,
+  onDeleted,
+}: {
+  i: Integration;
+  projects: ProjectRecord[];
+  onChange: (i: Integration) => void;
+  /** Its secret was replaced: the one shown at creation no longer works. */
+  onRotated: () => void;
+  onDeleted: () => void;
+}) {
   const secret = useSignal<string | null>(null);
   const editing = useSignal(false);
   const log = useSignal(false);
@@ -140,6 +153,7 @@ function IntegrationCard({ i, projects, onChange, onDeleted }: { i: Integration;
       secret.value = r.secret;
       const { secret: _s, ...view } = r;
       onChange(view);
+      onRotated();
     } catch (err) {
       failed.value = errorText(err);
     }
@@ -246,6 +260,10 @@ export function IntegrationsPage(_: PageProps) {
   const list = integrations.data.value;
   const ps = projects.data.value ?? [];
   const set = (i: Integration) => (integrations.data.value = (integrations.data.value ?? []).map((x) => (x.id === i.id ? i : x)));
+  // The secret shown at creation stops working when the integration's secret is rotated or it is deleted.
+  const forgetCreated = (id: string) => {
+    if (created.value?.id === id) created.value = null;
+  };
   return (
     <Page title="Integrations" id="integrations-page">
       <p class="muted">Turn issues, comments, pull requests and CI requests into tasks, and tell the sender how they ended.</p>
@@ -282,7 +300,17 @@ export function IntegrationsPage(_: PageProps) {
         {integrations.error.value && !list ? <LoadFailed error={integrations.error.value} retry={integrations.reload} /> : null}
         {list && list.length === 0 ? <Empty id="integrations-empty">No integration yet. Create one above, then paste its URL and secret into GitHub, GitLab or your CI.</Empty> : null}
         {list?.map((i) => (
-          <IntegrationCard key={i.id} i={i} projects={ps} onChange={set} onDeleted={() => (integrations.data.value = (integrations.data.value ?? []).filter((x) => x.id !== i.id))} />
+          <IntegrationCard
+            key={i.id}
+            i={i}
+            projects={ps}
+            onChange={set}
+            onRotated={() => forgetCreated(i.id)}
+            onDeleted={() => {
+              forgetCreated(i.id);
+              integrations.data.value = (integrations.data.value ?? []).filter((x) => x.id !== i.id);
+            }}
+          />
         ))}
       </Section>
       <CompletionWebhook orgId={id} projects={ps} />
