@@ -113,9 +113,12 @@ function connect() {
     } else if (msg.type === "worker.updated" && msg.worker) {
       for (const sub of subs.values()) if (sub.orgId === msg.orgId && !sub.taskId) for (const f of [...sub.followers]) f.worker?.(msg.worker);
     } else if (msg.type === "error" && (msg.code === "forbidden" || msg.code === "not_found")) {
-      // No longer allowed to follow it: stop that subscription rather than retry forever.
-      const sub = typeof msg.id === "string" ? subs.get(msg.id) : [...subs.values()].find((s) => s.orgId === msg.orgId);
-      if (sub) {
+      // No longer allowed to follow it: stop rather than retry forever. A refusal of one subscribe
+      // names it (id); a lost membership names only the organization, and ends all of its
+      // subscriptions (the organization's and each of its tasks').
+      const ended = typeof msg.id === "string" ? [subs.get(msg.id)] : [...subs.values()].filter((s) => s.orgId === msg.orgId);
+      for (const sub of ended) {
+        if (!sub) continue;
         sub.stopped = true;
         sub.state.value = `live updates stopped: ${errorText(new ApiError(403, msg.code, msg.message))}`;
       }
