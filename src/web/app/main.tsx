@@ -9,9 +9,10 @@ import { useEffect } from "preact/hooks";
 import { matchPath } from "./paths";
 import { ROUTES } from "./routes";
 import { address, startRouter } from "./router";
-import { loadOrgs, restoreSession, user } from "./session";
+import { loadOrgs, restoreSession, retryOrgs, user } from "./session";
 import { Shell } from "./shell";
 import { SignIn } from "../components/SignIn";
+import { NeedsOrgs } from "../components/NeedsOrgs";
 import { NotFound, Bare } from "../pages/misc";
 
 function App() {
@@ -20,6 +21,10 @@ function App() {
   useEffect(() => {
     if (me) void loadOrgs();
   }, [me?.id]);
+  // Organizations that failed to load are asked for again on the way to another page.
+  useEffect(() => {
+    if (me) retryOrgs();
+  }, [a.path]);
   const match = matchPath(a.path);
   if (!match) return <Bare>{<NotFound />}</Bare>;
   const route = ROUTES[match.pattern];
@@ -27,7 +32,8 @@ function App() {
   if (route.public) return <Bare>{<Page params={match.params} address={a} />}</Bare>;
   if (me === undefined) return <p id="loading" class="muted loading">Loading…</p>;
   if (me === null) return <Bare>{<SignIn why={route.why} />}</Bare>;
-  const page = <Page key={match.pattern} params={match.params} address={a} />;
+  const shown = <Page key={match.pattern} params={match.params} address={a} />;
+  const page = route.orgs ? <NeedsOrgs>{shown}</NeedsOrgs> : shown;
   return route.bare ? <Bare>{page}</Bare> : <Shell>{page}</Shell>;
 }
 

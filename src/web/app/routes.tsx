@@ -1,6 +1,7 @@
 // Which component each page address shows (the addresses are in paths.ts, shared with the
 // server). `bare` pages are shown without the sidebar (one decision or form, reached from a
-// link a program printed); `public` ones need no sign-in; `why` says why signing in is needed.
+// link a program printed); `public` ones need no sign-in; `why` says why signing in is needed;
+// `orgs` pages show one of the person's organizations, and wait for them (components/NeedsOrgs).
 import type { FunctionComponent } from "preact";
 import type { AppPath } from "./paths";
 import type { Address } from "./router";
@@ -29,21 +30,22 @@ export interface Route {
   bare?: boolean;
   public?: boolean;
   why?: string;
+  orgs?: boolean;
 }
 
 export const ROUTES: Record<AppPath, Route> = {
   "/": { page: HomePage },
   "/setup": { page: SetupPage, bare: true, public: true },
   "/device": { page: DevicePage, bare: true, why: "Sign in to approve the device sign-in." },
-  "/pair": { page: PairPage, bare: true, why: "Sign in to pair the worker." },
-  "/tasks": { page: TasksPage, why: "Sign in to see the tasks." },
-  "/tasks/:taskId": { page: TaskPage, why: "Sign in to see the task." },
-  "/projects": { page: ProjectsPage, why: "Sign in to see the projects." },
-  "/projects/:projectId": { page: ProjectPage, why: "Sign in to see the project." },
-  "/workers": { page: WorkersPage, why: "Sign in to see the workers." },
-  "/integrations": { page: IntegrationsPage, why: "Sign in to manage the integrations." },
-  "/github": { page: GitHubPage, why: "Sign in to connect GitHub." },
-  "/settings": { page: SettingsPage, why: "Sign in to see the organization's settings." },
+  "/pair": { page: PairPage, bare: true, why: "Sign in to pair the worker.", orgs: true },
+  "/tasks": { page: TasksPage, why: "Sign in to see the tasks.", orgs: true },
+  "/tasks/:taskId": { page: TaskPage, why: "Sign in to see the task.", orgs: true },
+  "/projects": { page: ProjectsPage, why: "Sign in to see the projects.", orgs: true },
+  "/projects/:projectId": { page: ProjectPage, why: "Sign in to see the project.", orgs: true },
+  "/workers": { page: WorkersPage, why: "Sign in to see the workers.", orgs: true },
+  "/integrations": { page: IntegrationsPage, why: "Sign in to manage the integrations.", orgs: true },
+  "/github": { page: GitHubPage, why: "Sign in to connect GitHub.", orgs: true },
+  "/settings": { page: SettingsPage, why: "Sign in to see the organization's settings.", orgs: true },
   "/account": { page: AccountPage, why: "Sign in to manage your account." },
   "/admin": { page: AdminPage, why: "Sign in to administer this server." },
 };

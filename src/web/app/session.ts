@@ -9,15 +9,21 @@ import type { Org, Role, User } from "./types";
 export const user = signal<User | null | undefined>(undefined);
 watchSession((u, ended) => {
   user.value = u;
-  if (!u) orgs.value = undefined;
+  if (!u) forgetOrgs();
   sessionEnded.value = !u && !!ended;
 });
 /** The server ended the sign-in (revoked elsewhere, expired): the sign-in form says so. */
 export const sessionEnded = signal(false);
 
-/** The person's organizations; undefined until loaded. */
+/**
+ * The person's organizations; undefined until loaded, also while they cannot be (never read that
+ * as "none": orgsError says why, and the pages that need them say they could not be loaded).
+ */
 export const orgs = signal<Org[] | undefined>(undefined);
+/** Why the last load of the organizations failed; null once one succeeds. */
 export const orgsError = signal<unknown>(null);
+/** Whether they are being asked for now (Retry waits meanwhile). */
+export const orgsLoading = signal(false);
 const PICKED = "ao.org";
 const picked = signal<string | null>(readPicked());
 
@@ -73,14 +79,52 @@ export async function checkSetup(): Promise<void> {
   }
 }
 
+// A failed load is asked again by itself after a growing pause (and at once by retryOrgs).
+const FIRST_RETRY_MS = 2000;
+const LAST_RETRY_MS = 60_000;
+let retryIn = FIRST_RETRY_MS;
+let retryTimer: ReturnType<typeof setTimeout> | null = null;
+/** Bumped by each load and by signing out: an older answer is dropped. */
+let loads = 0;
+
+/** Loads the person's organizations (again): after signing in, and after a change to them. */
 export async function loadOrgs(): Promise<void> {
+  const run = ++loads;
+  stopRetrying();
+  orgsLoading.value = true;
   try {
-    orgs.value = await listAll<Org>("/orgs");
+    const list = await listAll<Org>("/orgs");
+    if (run !== loads) return;
+    orgs.value = list;
     orgsError.value = null;
+    retryIn = FIRST_RETRY_MS;
   } catch (err) {
+    if (run !== loads) return;
     orgsError.value = err;
-    orgs.value ??= [];
+    retryTimer = setTimeout(() => void loadOrgs(), retryIn);
+    retryIn = Math.min(retryIn * 2, LAST_RETRY_MS);
+  } finally {
+    if (run === loads) orgsLoading.value = false;
   }
+}
+
+/** Asks again now for organizations whose last load failed (a Retry, a move to another page). */
+export function retryOrgs() {
+  if (orgsError.value && !orgsLoading.value) void loadOrgs();
+}
+
+function stopRetrying() {
+  if (retryTimer) clearTimeout(retryTimer);
+  retryTimer = null;
+}
+
+function forgetOrgs() {
+  loads++;
+  stopRetrying();
+  retryIn = FIRST_RETRY_MS;
+  orgs.value = undefined;
+  orgsError.value = null;
+  orgsLoading.value = false;
 }
 
 /** Roles that may change things (create tasks, act on them); viewers only read. */

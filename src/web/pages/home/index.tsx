@@ -6,7 +6,8 @@ import { listAll } from "../../app/api";
 import type { PageProps } from "../../app/routes";
 import { orgId, orgs, orgsError, user } from "../../app/session";
 import type { Project } from "../../app/types";
-import { ErrorText, Page } from "../../components/ui";
+import { Page } from "../../components/ui";
+import { OrgsUnavailable } from "../../components/NeedsOrgs";
 
 export function HomePage(_: PageProps) {
   const me = user.value!;
@@ -48,7 +49,7 @@ export function HomePage(_: PageProps) {
             You are in no organization yet. Ask an administrator to add you.
           </p>
         ) : null}
-        <ErrorText id="home-error" error={orgsError.value} />
+        {orgsError.value ? <OrgsUnavailable /> : null}
       </div>
       {projects.value && projects.value.length === 0 ? (
         <div class="card" id="home-start">
