@@ -217,6 +217,37 @@ describeBrowser("web: tasks list", () => {
     });
   }, 90_000);
 
+  test("a project made after the page loaded: its tasks name it (list and board), the filter and the New task form offer it, after one more reading of the projects", async () => {
+    const { org, as } = await freshOrg(["first"]);
+    /** How many times the page has read the projects (its own Resource Timing entries). */
+    const projectReads = (page: Page) => page.evaluate(() => (globalThis as any).performance.getEntriesByType("resource").filter((e: { name: string }) => e.name.includes("/projects?")).length);
+    await usePage(browser, async ({ page, problems }) => {
+      await openList(page, `?org=${org.id}`);
+      await page.locator("#tasks-empty").waitFor();
+      await expect(projectReads(page)).resolves.toBe(1);
+      const later = await makeProject(s, as, "later");
+      const t = await makeTask(s, as, later.id, { title: "In the later project" });
+      await page.locator(`#tasks-rows tr[data-id='${t.id}'] td.project`, { hasText: /^later$/ }).waitFor();
+      await expect(projectReads(page)).resolves.toBe(2);
+      await page.locator("#filter-project option", { hasText: /^later$/ }).waitFor({ state: "attached" });
+      await openForm(page);
+      await page.locator("#new-task").getByLabel("Project").locator("option", { hasText: /^later$/ }).waitFor({ state: "attached" });
+      // A second task of the same project reads nothing more.
+      const again = await makeTask(s, as, later.id, { title: "Again" });
+      await page.locator(`#tasks-rows tr[data-id='${again.id}'] td.project`, { hasText: /^later$/ }).waitFor();
+      await expect(projectReads(page)).resolves.toBe(2);
+
+      // The board names a project made while it is shown too.
+      await page.getByRole("group", { name: "View" }).getByRole("link", { name: "Board" }).click();
+      await page.locator("#board").waitFor();
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      const latest = await makeProject(s, as, "latest");
+      const card = await makeTask(s, as, latest.id, { title: "On the board" });
+      await page.locator(`#board .task-card[data-id='${card.id}'] .badge`, { hasText: /^latest$/ }).waitFor();
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
   test("New task: a task and a review (base and head) are created and open on their page", async () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);
     await usePage(browser, async ({ page, problems }) => {

@@ -6,6 +6,7 @@ import { useCoalesced, useFollow } from "../../components/hooks";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine } from "../../components/ui";
 import { TaskFeed, type Filters } from "./feed";
+import type { OrgProjects } from "./projects";
 
 const COLUMN_SIZE = 50;
 const TITLES: Record<Status, string> = {
@@ -19,7 +20,7 @@ const TITLES: Record<Status, string> = {
   cancelled: "Cancelled",
 };
 
-export function BoardView({ orgId, filters, names }: { orgId: string; filters: Filters; names: Map<string, string> }) {
+export function BoardView({ orgId, filters, projects }: { orgId: string; filters: Filters; projects: OrgProjects }) {
   const key = JSON.stringify(filters);
   const feeds = useMemo(() => STATUSES.map((status) => new TaskFeed(orgId, { ...filters, status }, COLUMN_SIZE)), [orgId, key]);
   const reload = () => feeds.forEach((f) => f.reload());
@@ -28,6 +29,9 @@ export function BoardView({ orgId, filters, names }: { orgId: string; filters: F
   const queued = feeds[STATUSES.indexOf("queued")]!;
   const workersChanged = useCoalesced(() => void queued.refresh(), 300);
   const live = useFollow(orgId, null, { subscribed: reload, task: (t) => feeds.forEach((f) => f.onTask(t)), worker: workersChanged });
+  const columns = feeds.map((f) => f.tasks.value);
+  useEffect(() => columns.forEach((tasks) => tasks && projects.notice(tasks)), columns);
+  const names = projects.names.value;
   return (
     <>
       <div class="list-meta">

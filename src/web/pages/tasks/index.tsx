@@ -4,8 +4,7 @@
 // reload or a shared link shows the same thing. "New task" (or the c key) opens the form.
 import "./tasks.css";
 import { useSignal } from "@preact/signals";
-import { useEffect } from "preact/hooks";
-import { listAll } from "../../app/api";
+import { useEffect, useMemo } from "preact/hooks";
 import { setQuery } from "../../app/router";
 import type { PageProps } from "../../app/routes";
 import { orgId, orgs, useOrg } from "../../app/session";
@@ -16,6 +15,7 @@ import type { Filters } from "./feed";
 import { TaskListView } from "./list";
 import { BoardView } from "./board";
 import { NewTask } from "./new-task";
+import { OrgProjects } from "./projects";
 
 export function TasksPage({ address }: PageProps) {
   const asked = address.query.get("org");
@@ -45,19 +45,14 @@ export function TasksPage({ address }: PageProps) {
 const oneOf = (v: string | null, list: readonly string[]) => (v && list.includes(v) ? v : "");
 
 function TasksOf({ orgId, org, query, board }: { orgId: string; org: Org | null; query: URLSearchParams; board: boolean }) {
-  const projects = useSignal<Project[] | null>(null);
-  const error = useSignal<unknown>(null);
+  const projects = useMemo(() => new OrgProjects(orgId), [orgId]);
+  const error = projects.error;
   const composing = useSignal(false);
-  useEffect(() => {
-    listAll<Project>(`/orgs/${encodeURIComponent(orgId)}/projects?archived=true`).then(
-      (p) => (projects.value = p),
-      (err) => (error.value = err),
-    );
-  }, [orgId]);
+  useEffect(() => projects.read(), [projects]);
   useShortcut("c", () => (composing.value = true));
   const filters: Filters = { status: board ? "" : oneOf(query.get("status"), STATUSES), projectId: query.get("projectId") ?? "", kind: oneOf(query.get("kind"), KINDS) };
-  const live = (projects.value ?? []).filter((p) => !p.archived);
-  const names = new Map((projects.value ?? []).map((p) => [p.id, p.name]));
+  const list = projects.list.value;
+  const live = (list ?? []).filter((p) => !p.archived);
   const title = board ? "Board" : "Tasks";
   const viewSwitch = (
     <div class="segmented" role="group" aria-label="View">
@@ -91,13 +86,13 @@ function TasksOf({ orgId, org, query, board }: { orgId: string; org: Org | null;
       }
     >
       <ErrorText id="tasks-error" error={error.value} />
-      {error.value ? null : !projects.value ? (
+      {error.value ? null : !list ? (
         <Skeleton />
       ) : (
         <>
           {composing.value ? <NewTask orgId={orgId} role={org?.role ?? null} projects={live} onClose={() => (composing.value = false)} /> : null}
-          {projects.value.length > 0 ? <Filters filters={filters} board={board} projects={projects.value} /> : null}
-          {board ? <BoardView orgId={orgId} filters={filters} names={names} /> : <TaskListView orgId={orgId} filters={filters} names={names} hasProjects={live.length > 0} />}
+          {list.length > 0 ? <Filters filters={filters} board={board} projects={list} /> : null}
+          {board ? <BoardView orgId={orgId} filters={filters} projects={projects} /> : <TaskListView orgId={orgId} filters={filters} projects={projects} hasProjects={live.length > 0} />}
         </>
       )}
     </Page>

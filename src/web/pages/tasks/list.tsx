@@ -5,11 +5,12 @@ import { useBusy, useCoalesced, useFollow } from "../../components/hooks";
 import { Time } from "../../components/Time";
 import { EmptyState, ErrorText, LiveLine, StatusBadge } from "../../components/ui";
 import { TaskFeed, type Filters } from "./feed";
+import type { OrgProjects } from "./projects";
 import { useEffect } from "preact/hooks";
 
 export const PAGE_SIZE = 50;
 
-export function TaskListView({ orgId, filters, names, hasProjects }: { orgId: string; filters: Filters; names: Map<string, string>; hasProjects: boolean }) {
+export function TaskListView({ orgId, filters, projects, hasProjects }: { orgId: string; filters: Filters; projects: OrgProjects; hasProjects: boolean }) {
   const key = JSON.stringify(filters);
   const feed = useMemo(() => new TaskFeed(orgId, filters, PAGE_SIZE), [orgId, key]);
   useEffect(() => feed.reload(), [feed]);
@@ -20,6 +21,8 @@ export function TaskListView({ orgId, filters, names, hasProjects }: { orgId: st
   const live = useFollow(orgId, null, { subscribed: () => feed.reload(), task: (t) => feed.onTask(t), worker: workersChanged });
   const [loadingMore, run] = useBusy();
   const tasks = feed.tasks.value;
+  useEffect(() => void (tasks && projects.notice(tasks)), [tasks]);
+  const names = projects.names.value;
   const filtered = Object.values(filters).some(Boolean);
   return (
     <div class="card list-card">
