@@ -287,6 +287,32 @@ describeBrowser("web: tasks list", () => {
     });
   }, 90_000);
 
+  test("New task on a list filtered by a project makes the task there; an archived project's list offers the first live one", async () => {
+    // Listed newest first: the filtered project is the last one offered.
+    const { org, as, projects } = await freshOrg(["filtered", "newer", "archived"]);
+    const [filtered, newer, archived] = [projects[0]!, projects[1]!, projects[2]!];
+    expect((await s.api("DELETE", `/orgs/${org.id}/projects/${archived.id}`, { token: as.accessToken })).status).toBeLessThan(300);
+    await usePage(browser, async ({ page, problems }) => {
+      const form = page.locator("#new-task");
+      const options = () => form.getByLabel("Project").locator("option").evaluateAll((os) => os.map((o) => o.getAttribute("value")));
+      await openList(page, `?org=${org.id}&projectId=${filtered.id}`);
+      await openForm(page);
+      await expect(options()).resolves.toEqual([newer.id, filtered.id]);
+      await expect(form.getByLabel("Project").inputValue()).resolves.toBe(filtered.id);
+      await form.getByLabel("Title").fill("In the filtered project");
+      await form.getByLabel("Prompt").fill("p");
+      await form.getByRole("button", { name: "Create task" }).click();
+      await page.getByRole("heading", { name: "In the filtered project" }).waitFor();
+      expect((await listed(as))[0]).toMatchObject({ title: "In the filtered project", projectId: filtered.id });
+
+      await page.goto(`${s.url}/tasks?org=${org.id}&projectId=${archived.id}`);
+      await page.locator("#tasks-empty").waitFor();
+      await openForm(page);
+      await expect(form.getByLabel("Project").inputValue()).resolves.toBe(newer.id);
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
   test("New task refused: a title that is not one line shows the API's message; a viewer gets the 403; nothing is created", async () => {
     const before = (await listed(w.owner)).length;
     await usePage(browser, async ({ page, problems }) => {

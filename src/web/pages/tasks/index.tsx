@@ -90,7 +90,7 @@ function TasksOf({ orgId, org, query, board }: { orgId: string; org: Org | null;
         <Skeleton />
       ) : (
         <>
-          {composing.value ? <NewTask orgId={orgId} role={org?.role ?? null} projects={live} onClose={() => (composing.value = false)} /> : null}
+          {composing.value ? <NewTask orgId={orgId} role={org?.role ?? null} projects={live} filtered={filters.projectId} onClose={() => (composing.value = false)} /> : null}
           {list.length > 0 ? <Filters filters={filters} board={board} projects={list} /> : null}
           {board ? <BoardView orgId={orgId} filters={filters} projects={projects} /> : <TaskListView orgId={orgId} filters={filters} projects={projects} hasProjects={live.length > 0} />}
         </>

@@ -16,8 +16,15 @@ const REVIEW: Shown[] = [...ALWAYS, "review.base", "review.head"];
 /** A complaint about the review as a whole shows beside its base. */
 const fieldOf = (f: string) => (f === "review" ? "review.base" : f);
 
-export function NewTask({ orgId, role, projects, onClose }: { orgId: string; role: Role | null; projects: Project[]; onClose: () => void }) {
-  const v = useSignal({ projectId: projects[0]?.id ?? "", title: "", prompt: "", priority: "MEDIUM", kind: "task", base: "", head: "" });
+/**
+ * `projects`: the live ones; `filtered`: the project the list is filtered by, the form's project
+ * until the person picks one (a project's "its tasks" link leads to such a list).
+ */
+export function NewTask({ orgId, role, projects, filtered, onClose }: { orgId: string; role: Role | null; projects: Project[]; filtered: string; onClose: () => void }) {
+  // projectId "": not picked yet.
+  const v = useSignal({ projectId: "", title: "", prompt: "", priority: "MEDIUM", kind: "task", base: "", head: "" });
+  const offered = (id: string) => projects.some((p) => p.id === id);
+  const projectId = offered(v.value.projectId) ? v.value.projectId : offered(filtered) ? filtered : (projects[0]?.id ?? "");
   const review = v.value.kind === "review";
   const form = useForm<Shown>(review ? REVIEW : ALWAYS);
   const title = useRef<HTMLInputElement>(null);
@@ -38,7 +45,7 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
   const go = () =>
     void form.submit(async () => {
       const x = v.value;
-      const body: Record<string, unknown> = { projectId: x.projectId, title: x.title, prompt: x.prompt, priority: x.priority, kind: x.kind };
+      const body: Record<string, unknown> = { projectId, title: x.title, prompt: x.prompt, priority: x.priority, kind: x.kind };
       if (x.kind === "review") body.review = { base: x.base.trim(), head: x.head.trim() };
       const task = await api<Task>("POST", `/orgs/${encodeURIComponent(orgId)}/tasks`, body);
       navigate(`/tasks/${encodeURIComponent(task.id)}`);
@@ -70,7 +77,7 @@ export function NewTask({ orgId, role, projects, onClose }: { orgId: string; rol
       >
         <div class="form-grid">
           <Field id="new-project" label="Project" error={f.projectId}>
-            <select id="new-project" name="projectId" required value={v.value.projectId} onChange={set("projectId")}>
+            <select id="new-project" name="projectId" required value={projectId} onChange={set("projectId")}>
               {projects.map((p) => (
                 <option key={p.id} value={p.id}>
                   {p.name}
