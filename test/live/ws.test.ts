@@ -253,7 +253,7 @@ describe("updates", () => {
     const c = await connect(w.owner.accessToken);
     await c.ask({ type: "subscribe", orgId: w.owner.orgId, taskId: t.id });
     await storeArtifact(s.core, null, t.id, "shot.png", new Uint8Array([1, 2, 3]), 1);
-    expect((await c.next(isUpdate(t.id))).task.artifacts).toEqual([{ name: "shot.png", contentType: "image/png", size: 3, createdAt: expect.any(String) }]);
+    expect((await c.next(isUpdate(t.id))).task.artifacts).toEqual([{ name: "shot.png", contentType: "image/png", size: 3, createdAt: expect.any(String), attempt: 1 }]);
     expect((await c.next(isEvent(t.id))).event).toMatchObject({ type: "artifact", data: { name: "shot.png", size: 3 } });
   });
 

@@ -76,7 +76,7 @@ describe("store and download", () => {
     expect(await storedBytes("screenshot.png")).toEqual(Buffer.from(png));
 
     const task = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${taskId}`, { token: w.owner.accessToken })).body;
-    expect(task.artifacts).toEqual([{ name: "screenshot.png", contentType: "image/png", size: 12, createdAt: info.createdAt }]);
+    expect(task.artifacts).toEqual([{ name: "screenshot.png", contentType: "image/png", size: 12, createdAt: info.createdAt, attempt: 1 }]);
     expect(task.updatedAt > before.updatedAt).toBe(true);
     const events = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${taskId}/events`, { token: w.owner.accessToken })).body.items;
     expect(events.at(-1)).toMatchObject({ type: "artifact", data: { name: "screenshot.png", contentType: "image/png", size: 12 } });
@@ -123,6 +123,11 @@ describe("store and download", () => {
     expect(second.etag).not.toBe(first.etag);
     const rows = await s.core.store.read(all<{ etag: string; attempt: number }>("SELECT etag, attempt FROM artifacts WHERE task_id = ? AND name = 'notes.txt'", taskId));
     expect(rows).toEqual([{ etag: second.etag, attempt: 2 }]);
+    // The record says which attempt uploaded it, in the task and in the list (the task page shows a diff of the current attempt only).
+    const notesOf = (t: { artifacts: { name: string }[] }) => t.artifacts.find((a) => a.name === "notes.txt");
+    expect(notesOf((await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${taskId}`, { token: w.owner.accessToken })).body)).toMatchObject({ attempt: 2 });
+    const listed = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks?limit=200`, { token: w.owner.accessToken })).body.items.find((t: { id: string }) => t.id === taskId);
+    expect(notesOf(listed)).toMatchObject({ attempt: 2 });
     const r = await download("notes.txt", { headers: { "if-none-match": `"${first.etag}"` } });
     expect(r.status).toBe(200);
     expect(await r.text()).toBe("version 2");

@@ -93,7 +93,7 @@ describe("schemas", () => {
     expect(task.properties.createdBy.properties.type.enum).toEqual(["user", "token", "integration", "plan"]);
     expect(Object.keys(task.properties.createdBy.properties).sort()).toEqual(["id", "name", "type"]);
     expect(Object.keys(task.properties.worker.properties).sort()).toEqual(["id", "name"]);
-    expect(Object.keys(task.properties.artifacts.items.properties).sort()).toEqual(["contentType", "createdAt", "name", "size"]);
+    expect(Object.keys(task.properties.artifacts.items.properties).sort()).toEqual(["attempt", "contentType", "createdAt", "name", "size"]);
     // A page holds the same records.
     const page = doc.paths["/api/v1/orgs/{orgId}/tasks"].get.responses["200"].content["application/json"].schema;
     expect(Object.keys(page.properties).sort()).toEqual(["items", "nextCursor"]);

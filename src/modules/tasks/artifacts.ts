@@ -116,7 +116,7 @@ export async function storeArtifact(
   } finally {
     body.done();
   }
-  return { name, contentType, size: body.size, createdAt, etag: body.sha256 };
+  return { name, contentType, size: body.size, createdAt, attempt, etag: body.sha256 };
 }
 
 export interface FoundArtifact {

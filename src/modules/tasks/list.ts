@@ -30,12 +30,13 @@ interface ArtifactRow {
   content_type: string;
   size: number;
   created_at: string;
+  attempt: number;
 }
 
 
 // One statement for any page size: the ids arrive as a JSON array.
 const ARTIFACTS_OF_MANY =
-  "SELECT task_id, name, content_type, size, created_at FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name";
+  "SELECT task_id, name, content_type, size, created_at, attempt FROM artifacts WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY task_id, name";
 const SELECT_EVENTS = "SELECT seq, type, at, actor, data FROM task_events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?";
 
 /** The list query of each combination of filters (bit i = FILTERS[i] present, bit 4 = cursor). */
@@ -55,7 +56,7 @@ export function* artifactsByTask(_core: Core, ids: string[]): Q<Map<string, Arti
   for (const a of yield* all<ArtifactRow>(ARTIFACTS_OF_MANY, JSON.stringify(ids))) {
     let list = out.get(a.task_id);
     if (!list) out.set(a.task_id, (list = []));
-    list.push({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at });
+    list.push({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at, attempt: a.attempt });
   }
   return out;
 }

@@ -45,7 +45,13 @@ export const PlanItem = t.Object({
   review: t.Optional(Review),
 });
 
-export const ArtifactInfo = t.Object({ name: t.String(), contentType: t.String(), size: t.Integer(), createdAt: t.String() });
+export const ArtifactInfo = t.Object({
+  name: t.String(),
+  contentType: t.String(),
+  size: t.Integer(),
+  createdAt: t.String(),
+  attempt: t.Integer({ description: "The attempt that uploaded it (the task's attempt then): an artifact of an earlier attempt stays until one of the same name replaces it" }),
+});
 
 /** A name for people to read, looked up when the record is read; null when its row is gone. */
 const Name = t.Nullable(t.String({ description: "For people to read; null when it no longer exists" }));

@@ -55,6 +55,7 @@ export interface ArtifactInfo {
   contentType: string;
   size: number;
   createdAt: string;
+  attempt: number;
 }
 
 export interface TaskEvent {

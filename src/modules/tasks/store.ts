@@ -58,7 +58,7 @@ const COLUMNS = [
 
 const SELECT_TASK = "SELECT * FROM tasks WHERE id = ?";
 const INSERT_TASK = `INSERT INTO tasks (${COLUMNS.join(", ")}) VALUES (${COLUMNS.map(() => "?").join(", ")})`;
-const SELECT_ARTIFACTS = "SELECT name, content_type, size, created_at FROM artifacts WHERE task_id = ? ORDER BY name";
+const SELECT_ARTIFACTS = "SELECT name, content_type, size, created_at, attempt FROM artifacts WHERE task_id = ? ORDER BY name";
 
 /** Rows per multi-row event INSERT: a worker's batch of events is one statement, not one per event. */
 const EVENT_ROWS = 16;
@@ -76,8 +76,8 @@ export function* taskById(_core: Core, taskId: string): Q<TaskRow | undefined> {
 }
 
 export function* artifactsOf(_core: Core, taskId: string): Q<ArtifactInfo[]> {
-  const rows = yield* all<{ name: string; content_type: string; size: number; created_at: string }>(SELECT_ARTIFACTS, taskId);
-  return rows.map((a) => ({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at }));
+  const rows = yield* all<{ name: string; content_type: string; size: number; created_at: string; attempt: number }>(SELECT_ARTIFACTS, taskId);
+  return rows.map((a) => ({ name: a.name, contentType: a.content_type, size: a.size, createdAt: a.created_at, attempt: a.attempt }));
 }
 
 /** A task of this org, or null (another org's task is as good as missing). */
