@@ -8,6 +8,7 @@ import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { describeBrowser, openSignedIn, screenshot, usePage, webSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
@@ -112,6 +113,42 @@ describeBrowser("web: the task's actions that cannot be undone ask first", () =>
       await page.locator("#task-status", { hasText: /^queued( \(attempt \d+\))?$/ }).waitFor();
       expect(await posted(page)).toEqual(["pause", "restart"]);
       expect(await statusOf(id)).toBe("queued");
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
+  test("after Restart and after Retry, Changes draws no earlier attempt's diff (nor one of an attempt that changed nothing), only the new attempt's", async () => {
+    const id = await task("Make the total right");
+    const diff = (line: string) => new TextEncoder().encode(`diff --git a/src/total.ts b/src/total.ts\n--- a/src/total.ts\n+++ b/src/total.ts\n@@ -1 +1 @@\n-export const total = 0;\n+${line}\n`);
+    const changes = (files: number) => JSON.stringify({ files, additions: files, deletions: files, branch: null, commit: null, base: null, pushed: false });
+    await storeArtifact(s.core, w.owner.orgId, id, "changes.diff", diff("export const first = 1;"), 1);
+    await putInState(s, id, "completed", { attempt: 1, changes: changes(1) });
+    await usePage(browser, async ({ page, problems }) => {
+      await open(page, id);
+      await page.locator("#diff", { hasText: "export const first = 1;" }).waitFor();
+
+      await button(page, "Restart").click();
+      await question(page, /^Restart this task from the beginning\?/).getByRole("button", { name: "Yes, restart" }).click();
+      await page.locator("#task-status", { hasText: /^queued/ }).waitFor();
+      await page.locator("#changes").waitFor({ state: "detached" });
+      await putInState(s, id, "running", { attempt: 2 });
+      await page.locator("#task-status", { hasText: "running (attempt 2)" }).waitFor();
+      await expect(page.locator("#changes").count()).resolves.toBe(0);
+      // Attempt 2 changed nothing: its changes say so, and attempt 1's diff is not drawn as its.
+      await putInState(s, id, "completed", { attempt: 2, changes: changes(0) });
+      await page.locator("#changes-summary", { hasText: "0 files" }).waitFor();
+      await expect(page.locator("#diff").count()).resolves.toBe(0);
+      await expect(page.locator("#artifacts").textContent()).resolves.toContain("changes.diff");
+
+      // Retry of a failed attempt 3 that had made a diff.
+      await putInState(s, id, "running", { attempt: 3 });
+      await storeArtifact(s.core, w.owner.orgId, id, "changes.diff", diff("export const third = 3;"), 3);
+      await putInState(s, id, "failed", { attempt: 3 });
+      await page.locator("#diff", { hasText: "export const third = 3;" }).waitFor();
+      await button(page, "Retry").click();
+      await page.locator("#task-status", { hasText: /^queued/ }).waitFor();
+      await page.locator("#changes").waitFor({ state: "detached" });
+      expect(await posted(page)).toEqual(["restart", "retry"]);
       expect(problems).toEqual([]);
     });
   }, 90_000);

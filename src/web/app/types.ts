@@ -43,6 +43,8 @@ export interface Artifact {
   contentType: string;
   size: number;
   createdAt: string;
+  /** The attempt that uploaded it (an earlier attempt's stays until one of the same name replaces it). */
+  attempt: number;
 }
 /** Being added by other work (issue 9, 10): rendered when present. */
 export interface Changes {

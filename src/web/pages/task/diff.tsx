@@ -1,4 +1,4 @@
-// The task's changes: branch, commit and counts from the task record, and the `changes.diff`
+// The task's changes: branch, commit and counts from the task record, and the current attempt's `changes.diff`
 // artifact rendered by diff2html. diff2html escapes file contents, but not every string it
 // places (a too-big hunk's header), so its output is sanitized before it is shown: only the
 // elements and attributes its templates use survive (no script, no handler, no style).
@@ -7,7 +7,7 @@ import "diff2html/bundles/css/diff2html.min.css";
 import { useSignal } from "@preact/signals";
 import { useEffect } from "preact/hooks";
 import { apiResponse } from "../../app/api";
-import type { Task } from "../../app/types";
+import type { Artifact, Task } from "../../app/types";
 import { ErrorText } from "../../components/ui";
 
 export const DIFF_ARTIFACT = "changes.diff";
@@ -20,7 +20,7 @@ const MAX_DIFF_LINES = 3000;
 export function Changes({ task, path }: { task: Task; path: string }) {
   const c = task.changes;
   const pr = task.pullRequest;
-  const artifact = task.artifacts?.find((a) => a.name === DIFF_ARTIFACT);
+  const artifact = diffOf(task);
   if (!c && !pr && !artifact) return null;
   return (
     <div class="card" id="changes">
@@ -69,6 +69,16 @@ export function Changes({ task, path }: { task: Task; path: string }) {
       {artifact ? <DiffView key={artifact.createdAt} path={path} size={artifact.size} /> : null}
     </div>
   );
+}
+
+/**
+ * The diff of the attempt the task is on, if it made one. Restart and Retry queue a new attempt
+ * (its number comes when a worker claims it) and an attempt that changes nothing uploads no diff,
+ * so an earlier attempt's changes.diff, still among the artifacts, is not shown as its changes.
+ */
+export function diffOf(task: Pick<Task, "status" | "attempt" | "artifacts">): Artifact | undefined {
+  if (task.status === "queued") return undefined;
+  return task.artifacts?.find((a) => a.name === DIFF_ARTIFACT && a.attempt === task.attempt);
 }
 
 /** Only http(s) links: a javascript: URL from a bad record must not become a link. */
