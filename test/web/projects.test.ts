@@ -7,6 +7,7 @@ import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
 import type { ProtocolClient } from "../workers/helpers";
+import { recordUsage } from "../../src/modules/usage/service";
 import { PHONE, describeBrowser, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
 import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker } from "./manage-fixtures";
 
@@ -240,6 +241,21 @@ describeBrowser("web: projects pages", () => {
       await openAs(s, page, viewer, `/projects`);
       await page.locator("#projects-list li").first().waitFor();
       await expect(page.locator("#project-form").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("usage: a cost of $10 or more keeps its cents, in the total and on the day's bar", async () => {
+    const owner = await newOrg(s);
+    const p = await makeProject(owner, "costly");
+    const t = await s.api("POST", `/orgs/${owner.orgId}/tasks`, { token: owner.accessToken, body: { projectId: p.id, title: "Big refactor", prompt: "p" } });
+    expect(t.status).toBe(201);
+    const usage = { inputTokens: 120_000, outputTokens: 30_000, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 18.42, model: "claude-sonnet" };
+    const { day } = await s.core.store.write(recordUsage(s.core, t.body.id, usage, () => {}));
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, owner, `/projects/${p.id}`);
+      await expect(shownText(page, "#usage-cost")).resolves.toBe("$18.42");
+      await expect(page.locator("#usage rect title").allTextContents()).resolves.toContain(`${day}: $18.42, 150.0k tokens`);
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

@@ -3,9 +3,9 @@
 // usage yet.
 import { api, ApiError } from "../../app/api";
 import type { ProjectRecord, ProjectUsage } from "../../app/records";
+import { usd } from "../../components/money";
 import { Empty, LoadFailed, Section, useResource } from "../kit";
 
-const usd = (n: number) => `$${n < 10 ? n.toFixed(2) : n.toFixed(0)}`;
 const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n));
 
 export function Usage({ project }: { project: ProjectRecord }) {

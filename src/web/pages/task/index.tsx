@@ -10,6 +10,7 @@ import type { PageProps } from "../../app/routes";
 import { canWrite, findInMyOrgs, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
 import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
 import { useFollow } from "../../components/hooks";
+import { usd } from "../../components/money";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../components/ui";
 import { Actions } from "./actions";
@@ -17,7 +18,7 @@ import { Artifacts } from "./artifacts";
 import { Changes } from "./diff";
 import { Plan } from "./plan";
 import { Transcript } from "./transcript";
-import { duration, tokens, usd, who } from "./model";
+import { duration, tokens, who } from "./model";
 
 export function TaskPage({ params }: PageProps) {
   const taskId = params.taskId ?? "";

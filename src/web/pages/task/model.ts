@@ -59,7 +59,6 @@ export function clock(iso: string): string {
 }
 
 export const tokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(n >= 100_000 ? 0 : 1)}k` : String(n));
-export const usd = (n: number) => `$${n < 1 ? n.toFixed(4) : n.toFixed(2)}`;
 
 /** How long from one moment to another, roughly: "42 s", "3 min", "2 h 5 min", "3 days". */
 export function duration(fromIso: string, toIso: string): string {
