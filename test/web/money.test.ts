@@ -1,7 +1,7 @@
 // How the web app writes money (src/web/components/money.ts): cents always, a hundredth of a
-// cent under a dollar. Scenarios as data: the amount and what the page shows.
+// cent under a dollar; a task's cost of 0 with tokens used is not reported, not free.
 import { describe, expect, test } from "bun:test";
-import { usd } from "../../src/web/components/money";
+import { costText, usd } from "../../src/web/components/money";
 
 describe("usd", () => {
   const cases: [number, string][] = [
@@ -15,4 +15,16 @@ describe("usd", () => {
     [1234.5, "$1234.50"],
   ];
   for (const [amount, shown] of cases) test(`${amount} reads ${shown}`, () => expect(usd(amount)).toBe(shown));
+});
+
+describe("costText", () => {
+  const usage = (costUsd: number, inputTokens = 0, outputTokens = 0) => ({ inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, model: null });
+  const cases: { name: string; usage: ReturnType<typeof usage>; ended: boolean; shown: string }[] = [
+    { name: "tokens but no cost yet, running (Claude Code reports its cost at the end)", usage: usage(0, 1200, 300), ended: false, shown: "not reported yet" },
+    { name: "tokens but no cost, ended", usage: usage(0, 1200, 300), ended: true, shown: "not reported" },
+    { name: "nothing used", usage: usage(0), ended: true, shown: "$0.00" },
+    { name: "a cost under a dollar", usage: usage(0.0421, 1200, 300), ended: false, shown: "$0.0421" },
+    { name: "a cost over ten dollars", usage: usage(18.42, 120_000, 30_000), ended: true, shown: "$18.42" },
+  ];
+  for (const c of cases) test(`${c.name}: ${c.shown}`, () => expect(costText(c.usage, c.ended)).toBe(c.shown));
 });

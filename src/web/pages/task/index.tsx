@@ -10,7 +10,7 @@ import type { PageProps } from "../../app/routes";
 import { canWrite, findInMyOrgs, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
 import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
 import { useFollow } from "../../components/hooks";
-import { usd } from "../../components/money";
+import { costText } from "../../components/money";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../components/ui";
 import { Actions } from "./actions";
@@ -18,7 +18,7 @@ import { Artifacts } from "./artifacts";
 import { Changes } from "./diff";
 import { Plan } from "./plan";
 import { Transcript } from "./transcript";
-import { duration, tokens, who } from "./model";
+import { duration, TERMINAL, tokens, who } from "./model";
 
 export function TaskPage({ params }: PageProps) {
   const taskId = params.taskId ?? "";
@@ -236,7 +236,7 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
                     {t.usage.model ? ` · ${t.usage.model}` : ""}
                   </dd>
                   <dt>Cost</dt>
-                  <dd id="task-cost">{usd(t.usage.costUsd)}</dd>
+                  <dd id="task-cost">{costText(t.usage, TERMINAL.has(t.status))}</dd>
                 </>
               ) : null}
             </dl>

@@ -1,10 +1,10 @@
 // What the task page knows without the network: the actions each state allows (the server's own
 // state machine table, imported), their labels and keys, and how events, sizes and times read.
-import { ACTIONS, allowedActions as allowed, type Action } from "../../../modules/tasks/machine";
+import { ACTIONS, allowedActions as allowed, TERMINAL, type Action } from "../../../modules/tasks/machine";
 import type { Status, Task, TaskEvent } from "../../app/types";
 import { eventText as eventLine, truncate, who } from "../../../modules/tasks/event-text";
 
-export { ACTIONS, type Action };
+export { ACTIONS, TERMINAL, type Action };
 export const allowedActions = (status: Status): Action[] => allowed(status);
 
 export const LABELS: Record<Action, string> = { pause: "Pause", resume: "Resume", cancel: "Cancel", retry: "Retry", restart: "Restart", input: "Send input", approve: "Approve", deny: "Deny" };
