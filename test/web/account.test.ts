@@ -110,6 +110,34 @@ describeBrowser("web: account page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("a token's expiry date is the end of that day in the person's time zone (west and east of UTC), shown as that day on hover", async () => {
+    const year = new Date().getUTCFullYear() + 1;
+    const zones = [
+      { timezoneId: "America/Los_Angeles", ends: `${year}-12-02T07:59:59.000Z` },
+      { timezoneId: "Europe/Paris", ends: `${year}-12-01T22:59:59.000Z` },
+    ];
+    for (const { timezoneId, ends } of zones) {
+      const m = await addMember(s, owner, "member");
+      await steps(
+        async ({ page, problems }) => {
+          await open(page, m);
+          await page.getByText("No tokens yet.").waitFor();
+          const form = page.locator("#token-form");
+          await form.getByLabel("Token name").fill(`Until December, ${timezoneId}`);
+          await form.getByLabel("Expires").fill(`${year}-12-01`);
+          await form.getByRole("button", { name: "Create token" }).click();
+          const expires = page.locator("#tokens-table tbody tr", { hasText: "Until December" }).locator("time");
+          await expires.waitFor();
+          const listed = (await s.api("GET", "/me/tokens", { token: m.accessToken })).body.items as { expiresAt: string }[];
+          expect(listed.map((t) => new Date(t.expiresAt).toISOString())).toEqual([ends]);
+          await expect(expires.getAttribute("title")).resolves.toBe(`1 Dec ${year}, 23:59:59`);
+          expect(problems).toEqual([]);
+        },
+        { width: 900, height: 760, timezoneId },
+      );
+    }
+  }, MANAGE_TEST_MS);
+
   test("a token name the API refuses is explained beside the field; nothing is created", async () => {
     const m = await addMember(s, owner, "member");
     await steps(async ({ page, problems }) => {

@@ -117,9 +117,16 @@ export interface OpenedPage {
   close(): Promise<void>;
 }
 
+/** The window's size and, for a test of local times, the time zone (UTC when not given). */
+export interface Viewport {
+  width: number;
+  height: number;
+  timezoneId?: string;
+}
+
 /** A new browser context (own cookies) with one page, its problems recorded. */
-export async function openPage(browser: Browser, viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
-  const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId: "UTC" });
+export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewport }: Viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
+  const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId });
   const page = await context.newPage();
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
   page.setDefaultTimeout(15_000);
@@ -143,7 +150,7 @@ export async function openPage(browser: Browser, viewport = { width: 900, height
  * says what each page of the context showed at that moment and what it last asked the server,
  * so that a failed run (in CI, say) explains itself.
  */
-export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: { width: number; height: number }, deadlineMs = DEADLINE_MS): Promise<T> {
+export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: Viewport, deadlineMs = DEADLINE_MS): Promise<T> {
   const opened = await openPage(browser, viewport);
   let timer: Timer | undefined;
   // Below the test's own timeout, so that a step that never settles is reported too.

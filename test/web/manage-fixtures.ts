@@ -6,7 +6,7 @@ import { generate } from "otplib";
 import type { TestServer } from "../helpers/server";
 import type { Session } from "../helpers/identity";
 import type { Browser, Page } from "playwright-core";
-import { usePage } from "./browser";
+import { usePage, type Viewport } from "./browser";
 import { ProtocolClient } from "../workers/helpers";
 
 export const PASSWORD = "correct horse battery staple";
@@ -77,7 +77,7 @@ export const MANAGE_TEST_MS = 120_000;
 /** usePage with the management pages' time limit, in the suite's browser (`browser()` when a test runs). */
 export const manageSteps =
   (browser: () => Browser) =>
-  <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: { width: number; height: number }) =>
+  <T,>(work: Parameters<typeof usePage<T>>[1], viewport?: Viewport) =>
     usePage(browser(), work, viewport, MANAGE_STEPS_MS);
 
 /**

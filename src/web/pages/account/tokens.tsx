@@ -11,6 +11,16 @@ import { ConfirmButton, Field, SecretOnce } from "../../components/ui";
 const RANK: Record<Role, number> = { viewer: 0, member: 1, admin: 2, owner: 3 };
 const ROLES: Role[] = ["owner", "admin", "member", "viewer"];
 
+/**
+ * The last second of a picked day (YYYY-MM-DD) in the person's own time zone, as an instant:
+ * "expires on the 3rd" includes all of their 3rd (as UTC's, it ended early west of UTC and
+ * showed as the 4th east of it).
+ */
+function endOfDay(day: string): string {
+  const [y, m, d] = day.split("-").map(Number);
+  return new Date(y!, m! - 1, d!, 23, 59, 59).toISOString();
+}
+
 export function Tokens() {
   const tokens = useResource(() => listAll<ApiToken>("/me/tokens"), []);
   const created = useSignal<{ token: string; name: string } | null>(null);
@@ -29,8 +39,7 @@ export function Tokens() {
     return form.submit(async () => {
       const body: Record<string, unknown> = { name: name.value, orgId: chosen?.id ?? "" };
       if (role.value) body.role = role.value;
-      // The end of the chosen day, in UTC, so "expires on the 3rd" includes the 3rd.
-      if (expires.value) body.expiresAt = new Date(`${expires.value}T23:59:59Z`).toISOString();
+      if (expires.value) body.expiresAt = endOfDay(expires.value);
       const t = await api<ApiToken & { token: string }>("POST", "/me/tokens", body);
       created.value = { token: t.token, name: t.name };
       const { token: _secret, ...view } = t;
@@ -83,7 +92,7 @@ export function Tokens() {
             ))}
           </select>
         </Field>
-        <Field id="token-expires" label="Expires" error={form.fields.value.expiresAt} hint="Empty: never">
+        <Field id="token-expires" label="Expires" error={form.fields.value.expiresAt} hint="Until the end of that day, your time; empty: never">
           <input id="token-expires" name="expires" type="date" value={expires.value} onInput={(e) => (expires.value = e.currentTarget.value)} />
         </Field>
         <FormEnd form={form} label="Create token" disabled={!chosen} />
