@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
+import { addMember, createAdmin, login, newOrg, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
 import { MANAGE_TEST_MS, PASSWORD, manageSteps, openAs } from "./manage-fixtures";
 
@@ -85,6 +85,23 @@ describeBrowser("web: settings page", () => {
       await expect(shownText(page, `#members-table tr[data-email="${owner.email}"] .field-error`)).resolves.toContain("last owner");
       await expect(row(page, owner.email).getByLabel(`Role of ${owner.email}`).inputValue()).resolves.toBe("owner");
       expect((await members(owner))[owner.email]).toBe("owner");
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("someone in no organization creates one here: they own it and it is the one in use", async () => {
+    const email = await stranger();
+    await steps(async ({ page, problems }) => {
+      await openAs(s, page, { email }, "/settings");
+      const form = page.locator("#create-org-form");
+      await form.getByLabel("Organization name").fill("Nova Labs");
+      await form.getByRole("button", { name: "Create organization" }).click();
+      await row(page, email).waitFor();
+      await expect(page.locator("#org-form").getByLabel("Organization name").inputValue()).resolves.toBe("Nova Labs");
+      await expect(row(page, email).getByLabel(`Role of ${email}`).inputValue()).resolves.toBe("owner");
+      await expect(page.locator("#org-switch").inputValue()).resolves.toBe((await page.locator("#org-switch option", { hasText: "Nova Labs" }).getAttribute("value"))!);
+      const { accessToken } = await login(s, email, PASSWORD);
+      expect((await s.api("GET", "/orgs", { token: accessToken })).body.items.map((o: { name: string; role: string }) => [o.name, o.role])).toEqual([["Nova Labs", "owner"]]);
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

@@ -1,13 +1,14 @@
 // /settings: the organization: its name, whether new workers wait for approval, and its members
-// with their roles (SPEC §3). Owners and admins change them; everyone else reads.
+// with their roles (SPEC §3). Owners and admins change them; everyone else reads. Someone in no
+// organization creates one here.
 import { useSignal } from "@preact/signals";
 import { api, ApiError, errorText, listAll } from "../../app/api";
-import { canAdmin, loadOrgs, org, orgId, role, user } from "../../app/session";
-import type { Role } from "../../app/types";
+import { canAdmin, loadOrgs, org, orgId, orgs, role, useOrg, user } from "../../app/session";
+import type { Org, Role } from "../../app/types";
 import type { Member, OrgRecord } from "../../app/records";
 import { Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
-import { ConfirmButton, Field, Page } from "../../components/ui";
+import { ConfirmButton, Field, Page, Skeleton } from "../../components/ui";
 import "./settings.css";
 
 const ROLES: Role[] = ["owner", "admin", "member", "viewer"];
@@ -220,12 +221,46 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
   );
 }
 
+/** For someone in no organization: a new one, of which they are the owner, then in use. */
+function CreateOrganization() {
+  const name = useSignal("");
+  const form = useForm(["name"]);
+  const create = (e: Event) => {
+    e.preventDefault();
+    return form.submit(async () => {
+      const o = await api<Org>("POST", "/orgs", { name: name.value });
+      await loadOrgs();
+      useOrg(o.id);
+    });
+  };
+  return (
+    <Section id="create-org" title="Create an organization">
+      <p class="muted">You are in no organization yet. Ask an owner to add you, or create one: you become its owner and can add the others.</p>
+      <form onSubmit={create} class="inline-form" id="create-org-form">
+        <Field id="create-org-name" label="Organization name" error={form.fields.value.name}>
+          <input id="create-org-name" name="name" value={name.value} onInput={(e) => (name.value = e.currentTarget.value)} required maxLength={100} placeholder="Acme" />
+        </Field>
+        <button type="submit" class="primary" disabled={form.busy.value}>
+          Create organization
+        </button>
+        <Problem text={form.error.value} />
+      </form>
+    </Section>
+  );
+}
+
 export function SettingsPage(_: PageProps) {
   const id = orgId.value;
   const record = useResource(() => (id ? api<OrgRecord>("GET", `/orgs/${id}`) : Promise.resolve(undefined)), [id]);
   const r = role.value;
   const manage = canAdmin(r);
-  if (!id) return <Empty>You are in no organization yet. Ask an owner to add you, or create one.</Empty>;
+  if (!id) {
+    return (
+      <Page title="Settings" id="settings-page">
+        {orgs.value === undefined ? <Skeleton /> : <CreateOrganization />}
+      </Page>
+    );
+  }
   const current = record.data.value;
   return (
     <Page title="Settings" id="settings-page">
