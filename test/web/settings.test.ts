@@ -89,6 +89,31 @@ describeBrowser("web: settings page", () => {
     });
   }, MANAGE_TEST_MS);
 
+  test("the last owner's refusal on their row goes once a second owner is added (it no longer holds); the demotion then succeeds", async () => {
+    const owner = await newOrg(s);
+    const second = await stranger();
+    await steps(async ({ page, problems }) => {
+      await open(page, owner);
+      const refusal = page.locator("#members-table .field-error");
+      await row(page, owner.email).getByLabel(`Role of ${owner.email}`).selectOption("member");
+      await expect(shownText(page, `#members-table tr[data-email="${owner.email}"] .field-error`)).resolves.toContain("last owner");
+
+      const form = page.locator("#invite-form");
+      await form.getByLabel("Email").fill(second);
+      await form.getByLabel("Role").selectOption("owner");
+      await form.getByRole("button", { name: "Add member" }).click();
+      await row(page, second).waitFor();
+      await refusal.waitFor({ state: "detached" });
+
+      const changed = page.waitForResponse((r) => r.request().method() === "PATCH" && r.url().includes("/members/"));
+      await row(page, owner.email).getByLabel(`Role of ${owner.email}`).selectOption("member");
+      expect((await changed).status()).toBe(200);
+      expect(await members(owner)).toEqual({ [owner.email]: "member", [second]: "owner" });
+      await expect(refusal.count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
   test("someone in no organization creates one here: they own it and it is the one in use", async () => {
     const email = await stranger();
     await steps(async ({ page, problems }) => {

@@ -83,7 +83,8 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
   const email = useSignal("");
   const newRole = useSignal<Role>("member");
   const invite = useForm(["email", "role"]);
-  const rowError = useSignal<{ userId: string; text: string } | null>(null);
+  /** A refusal of a change to a row, shown on it while the list is the one it was about: an add, a change or a removal that succeeds afterwards makes it stale. */
+  const rowError = useSignal<{ userId: string; text: string; list: Member[] } | null>(null);
   const me = user.value?.id;
   // Only an owner gives or takes the owner role (the server says so too).
   const assignable = ROLES.filter((r) => r !== "owner" || myRole === "owner");
@@ -119,7 +120,7 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
       if (m.userId === me) void loadOrgs();
     } catch (err) {
       members.data.value = before;
-      rowError.value = { userId: m.userId, text: errorText(err) };
+      rowError.value = { userId: m.userId, text: errorText(err), list: before };
     }
   };
 
@@ -132,11 +133,12 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
       if (m.userId === me) void loadOrgs();
     } catch (err) {
       members.data.value = before;
-      rowError.value = { userId: m.userId, text: errorText(err) };
+      rowError.value = { userId: m.userId, text: errorText(err), list: before };
     }
   };
 
   const list = members.data.value;
+  const refusal = rowError.value?.list === list ? rowError.value : null;
   return (
     <Section id="members" title="Members">
       {manage ? (
@@ -196,9 +198,9 @@ function Members({ id, manage, myRole }: { id: string; manage: boolean; myRole: 
                       ) : (
                         <span class="role">{m.role}</span>
                       )}
-                      {rowError.value?.userId === m.userId ? (
+                      {refusal?.userId === m.userId ? (
                         <span class="field-error" role="alert">
-                          {rowError.value.text}
+                          {refusal.text}
                         </span>
                       ) : null}
                     </td>
