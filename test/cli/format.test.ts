@@ -90,3 +90,14 @@ test("ao task show: a task's changes in one line (files, lines, branch, pushed),
   expect(changesText({ files: 0, additions: 0, deletions: 0, branch: null, commit: null, base: null, pushed: false })).toBe("none (the task changed no file)");
   expect(taskDetails({ ...task, changes: null })).not.toContain("changes");
 });
+
+test("ao task show: usage with tokens but no cost yet says the cost is not reported (Claude Code reports it at the end), not $0.00", () => {
+  const base = {
+    id: "tsk_1", orgId: "org_1", projectId: "prj_1", title: "T", prompt: "p", priority: "MEDIUM", kind: "task", review: null, status: "running", attempt: 1,
+    workerId: null, parentId: null, createdBy: { type: "user", id: "usr_1" }, summary: null, needs: null, plan: null, artifacts: [],
+    createdAt: "2030-01-02T03:04:05.000Z", updatedAt: "2030-01-02T03:04:05.000Z", startedAt: null, finishedAt: null,
+  };
+  const usage = (costUsd: number) => ({ inputTokens: 1200, outputTokens: 300, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, model: "claude-sonnet" });
+  expect(taskDetails({ ...base, usage: usage(0) } as unknown as Task)).toMatch(/^usage +cost not reported · 1,200 in, 300 out, 0 cache read, 0 cache write · claude-sonnet$/m);
+  expect(taskDetails({ ...base, usage: usage(0.42) } as unknown as Task)).toMatch(/^usage +\$0\.42 · 1,200 in/m);
+});

@@ -2,12 +2,13 @@
 // wide) the status and the question come first and the answer box right after them, a long
 // prompt after the actions; on a desktop the actions stand beside the task. A 200-character
 // title without a space wraps instead of pushing the page sideways, and the facts keep a gap
-// between each label and its value.
+// between each label and its value. A big diff is left for download; a cost not reported yet says so.
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, usePage, webSuite } from "./browser";
+import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, shownText, usePage, webSuite } from "./browser";
+import { recordUsage } from "../../src/modules/usage/service";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 
 const PASSWORD = "correct horse battery staple";
@@ -165,6 +166,23 @@ describeBrowser("web: the task page's layout", () => {
       await open(page, id);
       await page.locator("#diff-too-large").waitFor();
       await expect(page.locator("#diff").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
+  test("a running Claude task's cost, reported only at its end, reads not reported yet (not $0.0000); then the cost reported", async () => {
+    const t = (await makeTask(s, w.owner, w.project.id, { title: "Costs later" })) as { id: string };
+    await putInState(s, t.id, "running");
+    const usage = (costUsd: number) => ({ inputTokens: 1200, outputTokens: 300, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, model: "claude-sonnet" });
+    await s.core.store.write(recordUsage(s.core, t.id, usage(0), () => {}));
+    await usePage(browser, async ({ page, problems }) => {
+      await openSignedIn(page, `${s.url}/tasks/${t.id}`, w.owner.email, PASSWORD);
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      await expect(shownText(page, "#task-usage")).resolves.toBe("1200 in, 300 out · claude-sonnet");
+      await expect(shownText(page, "#task-cost")).resolves.toBe("not reported yet");
+      await s.core.store.write(recordUsage(s.core, t.id, usage(0.0421), () => {}));
+      await putInState(s, t.id, "completed");
+      await page.locator("#task-cost", { hasText: /^\$0\.0421$/ }).waitFor();
       expect(problems).toEqual([]);
     });
   }, 90_000);
