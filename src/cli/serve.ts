@@ -63,7 +63,8 @@ export async function serve(args: string[]): Promise<number | void> {
 
 function parsePort(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--port must be a port number, got ${value}`);
+  // A wrong command line, as parseArgs's own refusals: exit status 2 (main.ts).
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw Object.assign(new Error(`--port must be a port number, got ${value}`), { code: "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" });
   return n;
 }
 

@@ -132,8 +132,9 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
     expect((await run(cwd, ["healthcheck"], { AO_PORT: String(s.port) })).code).toBe(0);
     expect((await run(cwd, ["healthcheck", "--port", String(s.port), "--host", "127.0.0.1"])).code).toBe(0);
     expect((await run(cwd, ["healthcheck"], { AO_PORT: String(s.port), AO_HOST: "::" })).code).toBe(1); // bound to IPv4 loopback only
+    // A wrong command line is 2, never 1: a typo does not read as an unhealthy server.
     const badPort = await run(cwd, ["healthcheck", "--port", "x"]);
-    expect(badPort.code).toBe(1);
+    expect(badPort.code).toBe(2);
     expect(badPort.stderr).toContain("--port must be a port number");
 
     s.proc.kill("SIGTERM");
@@ -375,11 +376,13 @@ describe.skipIf(onPostgres)("the compiled executable", () => {
 
   test("rejects a bad flag with a message", async () => {
     const cwd = workdir("badflag");
+    // A wrong command line exits 2, with the way to the command's usage.
     const port = await run(cwd, ["serve", "--port", "70000", "--data-dir", "data"]);
-    expect(port.code).toBe(1);
+    expect(port.code).toBe(2);
     expect(port.stderr).toContain("--port must be a port number");
     const unknown = await run(cwd, ["serve", "--bogus"]);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("--bogus");
+    expect(unknown.stderr).toContain("run 'ao help serve' for usage");
   });
 });
