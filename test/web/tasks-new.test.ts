@@ -2,51 +2,21 @@
 // opened on their page, the project a filtered list names, the API's refusals shown beside their
 // fields, and what an organization without projects is told.
 import { expect, test } from "bun:test";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import type { Session } from "../helpers/identity";
-import { makeProject, makeWorld, type World } from "../tasks/fixtures";
-import { describeBrowser, screenshot, shownText, signInWithForm, usePage, webSuite } from "./browser";
-
-const PASSWORD = "correct horse battery staple";
-type Task = { id: string; projectId: string; title: string; status: string; kind: string; review: { base: string; head: string } | null; priority: string; prompt: string };
+import { makeWorld, type World } from "../tasks/fixtures";
+import { tasksKit } from "./tasks-fixtures";
+import { describeBrowser, screenshot, shownText, usePage, webSuite } from "./browser";
 
 describeBrowser("web: New task", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  let n = 0;
   webSuite(async (up) => {
     ({ s, browser } = up);
     w = await makeWorld(s);
   });
-
-  /** A new organization of `who` (the owner by default) with projects named `projects`. */
-  async function freshOrg(projects: string[], who: Session = w.owner) {
-    const org = (await s.api("POST", "/orgs", { token: who.accessToken, body: { name: `new-task-${++n}` } })).body as { id: string; name: string };
-    const as = { orgId: org.id, accessToken: who.accessToken };
-    const made: { id: string; name: string }[] = [];
-    for (const name of projects) made.push(await makeProject(s, as, name));
-    return { org, as, projects: made };
-  }
-  const listed = async (as: { orgId: string; accessToken: string }, query = "") =>
-    (await s.api("GET", `/orgs/${as.orgId}/tasks?limit=200${query}`, { token: as.accessToken })).body.items as Task[];
-
-  async function openList(page: Page, query: string, who: Session = w.owner) {
-    await page.goto(`${s.url}/tasks${query}`);
-    await page.getByText("Sign in to see the tasks.").waitFor();
-    await signInWithForm(page, who.email, PASSWORD);
-    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
-  }
-  /** Waits until the rows are exactly `ids`, in that order. */
-  const rowsAre = (page: Page, ids: string[]) =>
-    page.waitForFunction(
-      // Runs in the page (the root tsconfig has no DOM types; the CSP forbids a string to evaluate).
-      (want) => JSON.stringify([...(globalThis as any).document.querySelectorAll("#tasks-rows tr")].map((tr) => tr.getAttribute("data-id"))) === want,
-      JSON.stringify(ids),
-    );
-  /** Opens the New task form (the button beside the title). */
-  const openForm = (page: Page) => page.locator("#new-task-open").click();
+  const { freshOrg, listed, openList, rowsAre, openForm } = tasksKit(() => ({ s, w }));
 
   test("New task: a task and a review (base and head) are created and open on their page", async () => {
     const { org, as, projects } = await freshOrg(["api", "web"]);

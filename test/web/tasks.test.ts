@@ -4,50 +4,25 @@
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { newOrg, type Session } from "../helpers/identity";
+import { newOrg } from "../helpers/identity";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { describeBrowser, trackSockets, screenshot, shownText, signInWithForm, usePage, webSuite } from "./browser";
+import { tasksKit } from "./tasks-fixtures";
+import { describeBrowser, trackSockets, screenshot, shownText, usePage, webSuite } from "./browser";
 
-const PASSWORD = "correct horse battery staple";
 const XSS = "<img src=x onerror=alert(1)>";
-type Task = { id: string; projectId: string; title: string; status: string; kind: string; review: { base: string; head: string } | null; priority: string; prompt: string };
 
 describeBrowser("web: tasks list", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  let n = 0;
   webSuite(async (up) => {
     ({ s, browser } = up);
     w = await makeWorld(s);
   });
+  const { freshOrg, listed, openList, rowsAre, openForm } = tasksKit(() => ({ s, w }));
 
-  /** A new organization of `who` (the owner by default) with projects named `projects`. */
-  async function freshOrg(projects: string[], who: Session = w.owner) {
-    const org = (await s.api("POST", "/orgs", { token: who.accessToken, body: { name: `tasks-${++n}` } })).body as { id: string; name: string };
-    const as = { orgId: org.id, accessToken: who.accessToken };
-    const made: { id: string; name: string }[] = [];
-    for (const name of projects) made.push(await makeProject(s, as, name));
-    return { org, as, projects: made };
-  }
-  const listed = async (as: { orgId: string; accessToken: string }, query = "") =>
-    (await s.api("GET", `/orgs/${as.orgId}/tasks?limit=200${query}`, { token: as.accessToken })).body.items as Task[];
-
-  async function openList(page: Page, query: string, who: Session = w.owner) {
-    await page.goto(`${s.url}/tasks${query}`);
-    await page.getByText("Sign in to see the tasks.").waitFor();
-    await signInWithForm(page, who.email, PASSWORD);
-    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
-  }
   const rowIds = (page: Page) => page.locator("#tasks-rows tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
   const titles = (page: Page) => page.locator("#tasks-rows td.title").allTextContents();
-  /** Waits until the rows are exactly `ids`, in that order. */
-  const rowsAre = (page: Page, ids: string[]) =>
-    page.waitForFunction(
-      // Runs in the page (the root tsconfig has no DOM types; the CSP forbids a string to evaluate).
-      (want) => JSON.stringify([...(globalThis as any).document.querySelectorAll("#tasks-rows tr")].map((tr) => tr.getAttribute("data-id"))) === want,
-      JSON.stringify(ids),
-    );
   /** Waits until no first page is being fetched (the rows say aria-busy meanwhile). */
   const idle = (page: Page) => page.locator("#tasks-rows:not([aria-busy])").waitFor({ state: "attached" });
   /**
@@ -66,8 +41,6 @@ describeBrowser("web: tasks list", () => {
       };
     })()`);
   const address = (page: Page) => new URL(page.url()).searchParams;
-  /** Opens the New task form (the button beside the title). */
-  const openForm = (page: Page) => page.locator("#new-task-open").click();
   let filter: (label: string) => ReturnType<Page["getByLabel"]>;
 
   test("/tasks is a page of its own (the task page stays at /tasks/:id), with the security headers, not in the OpenAPI document", async () => {
