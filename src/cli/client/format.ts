@@ -101,7 +101,7 @@ function usageText(u: NonNullable<Task["usage"]>): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const tokens = `${n(u.inputTokens)} in, ${n(u.outputTokens)} out, ${n(u.cacheReadTokens)} cache read, ${n(u.cacheWriteTokens)} cache write`;
   // Claude Code reports its cost only at the end: tokens without a cost are not free.
-  const cost = u.costUsd === 0 && u.inputTokens + u.outputTokens > 0 ? "cost not reported" : `$${u.costUsd.toFixed(u.costUsd > 0 && u.costUsd < 0.01 ? 4 : 2)}`;
+  const cost = u.costUsd === 0 && u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens > 0 ? "cost not reported" : `$${u.costUsd.toFixed(u.costUsd > 0 && u.costUsd < 0.01 ? 4 : 2)}`;
   return [cost, tokens, ...(u.model ? [u.model] : [])].join(" · ");
 }
 
