@@ -83,8 +83,11 @@ describeBrowser("web: task page", () => {
       await expect(page.locator("#task-status").textContent()).resolves.toBe("queued");
       await expect(page.locator("#task-status-detail").textContent()).resolves.toBe("Queued just now");
       await expect(page.locator("#task-prompt").textContent()).resolves.toBe("The cart loses items.\nSteps:\n  1. add two\n  2. reload");
+      // The project's name comes from its own request, which may answer after the task's.
+      const projectName = (w.project as { name?: string }).name;
+      await page.locator("#task-facts", { hasText: `Project${projectName}` }).waitFor();
       const facts = await page.locator("#task-facts").textContent();
-      for (const part of ["Kindtask", "PriorityHIGH", `Project${(w.project as { name?: string }).name}`, "Worker—", "by you"]) expect(facts).toContain(part);
+      for (const part of ["Kindtask", "PriorityHIGH", `Project${projectName}`, "Worker—", "by you"]) expect(facts).toContain(part);
       await expect(page.locator("#task-org").textContent()).resolves.toBe("admin-org");
       await expect(buttons(page)).resolves.toEqual(["Pause", "Cancel"]);
       await expect(timelineSeqs(page)).resolves.toEqual([1]);
