@@ -2,9 +2,9 @@
 // timeline each action leaves, reason and input rules, and who may act.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
-import { makeTask, makeWorld, putInState, type World } from "./fixtures";
+import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
 import type { TaskStatus } from "../../src/db/schema";
-import { get } from "../../src/db/query";
+import { all, get } from "../../src/db/query";
 
 let s: TestServer;
 let w: World;
@@ -125,6 +125,27 @@ describe("what actions leave behind", () => {
     // The timeline still has what the last attempt reported.
     const events = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${failed}/events`, { token: w.owner.accessToken })).body.items;
     expect(events.map((e: { type: string; data: any }) => `${e.type} ${e.data.to ?? e.data.action}`)).toEqual(["status queued", "status failed", "status failed", "action retry", "status queued"]);
+  });
+
+  test("an archived project runs no more work: retry and restart 409 until it is restored; other actions still apply", async () => {
+    const project = await makeProject(s, w.owner, "archived-actions");
+    const failed = (await makeTask(s, w.owner, project.id)).id as string;
+    await putInState(s, failed, "failed");
+    const running = (await makeTask(s, w.owner, project.id)).id as string;
+    await putInState(s, running, "running");
+    const projectPath = `/orgs/${w.owner.orgId}/projects/${project.id}`;
+    expect((await s.api("DELETE", projectPath, { token: w.owner.accessToken })).status).toBe(200);
+    for (const [id, action] of [[failed, "retry"], [failed, "restart"], [running, "restart"]] as const) {
+      const r = await act(id, { action });
+      expect(r.status).toBe(409);
+      expect(r.body.error).toMatchObject({ code: "conflict", message: `the project is archived and runs no more work: restore it first (PATCH {archived: false}) to ${action} its tasks` });
+    }
+    const rows = await s.core.store.read(all<{ status: string; last_seq: number }>("SELECT status, last_seq FROM tasks WHERE id IN (?, ?) ORDER BY id", failed, running));
+    expect(rows.map((r) => r.status).sort()).toEqual(["failed", "running"]);
+    // Stopping work is still allowed, and a restored project takes its tasks back.
+    expect((await act(running, { action: "cancel" })).body.status).toBe("cancelled");
+    expect((await s.api("PATCH", projectPath, { token: w.owner.accessToken, body: { archived: false } })).status).toBe(200);
+    expect((await act(failed, { action: "retry" })).body.status).toBe("queued");
   });
 
   test("deny carries the reason, input carries the text, in the action event", async () => {

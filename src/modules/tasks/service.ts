@@ -169,6 +169,9 @@ function actionPatch(action: Action, row: TaskRow, now: string): TaskPatch {
 
 export const MAX_REASON_CHARS = 2000;
 
+/** The actions that put a task back in the queue: another run, which an archived project no longer takes. */
+const REQUEUES = new Set<Action>(["retry", "restart"]);
+
 export async function applyAction(core: Core, orgId: string, taskId: string, req: ActionInput, actor: Actor): Promise<TaskChange> {
   // Characters, not UTF-16 units: 2,000 emoji are 2,000 characters.
   if (req.reason !== undefined && req.reason.length > MAX_REASON_CHARS && [...req.reason].length > MAX_REASON_CHARS) {
@@ -187,6 +190,9 @@ export async function applyAction(core: Core, orgId: string, taskId: string, req
     }
     if (req.action === "input" && (req.input === undefined || req.input === "")) {
       throw invalid("action input needs a non-empty input", [{ field: "input", message: "required with action input" }]);
+    }
+    if (REQUEUES.has(req.action) && (yield* get<{ archived: number }>(SELECT_PROJECT, row.project_id, orgId))?.archived) {
+      throw new ApiError(409, "conflict", `the project is archived and runs no more work: restore it first (PATCH {archived: false}) to ${req.action} its tasks`);
     }
     const budget = yield* budgetAnswer(core, req.action, row, iso());
     const patch = budget ?? actionPatch(req.action, row, iso());
