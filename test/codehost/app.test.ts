@@ -94,6 +94,14 @@ describe("the app, from ao's manifest", () => {
     const del = await api("DELETE", `${org()}/integrations/${integrationId}`);
     expect(del.status).toBe(409);
     expect((await api("GET", `${org()}/integrations/${integrationId}`)).body).toMatchObject({ kind: "github", name: "GitHub app" });
+    // Nor can its secret be rotated: GitHub keeps signing with the app's, so every webhook would be refused.
+    const before = (await api("GET", `${org()}/integrations/${integrationId}`)).body;
+    const rotate = await api("POST", `${org()}/integrations/${integrationId}/rotate-secret`);
+    expect(rotate.status).toBe(409);
+    expect(rotate.body.error).toMatchObject({ code: "conflict", message: expect.stringContaining("GitHub app's webhooks") });
+    expect(rotate.body.secret).toBeUndefined();
+    expect((await api("GET", `${org()}/integrations/${integrationId}`)).body).toEqual(before);
+    expect((await gh.deliver(hookUrl, "ping", { zen: "still", hook_id: 1 })).status).toBe(200);
   });
 });
 

@@ -67,8 +67,8 @@ export const manageRoutes = (core: Core) =>
     .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => core.store.write(rotateIntegrationSecret(core, orgId, params.id)), {
       permission: "settings.manage",
       params: IntegrationParams,
-      response: { 200: IntegrationWithSecret, ...errorAnswers(401, 403, 404) },
-      detail: { summary: "New secret, in this answer only; the old one stops at once", tags },
+      response: { 200: IntegrationWithSecret, ...errorAnswers(401, 403, 404, 409) },
+      detail: { summary: "New secret, in this answer only; the old one stops at once (409 for the GitHub app's integration)", tags },
     })
     .delete(
       "/orgs/:orgId/integrations/:id",

@@ -153,9 +153,16 @@ export async function updateIntegration(core: Core, orgId: string, id: string, p
   return toIntegrationRecord(core, updated);
 }
 
+/** The GitHub app's own integration: its secret is the app's webhook secret, which GitHub keeps signing with. */
+const APP_INTEGRATION = "SELECT 1 AS app FROM codehost_apps WHERE integration_id = ?";
+
 /** A new secret; the old one stops verifying at once (every delivery reads the current row). */
 export function* rotateIntegrationSecret(core: Core, orgId: string, id: string): Q<IntegrationRecord & { secret: string }> {
   yield* findRow(core, orgId, id);
+  // A new secret here would not reach GitHub: every webhook of the app would be refused from then on.
+  if (yield* get(APP_INTEGRATION, id)) {
+    throw new ApiError(409, "conflict", "this integration receives the GitHub app's webhooks, signed with the app's own webhook secret: its secret cannot be rotated here");
+  }
   const secret = newSecret();
   const updated = yield* row(
     core.db
@@ -171,7 +178,7 @@ export function* rotateIntegrationSecret(core: Core, orgId: string, id: string):
 /** Run it in a write: the checks and the deletion are one transaction. */
 export function* deleteIntegration(core: Core, orgId: string, id: string): Q<void> {
   yield* findRow(core, orgId, id);
-  if (yield* get("SELECT 1 AS app FROM codehost_apps WHERE integration_id = ?", id)) {
+  if (yield* get(APP_INTEGRATION, id)) {
     throw new ApiError(409, "conflict", "this integration receives the GitHub app's webhooks: it stays while the app exists (disable it instead)");
   }
   // Callbacks not yet sent have nowhere to go any more; sent ones stay in the log.
