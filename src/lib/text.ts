@@ -31,10 +31,16 @@ export const LINE_MESSAGE = "must be one line of text: no control characters (ne
 export const Line = (maxLength: number, options: StringOptions = {}) =>
   Type.String({ ...options, minLength: 1, maxLength, format: "line", description: [options.description, "one line of text"].filter(Boolean).join("; ") });
 
-/** Free text (a prompt): anything but nothing, or only spaces and line breaks. */
-FormatRegistry.Set("text", (text) => text.trim().length > 0);
+/**
+ * Free text (a prompt): anything but nothing, or only spaces and line breaks, or a NUL character
+ * (U+0000), which PostgreSQL's text cannot hold: refused on either database alike, never a 500.
+ */
+FormatRegistry.Set("text", (text) => text.trim().length > 0 && !text.includes("\0"));
 
-export const TEXT_MESSAGE = "must not be empty or only spaces";
+export const TEXT_MESSAGE = "must not be empty or only spaces, nor contain NUL characters (U+0000)";
+
+/** Text from elsewhere (a webhook) made storable: NUL characters (U+0000) are dropped. */
+export const withoutNul = (text: string): string => text.replaceAll("\0", "");
 
 /**
  * A string of a pattern, told in words: a value that does not match "must be <words>" in the API's
@@ -44,4 +50,4 @@ export const Matching = (pattern: string, words: string, options: StringOptions 
 
 /** A free text such as a prompt: 1..maxLength characters, not only whitespace. */
 export const Text = (maxLength: number, options: StringOptions = {}) =>
-  Type.String({ ...options, minLength: 1, maxLength, format: "text", description: [options.description, "not only whitespace"].filter(Boolean).join("; ") });
+  Type.String({ ...options, minLength: 1, maxLength, format: "text", description: [options.description, "not only whitespace, no NUL characters"].filter(Boolean).join("; ") });

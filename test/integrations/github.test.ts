@@ -88,6 +88,20 @@ describe("the seed's answers", () => {
     expect((await taskRow(s, r.body.taskId)).title).toBe("Crash on start when HOME is unset");
   });
 
+  test("a comment or issue body with NUL characters (anyone may comment) still makes its task, the NULs dropped", async () => {
+    const asked = structuredClone(example("issue_comment", "created"));
+    asked.comment.id += 9000;
+    asked.comment.body = "/ao fix\u0000 the parser\nit chokes on \u0000";
+    asked.issue.body = "body\u0000text";
+    const r = await send("issue_comment", asked);
+    expect(r.status).toBe(201);
+    const row = await taskRow(s, r.body.taskId);
+    expect(row.title).toBe("fix the parser");
+    expect(row.prompt.includes("\u0000")).toBe(false);
+    expect(row.prompt).toContain("it chokes on");
+    expect(row.prompt).toContain("bodytext");
+  });
+
   test("issue_comment created starting with the command -> task; without it, or by a bot -> ignored", async () => {
     const recorded = example("issue_comment", "created");
     // The recorded comment does not start with /ao.

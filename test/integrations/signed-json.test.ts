@@ -214,6 +214,14 @@ describe("refused", () => {
     expect(await countTasksOf(s, ci.id)).toBe(before);
   });
 
+  test("a prompt with a NUL character, correctly signed -> 400 naming prompt, no task (on PostgreSQL it was a 500)", async () => {
+    const before = await countTasksOf(s, ci.id);
+    const r = await send(task({ prompt: "lint fails\u0000here" }));
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: "validation_failed", details: [{ field: "prompt", message: expect.stringContaining("NUL") }] });
+    expect(await countTasksOf(s, ci.id)).toBe(before);
+  });
+
   test("a disabled integration ignores a correct delivery", async () => {
     const off = await makeIntegration(s, w.owner, { kind: "signed_json", name: "off", projectId: w.projectId, enabled: false });
     expect(await send(task(), { id: off.id, secret: off.secret })).toEqual({ status: 200, body: { status: "ignored", reason: "the integration is disabled" } });

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeWorld, type World } from "./fixtures";
-import { LINE_MESSAGE } from "../../src/lib/text";
+import { LINE_MESSAGE, TEXT_MESSAGE } from "../../src/lib/text";
 import { all, get } from "../../src/db/query";
 import { Value } from "@sinclair/typebox/value";
 import { TaskRecord } from "../../src/modules/tasks/model";
@@ -136,10 +136,18 @@ describe("create a task", () => {
     const before = await taskCount();
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), prompt: "   \n  " } });
     expect(r.status).toBe(400);
-    expect(r.body.error.details).toEqual([{ field: "prompt", message: "must not be empty or only spaces" }]);
+    expect(r.body.error.details).toEqual([{ field: "prompt", message: TEXT_MESSAGE }]);
     expect(await taskCount()).toBe(before);
     const kept = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), prompt: "\n  indented\n" } });
     expect([kept.status, kept.body.prompt]).toEqual([201, "\n  indented\n"]);
+  });
+
+  test("a prompt with a NUL character is refused saying so on either database (PostgreSQL's text cannot hold one: it answered 500)", async () => {
+    const before = await taskCount();
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), prompt: "fix it\u0000now" } });
+    expect([r.status, r.body.error?.code]).toEqual([400, "validation_failed"]);
+    expect(r.body.error.details).toEqual([{ field: "prompt", message: TEXT_MESSAGE }]);
+    expect(await taskCount()).toBe(before);
   });
 
   test("a title in any script, with symbols and emoji, is fine", async () => {

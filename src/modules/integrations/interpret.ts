@@ -2,7 +2,7 @@
 // nothing of interest. The vendor files (github.ts, gitlab.ts, signed-json.ts) produce these.
 import { invalid } from "../../server/errors";
 import type { Priority, TaskKind } from "../../db/schema";
-import { oneLine } from "../../lib/text";
+import { oneLine, withoutNul } from "../../lib/text";
 import { MAX_REF_LENGTH, refNameProblem } from "../../lib/refname";
 
 export interface TaskRequest {
@@ -85,6 +85,7 @@ export function sameLabel(a: string, b: string): boolean {
   return a.localeCompare(b, undefined, { sensitivity: "accent" }) === 0;
 }
 
+/** A prompt from an issue's or comment's texts; a NUL in them (anyone may comment) would not store on PostgreSQL. */
 export function joinPrompt(...parts: (string | null | undefined)[]): string {
-  return clip(parts.filter((p) => p && p.trim() !== "").join("\n\n"), PROMPT_MAX);
+  return clip(withoutNul(parts.filter((p) => p && p.trim() !== "").join("\n\n")), PROMPT_MAX);
 }
