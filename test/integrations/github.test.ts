@@ -235,6 +235,18 @@ describe("bad deliveries", () => {
     }
   });
 
+  test("a webhook set to the form-encoded content type -> 400 saying to choose application/json, no task", async () => {
+    const before = await countTasksOf(s, gh.id);
+    const body = `payload=${encodeURIComponent(JSON.stringify(example("issues", "labeled")))}`;
+    const r = await send("issues", body, { headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({
+      code: "validation_failed",
+      message: "the body is form-encoded (Content-Type: application/x-www-form-urlencoded), not JSON: set the webhook's content type to application/json",
+    });
+    expect(await countTasksOf(s, gh.id)).toBe(before);
+  });
+
   test("correctly signed, labeled, but a branch git would take for an option or refuse -> 400 naming it, no task", async () => {
     const before = await countTasksOf(s, gh.id);
     for (const [base, head, field] of [

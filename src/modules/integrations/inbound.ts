@@ -84,11 +84,17 @@ function authenticate(core: Core, row: HookRow, headers: Headers, raw: Uint8Arra
 
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-function parseJson(raw: Uint8Array): unknown {
+// GitHub's webhook form offers application/x-www-form-urlencoded too: its sender should hear what to change.
+const FORM_ENCODED = /^\s*application\/x-www-form-urlencoded\s*(;|$)/i;
+
+function parseJson(raw: Uint8Array, contentType: string | null): unknown {
   let value: unknown;
   try {
     value = JSON.parse(decoder.decode(raw));
   } catch {
+    if (contentType && FORM_ENCODED.test(contentType)) {
+      throw invalid("the body is form-encoded (Content-Type: application/x-www-form-urlencoded), not JSON: set the webhook's content type to application/json");
+    }
     throw invalid("the body is not valid JSON");
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw invalid("the body must be a JSON object");
@@ -136,7 +142,7 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
   }
   const { deliveryId, signature } = authenticate(core, row, headers, raw);
   if (!row.enabled) return { status: 200, body: { status: "ignored", reason: "the integration is disabled" } };
-  const payload = parseJson(raw);
+  const payload = parseJson(raw, headers.get("content-type"));
   // The GitHub app's own events (installations, its pull requests), and where its tasks go.
   let target = { orgId: row.org_id, projectId: row.project_id };
   if (row.kind === "github" && (await core.store.read(isAppIntegration(core, row.id)))) {
