@@ -43,6 +43,13 @@ export const TEXT_MESSAGE = "must not be empty or only spaces, nor contain NUL c
 export const withoutNul = (text: string): string => text.replaceAll("\0", "");
 
 /**
+ * Text that may be empty or span lines, as long as it can be stored: no NUL character (U+0000),
+ * which PostgreSQL's text cannot hold. Refused on either database alike.
+ */
+export const Storable = (maxLength: number, options: StringOptions = {}) =>
+  Matching("^[^\\u0000]*$", "text without NUL characters (U+0000)", { ...options, maxLength });
+
+/**
  * A string of a pattern, told in words: a value that does not match "must be <words>" in the API's
  * message (not the regular expression), and the OpenAPI document carries the words as x-accepts.
  */

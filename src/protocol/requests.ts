@@ -1,7 +1,7 @@
 // The worker protocol's HTTP requests and answers (all under /api/v1/worker). State changes go
 // over HTTP so they get a status code and can be retried; the socket only carries signals.
 import { Type as T, type Static } from "@sinclair/typebox";
-import { Line, Matching } from "../lib/text";
+import { Line, Matching, Storable } from "../lib/text";
 import { RefName } from "../lib/refname";
 
 const LABEL_WORDS = "lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters";
@@ -96,7 +96,7 @@ export const ClaimResult = T.Object({
 export type ClaimResult = Static<typeof ClaimResult>;
 
 export const Needs = T.Object({
-  message: T.String({ minLength: 1, maxLength: 10_000 }),
+  message: Storable(10_000, { minLength: 1 }),
   /** budget (with needs_approval): the task passed its allowance; approve raises it, deny cancels the task. */
   kind: T.Optional(T.Literal("budget")),
 });
@@ -132,8 +132,8 @@ export const WORKER_TARGETS = ["running", "needs_input", "needs_approval", "comp
 export const TransitionRequest = T.Object({
   leaseToken: T.String({ minLength: 1, maxLength: 200 }),
   to: T.Union(WORKER_TARGETS.map((s) => T.Literal(s))),
-  summary: T.Optional(T.String({ maxLength: 20_000 })),
-  error: T.Optional(T.String({ maxLength: 20_000 })),
+  summary: T.Optional(Storable(20_000)),
+  error: T.Optional(Storable(20_000)),
   /** Required with needs_input and needs_approval: what the person is asked. */
   needs: T.Optional(Needs),
   /** A plan task's proposal, with to = completed. */

@@ -1,7 +1,7 @@
 // Composes the feature modules into one Elysia app. No listen here: serve.ts does that.
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import type { Core } from "./core";
-import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, requireJsonObject } from "./errors";
+import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isStorageFull, isUnstorableText, requireJsonObject, unstorableText } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { queryCheck } from "./query";
 import { bodyRefusal, canonicalMediaType, isJsonType, mediaTypeRefusal } from "./limits";
@@ -36,6 +36,7 @@ export function createApp(core: Core) {
       }
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
       // A full disk is the operator's to fix, not a bug: a clear 507, one log line per cause and interval (log.ts).
+      if (isUnstorableText(error)) return errorResponse(unstorableText());
       if (isStorageFull(error)) {
         core.log.error("a write failed: the disk is full", { cause: String((error as { code?: string }).code ?? "ENOSPC"), path: new URL(request.url).pathname });
         return errorResponse(insufficientStorage());

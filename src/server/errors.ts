@@ -107,6 +107,18 @@ export function isStorageFull(err: unknown): boolean {
   return typeof e.message === "string" && /database or disk is full|no space left on device/i.test(e.message);
 }
 
+/**
+ * True for a write PostgreSQL refused for a NUL character (U+0000) in a text value (SQLSTATE 22021;
+ * SQLite stores one). The request's schemas refuse NULs where they know the field; this is the net
+ * for any they miss: the request's to fix, not a 500.
+ */
+export function isUnstorableText(err: unknown): boolean {
+  const e = err as { errno?: unknown } | null;
+  return !!e && typeof e === "object" && e.errno === "22021";
+}
+
+export const unstorableText = () => invalid("a text of the request holds a NUL character (U+0000), which cannot be stored");
+
 export function errorResponse(err: ApiError): Response {
   return new Response(JSON.stringify(err.toBody()), {
     status: err.status,

@@ -14,6 +14,7 @@ import { recordAgent } from "./orphans";
 import { agentPolicyOf, decideTool } from "./policy";
 import type { Agent, AgentRun, AgentUsage, Answer } from "./agents/types";
 import { BudgetGuard, UsageReporter, usd } from "./usage";
+import { withoutNul } from "../lib/text";
 import type { Confine } from "./confine";
 
 export interface AttemptDeps {
@@ -70,7 +71,9 @@ function listFiles(dir: string, root = dir, out: string[] = []): string[] {
 const MAX_SUMMARY = 20_000;
 const MAX_NEEDS = 10_000;
 
-export function clipText(text: string, max: number): string {
+/** An agent's text as the server takes it: NUL characters (U+0000, not storable) dropped, at most `max` long. */
+export function clipText(raw: string, max: number): string {
+  const text = withoutNul(raw);
   return text.length <= max ? text : `${text.slice(0, max - 40)}… (${text.length - max + 40} more characters)`;
 }
 

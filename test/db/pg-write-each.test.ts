@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { freshDatabase } from "../helpers/postgres";
 import { PgStore } from "../../src/db/pg-store";
 import { all, get, isUniqueViolation, run, type Q } from "../../src/db/query";
+import { isUnstorableText } from "../../src/server/errors";
 
 let store: PgStore;
 beforeAll(async () => {
@@ -81,4 +82,19 @@ test("a program's own unique violation comes to it as the statement's error, and
   ]);
   expect(o).toEqual({ value: "duplicate" });
   expect((await rows()).map((r) => r.id)).toContain("i");
+});
+
+test("a NUL (U+0000) in a text value is refused by PostgreSQL alone; isUnstorableText knows the refusal (a 400, not a 500)", async () => {
+  await store.sql.unsafe("CREATE TABLE notes (id text PRIMARY KEY, body text NOT NULL)");
+  const write = (id: string, body: string) => (function* () {
+    yield* run("INSERT INTO notes (id, body) VALUES (?, ?)", id, body);
+    return id;
+  })();
+  const [refused, kept] = await store.writeEach<string>([write("n1", "a\u0000b"), write("n2", "ab")]);
+  expect("error" in refused! && isUnstorableText(refused.error)).toBe(true);
+  expect(kept).toEqual({ value: "n2" });
+  // Other refusals are not taken for it.
+  const [duplicate] = await store.writeEach<string>([write("n2", "again")]);
+  expect("error" in duplicate! && isUnstorableText(duplicate.error)).toBe(false);
+  expect(await store.read(all<{ id: string }>("SELECT id FROM notes ORDER BY id"))).toEqual([{ id: "n2" }]);
 });

@@ -57,6 +57,7 @@ describe("create and read", () => {
     ["control characters", { name: "a\u0007b" }],
     ["policy not an object", { name: "p1", policy: "strict" }],
     ["knowledge not text", { name: "p2", knowledge: 5 }],
+    ["a NUL in the knowledge (not storable on PostgreSQL; refused on both)", { name: "p5", knowledge: "a\u0000b" }],
     ["a bad repository URL", { name: "p3", repositories: [{ url: "http://github.com/a/b" }] }],
     ["a bad branch", { name: "p4", repositories: [{ url: "https://github.com/a/b", branch: "a..b" }] }],
   ];

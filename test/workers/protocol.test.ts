@@ -197,6 +197,11 @@ describe("leases, events and transitions", () => {
     }
     const tr = (body: Record<string, unknown>) => api("POST", `/worker/tasks/${task.id}/transition`, { leaseToken: lease, ...body });
     expect((await tr({ to: "needs_input" })).status).toBe(400); // needs.message required
+    // A NUL (U+0000) in a text the server stores is refused on either database (PostgreSQL cannot store one).
+    for (const body of [{ to: "needs_input", needs: { message: "a\u0000b" } }, { to: "completed", summary: "a\u0000b" }, { to: "failed", error: "a\u0000b" }]) {
+      const r = await tr(body);
+      expect([body.to, r.status, r.body.error?.code, r.body.error?.details?.[0]?.message]).toEqual([body.to, 400, "validation_failed", "must be text without NUL characters (U+0000)"]);
+    }
     expect((await tr({ to: "running" })).status).toBe(409); // running -> running is not a worker transition
     expect((await tr({ to: "needs_input", needs: { message: "which color?" } })).status).toBe(200);
     let t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
@@ -248,11 +253,13 @@ describe("leases, events and transitions", () => {
     }
     const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
     expect(t.body).toMatchObject({ status: "running", plan: null });
-    const ok = await tr({ tasks: [{ ...item, title: "  padded  " }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" } }] });
+    const ok = await tr({ tasks: [{ ...item, title: "  padded  ", prompt: "do\u0000 it" }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" } }] });
     expect(ok.status).toBe(200);
     const applied = await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/apply-plan`, { token: p.token });
     expect(applied.status).toBe(201);
     expect(applied.body.tasks.map((x: any) => [x.title, x.kind])).toEqual([["padded", "task"], ["check", "review"]]);
+    // An agent's NUL (not storable on PostgreSQL) is dropped from the prompt, not a reason to refuse the plan.
+    expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${applied.body.tasks[0].id}`, { token: p.token })).body.prompt).toBe("do it");
     c.close();
   });
 

@@ -229,6 +229,8 @@ describe("the timeline on its way out", () => {
     const long = clipText("y".repeat(50_000), 20_000);
     expect(long.length).toBeLessThanOrEqual(20_000);
     expect(long).toEndWith("more characters)");
+    // A NUL (an agent printed a binary) is dropped: the server refuses it, as PostgreSQL cannot store it.
+    expect(clipText("a\u0000b\u0000", 100)).toBe("ab");
   });
 
   test("batches stay under the server's body limit; every event arrives once, in order", async () => {

@@ -1,13 +1,13 @@
 // Request and response schemas of the project API (SPEC §8).
 import { t } from "elysia";
 import { Limit } from "../tasks/model";
-import { Line, Matching } from "../../lib/text";
+import { Line, Matching, Storable } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 
 export { ErrorBody } from "../tasks/model";
 
 const Name = Line(100, { description: "Unique among the org's live projects" });
-const Knowledge = t.String({ maxLength: 100_000, description: "Free text handed to agents working on the project" });
+const Knowledge = Storable(100_000, { description: "Free text handed to agents working on the project" });
 const Policy = t.Record(t.String(), t.Unknown(), { description: "Free-form JSON object of project rules" });
 // On input, not t.Record: the app's body normalisation would turn "text" into {"0":"t",...}.
 // The service checks that it is a JSON object.

@@ -10,7 +10,7 @@ import { resolveNames, taskRefs } from "./names";
 import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
 import { txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
-import { oneLine } from "../../lib/text";
+import { oneLine, withoutNul } from "../../lib/text";
 import { all, isUniqueViolation, type Q } from "../../db/query";
 
 export interface PlanItem {
@@ -41,7 +41,9 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
     // An agent's title may carry a newline or a stray escape: made one line rather than refused.
     const title = typeof item.title === "string" ? oneLine(item.title) : "";
     if (!title || title.length > 200) problems.push({ field: `${at}.title`, message: "1..200 characters on one line" });
-    if (!isText(item.prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
+    // A NUL in an agent's prompt (PostgreSQL's text cannot hold one) is dropped rather than refused.
+    const prompt = typeof item.prompt === "string" ? withoutNul(item.prompt) : item.prompt;
+    if (!isText(prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
     if (item.priority !== undefined && !PRIORITIES.has(item.priority as string)) problems.push({ field: `${at}.priority`, message: "LOW, MEDIUM, HIGH or URGENT" });
     if (item.kind !== undefined && !KINDS.has(item.kind as string)) problems.push({ field: `${at}.kind`, message: "task, review or plan" });
     const review = item.review as { base?: unknown; head?: unknown } | undefined;
@@ -50,7 +52,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
     if (item.kind !== "review" && review !== undefined && review !== null) problems.push({ field: `${at}.review`, message: "only with kind review" });
     return {
       title,
-      prompt: String(item.prompt ?? ""),
+      prompt: String(prompt ?? ""),
       ...(item.priority !== undefined ? { priority: item.priority as Priority } : {}),
       ...(item.kind !== undefined ? { kind: item.kind as TaskKind } : {}),
       ...(item.kind === "review" && reviewOk ? { review: { base: String(review!.base), head: String(review!.head) } } : {}),

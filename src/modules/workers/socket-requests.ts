@@ -5,7 +5,7 @@
 // the request's log line.
 import { Value } from "@sinclair/typebox/value";
 import type { Core } from "../../server/core";
-import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, requireJsonObject } from "../../server/errors";
+import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, isUnstorableText, requireJsonObject, unstorableText } from "../../server/errors";
 import type { Reply, SocketRequest, SocketRequestOp } from "../../protocol/messages";
 import { ClaimRequest, EventsRequest, TransitionRequest } from "../../protocol/requests";
 import { withRepositoryTokens } from "../codehost/claims";
@@ -52,6 +52,7 @@ export async function answerSocketRequest(core: Core, credentialHash: string, m:
   } catch (err) {
     let e: ApiError;
     if (err instanceof ApiError) e = err;
+    else if (isUnstorableText(err)) e = unstorableText();
     else if (isStorageFull(err)) {
       core.log.error("a write failed: the disk is full", { cause: String((err as { code?: string }).code ?? "ENOSPC"), op: m.op });
       e = insufficientStorage();
