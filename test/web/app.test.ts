@@ -4,11 +4,11 @@
 import { expect, test } from "bun:test";
 import type { Browser, Page, Route } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { makeProject, makeTask, putInState, type World } from "../tasks/fixtures";
 import { changeTask } from "../../src/modules/tasks/store";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { get } from "../../src/db/query";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, usePage, webSuite } from "./browser";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, usePage, worldSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const XSS = "<img src=x onerror=alert(1)>";
@@ -37,10 +37,7 @@ describeBrowser("web: the app", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   const task = (title: string, extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, { title, ...extra }) as Promise<{ id: string; title: string }>;
   const events = (id: string, list: { type: string; data: unknown }[]) => changeTask(s.core, null, id, () => ({ events: list }));

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { needing } from "../helpers/needs";
+import { makeWorld, type World } from "../tasks/fixtures";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -45,6 +46,16 @@ export function webSuite(ready: (suite: WebSuite) => unknown, options: { server?
     await suite?.browser.close();
     await suite?.s.stop();
   });
+}
+
+/** A browser suite's server and browser, and the world made on that server. */
+export interface WorldSuite extends WebSuite {
+  w: World;
+}
+
+/** webSuite for the suites that need only a world (makeWorld: two orgs, their people, tokens and projects). */
+export function worldSuite(ready: (suite: WorldSuite) => unknown) {
+  webSuite(async (up) => ready({ ...up, w: await makeWorld(up.s) }));
 }
 
 export async function launchBrowser(): Promise<Browser> {

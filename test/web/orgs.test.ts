@@ -7,18 +7,15 @@ import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { addMember } from "../helpers/identity";
-import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { describeBrowser, usePage, webSuite } from "./browser";
+import { makeTask, putInState, type World } from "../tasks/fixtures";
+import { describeBrowser, usePage, worldSuite } from "./browser";
 import { openAs } from "./manage-fixtures";
 
 describeBrowser("web: the person's organizations", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   /**
    * The page's timers of 2 s or more wait until the test runs them (`window.__runHeld()`), so that

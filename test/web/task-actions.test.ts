@@ -7,9 +7,9 @@
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { makeTask, putInState, type World } from "../tasks/fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
-import { describeBrowser, openSignedIn, screenshot, usePage, webSuite } from "./browser";
+import { describeBrowser, openSignedIn, screenshot, usePage, worldSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -17,10 +17,7 @@ describeBrowser("web: the task's actions that cannot be undone ask first", () =>
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   const task = async (title: string) => ((await makeTask(s, w.owner, w.project.id, { title })) as { id: string }).id;
   const statusOf = async (id: string) => (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.status;

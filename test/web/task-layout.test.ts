@@ -6,8 +6,8 @@
 import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
-import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, shownText, usePage, webSuite } from "./browser";
+import { makeTask, putInState, type World } from "../tasks/fixtures";
+import { DESKTOP, PHONE, describeBrowser, openSignedIn, overflowsSideways, screenshot, shownText, usePage, worldSuite } from "./browser";
 import { recordUsage } from "../../src/modules/usage/service";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 
@@ -26,10 +26,7 @@ describeBrowser("web: the task page's layout", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   /** A task waiting for an answer to its question, with a summary so far. */
   async function waitingTask(title: string, prompt?: string) {

@@ -6,14 +6,14 @@ import { describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { readFileSync } from "node:fs";
 import type { TestServer } from "../helpers/server";
-import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { makeProject, makeTask, putInState, type World } from "../tasks/fixtures";
 import { createAdmin, login, makeToken } from "../helpers/identity";
 import { changeTask, txChangeTask } from "../../src/modules/tasks/store";
 import { get } from "../../src/db/query";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
-import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, webSuite } from "./browser";
+import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, webSuite, worldSuite } from "./browser";
 import { pagePolicy } from "../../src/modules/web";
 import { makeWorker } from "../workers/helpers";
 
@@ -40,10 +40,7 @@ describeBrowser("web: task page", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   const task = (extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, extra) as Promise<{ id: string; title: string }>;
   const statusOf = async (id: string) => (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.status;

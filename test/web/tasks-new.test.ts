@@ -4,18 +4,15 @@
 import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { makeWorld, type World } from "../tasks/fixtures";
+import type { World } from "../tasks/fixtures";
 import { tasksKit } from "./tasks-fixtures";
-import { describeBrowser, screenshot, shownText, usePage, webSuite } from "./browser";
+import { describeBrowser, screenshot, shownText, usePage, worldSuite } from "./browser";
 
 describeBrowser("web: New task", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
   const { freshOrg, listed, openList, rowsAre, openForm } = tasksKit(() => ({ s, w }));
 
   test("New task: a task and a review (base and head) are created and open on their page", async () => {

@@ -5,9 +5,9 @@ import { expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
-import { makeProject, makeTask, makeWorld, putInState, type World } from "../tasks/fixtures";
+import { makeProject, makeTask, putInState, type World } from "../tasks/fixtures";
 import { tasksKit } from "./tasks-fixtures";
-import { describeBrowser, trackSockets, screenshot, shownText, usePage, webSuite } from "./browser";
+import { describeBrowser, trackSockets, screenshot, shownText, usePage, worldSuite } from "./browser";
 
 const XSS = "<img src=x onerror=alert(1)>";
 
@@ -15,10 +15,7 @@ describeBrowser("web: tasks list", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
   const { freshOrg, listed, openList, rowsAre, openForm } = tasksKit(() => ({ s, w }));
 
   const rowIds = (page: Page) => page.locator("#tasks-rows tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-id")));
