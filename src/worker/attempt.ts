@@ -13,7 +13,8 @@ import { instructionsFor } from "./instructions";
 import { recordAgent } from "./orphans";
 import { agentPolicyOf, decideTool } from "./policy";
 import type { Agent, AgentRun, AgentUsage, Answer } from "./agents/types";
-import { BudgetGuard, UsageReporter, usd } from "./usage";
+import { BudgetGuard, UsageReporter } from "./usage";
+import { usd } from "../lib/money";
 import { withoutNul } from "../lib/text";
 import type { Confine } from "./confine";
 

@@ -95,8 +95,6 @@ export function cleanUsage(u: Partial<Record<keyof AgentUsage, unknown>>): Agent
   };
 }
 
-export const usd = (n: number) => `$${n.toFixed(2)}`;
-
 /**
  * policy.budget.perTaskUsd on the worker: the claim says what the task may cost in all and what
  * its earlier attempts cost; once this attempt takes it past the allowance the attempt pauses the

@@ -1,6 +1,7 @@
 // Human-readable output: aligned columns, short timeline lines, task details.
 import type { Task, TaskEvent } from "./types";
 import { eventText as eventLine, truncate, who } from "../../modules/tasks/event-text";
+import { usd } from "../../lib/money";
 
 /**
  * Text from the server made safe for a terminal: titles, logs and summaries come from people,
@@ -80,7 +81,7 @@ export function taskDetails(t: Task): string {
   if (t.waitingReason) rows.push(["waiting", t.waitingReason]);
   if (t.needs) rows.push(["needs", `${t.needs.kind}: ${t.needs.message}`]);
   if (t.usage) rows.push(["usage", usageText(t.usage)]);
-  if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `$${t.allowanceUsd.toFixed(2)} for the task`]);
+  if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `${usd(t.allowanceUsd)} for the task`]);
   if (t.summary) rows.push(["summary", t.summary]);
   if (t.changes) rows.push(["changes", changesText(t.changes)]);
   if (t.pullRequest) {
@@ -100,7 +101,9 @@ export function taskDetails(t: Task): string {
 function usageText(u: NonNullable<Task["usage"]>): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const tokens = `${n(u.inputTokens)} in, ${n(u.outputTokens)} out, ${n(u.cacheReadTokens)} cache read, ${n(u.cacheWriteTokens)} cache write`;
-  // Claude Code reports its cost only at the end: tokens without a cost are not free.
+  // Claude Code reports its cost only at the end: tokens without a cost are not free. Cents, finer
+  // only where they would read $0.00; the task page writes a hundredth of a cent under a dollar
+  // (src/web/components/money.ts), and the budget row is to the cent as messages are (src/lib/money.ts).
   const cost = u.costUsd === 0 && u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens > 0 ? "cost not reported" : `$${u.costUsd.toFixed(u.costUsd > 0 && u.costUsd < 0.01 ? 4 : 2)}`;
   return [cost, tokens, ...(u.model ? [u.model] : [])].join(" · ");
 }

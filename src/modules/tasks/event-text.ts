@@ -1,6 +1,7 @@
 // What a timeline event says, in one line, for people: the command line's `ao task events` and
-// the web app's task page both show it (each with its own arrow and size units). Pure: no imports,
-// so the browser bundle can take it.
+// the web app's task page both show it (each with its own arrow and size units). Pure: it imports
+// only src/lib/money.ts (no imports either), so the browser bundle can take it.
+import { usd } from "../../lib/money";
 
 export interface Who {
   type: string;
@@ -35,7 +36,7 @@ export function truncate(text: string, max: number): string {
 
 const str = (v: unknown) => (typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v));
 const objectOf = (v: unknown) => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
-const dollars = (v: unknown) => (typeof v === "number" ? `$${v.toFixed(2)}` : str(v));
+const dollars = (v: unknown) => (typeof v === "number" ? usd(v) : str(v));
 
 export function eventText(e: EventLike, style: TextStyle): string {
   const d = objectOf(e.data);

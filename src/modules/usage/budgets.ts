@@ -6,7 +6,8 @@
 // the others, which drop their entry and read the cost afresh at their next question.
 import type { Core } from "../../server/core";
 import { budgetOf } from "../projects/policy";
-import { dayOf, projectCostOn, usd } from "./service";
+import { dayOf, projectCostOn } from "./service";
+import { usd } from "../../lib/money";
 import { get, type Q } from "../../db/query";
 
 const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";

@@ -182,5 +182,3 @@ export function* taskBudget(core: Core, row: Pick<TaskRow, "id" | "attempt" | "b
   const allowanceUsd = Math.max(row.budget_usd ?? 0, perTaskUsd);
   return { perTaskUsd, allowanceUsd, costUsd: yield* costBefore(core, row.id, attempt) };
 }
-
-export const usd = (n: number) => `$${n.toFixed(2)}`;

@@ -1,5 +1,6 @@
 // Money as the pages show it: always with its cents ($18.42, not $18), and to a hundredth of a
-// cent under a dollar, where one task's cost usually is ($0.0042, not $0.00).
+// cent under a dollar, where one task's cost usually is ($0.0042, not $0.00). Messages, timeline
+// lines and budgets, amounts of dollars, are written to the cent (src/lib/money.ts).
 import type { Usage } from "../app/types";
 
 export function usd(n: number): string {

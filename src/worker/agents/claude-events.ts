@@ -124,6 +124,8 @@ export function claudeMapper(workdir: string) {
         } else if (text) {
           out.summary(text);
         }
+        // Claude's own figures as it reported them, the cost to the millionth the usage record keeps:
+        // a line to check the record against, not an amount for a person (src/lib/money.ts).
         out.emit("log", {
           stream: "agent",
           line: `claude finished: ${event.subtype ?? "?"}, ${event.num_turns ?? "?"} turns, ${event.duration_ms ?? "?"} ms, ${typeof event.total_cost_usd === "number" ? `$${Number(event.total_cost_usd.toFixed(6))}` : "$?"}`,
