@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { all } from "../../src/db/query";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +13,9 @@ let s: TestServer;
 let owner: Session;
 
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST });
+  // Default offer and offline times: nothing here waits for one to run out, and the short ones
+  // (FAST) let a loaded machine expire an offer before its claim.
+  s = await startTestServer();
   owner = await createAdmin(s);
 });
 afterAll(() => s.stop());
