@@ -91,13 +91,16 @@ test("ao task show: a task's changes in one line (files, lines, branch, pushed),
   expect(taskDetails({ ...task, changes: null })).not.toContain("changes");
 });
 
-test("ao task show: usage with tokens but no cost yet says the cost is not reported (Claude Code reports it at the end), not $0.00", () => {
+test("ao task show: usage with tokens but no cost yet says the cost is not reported (Claude Code reports it at the end), not $0.00; the cost as the task page writes it", () => {
   const base = {
     id: "tsk_1", orgId: "org_1", projectId: "prj_1", title: "T", prompt: "p", priority: "MEDIUM", kind: "task", review: null, status: "running", attempt: 1,
     workerId: null, parentId: null, createdBy: { type: "user", id: "usr_1" }, summary: null, needs: null, plan: null, artifacts: [],
     createdAt: "2030-01-02T03:04:05.000Z", updatedAt: "2030-01-02T03:04:05.000Z", startedAt: null, finishedAt: null,
   };
   const usage = (costUsd: number) => ({ inputTokens: 1200, outputTokens: 300, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, model: "claude-sonnet" });
-  expect(taskDetails({ ...base, usage: usage(0) } as unknown as Task)).toMatch(/^usage +cost not reported · 1,200 in, 300 out, 0 cache read, 0 cache write · claude-sonnet$/m);
-  expect(taskDetails({ ...base, usage: usage(0.42) } as unknown as Task)).toMatch(/^usage +\$0\.42 · 1,200 in/m);
+  expect(taskDetails({ ...base, usage: usage(0) } as unknown as Task)).toMatch(/^usage +cost not reported yet · 1,200 in, 300 out, 0 cache read, 0 cache write · claude-sonnet$/m);
+  expect(taskDetails({ ...base, usage: usage(0.42) } as unknown as Task)).toMatch(/^usage +\$0\.4200 · 1,200 in/m);
+  // As the task page: "yet" while it runs, not once it has ended; a hundredth of a cent under a dollar.
+  expect(taskDetails({ ...base, status: "completed", finishedAt: "2030-01-02T03:05:05.000Z", usage: usage(0) } as unknown as Task)).toMatch(/^usage +cost not reported · /m);
+  expect(taskDetails({ ...base, usage: usage(0.0421) } as unknown as Task)).toMatch(/^usage +\$0\.0421 · /m);
 });

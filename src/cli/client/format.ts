@@ -1,7 +1,7 @@
 // Human-readable output: aligned columns, short timeline lines, task details.
 import type { Task, TaskEvent } from "./types";
 import { eventText as eventLine, truncate, who } from "../../modules/tasks/event-text";
-import { usd } from "../../lib/money";
+import { costText, usd } from "../../lib/money";
 
 /**
  * Text from the server made safe for a terminal: titles, logs and summaries come from people,
@@ -80,7 +80,7 @@ export function taskDetails(t: Task): string {
   if (t.agent) rows.push(["agent", t.agent]);
   if (t.waitingReason) rows.push(["waiting", t.waitingReason]);
   if (t.needs) rows.push(["needs", `${t.needs.kind}: ${t.needs.message}`]);
-  if (t.usage) rows.push(["usage", usageText(t.usage)]);
+  if (t.usage) rows.push(["usage", usageText(t.usage, t.finishedAt !== null)]);
   if (t.allowanceUsd !== undefined && t.allowanceUsd !== null) rows.push(["budget", `${usd(t.allowanceUsd)} for the task`]);
   if (t.summary) rows.push(["summary", t.summary]);
   if (t.changes) rows.push(["changes", changesText(t.changes)]);
@@ -98,14 +98,12 @@ export function taskDetails(t: Task): string {
 }
 
 /** Tokens and cost on one line: "$0.42 · 12,000 in, 800 out, 9,000 cache read, 0 cache write · claude-sonnet-4". */
-function usageText(u: NonNullable<Task["usage"]>): string {
+function usageText(u: NonNullable<Task["usage"]>, ended: boolean): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const tokens = `${n(u.inputTokens)} in, ${n(u.outputTokens)} out, ${n(u.cacheReadTokens)} cache read, ${n(u.cacheWriteTokens)} cache write`;
-  // Claude Code reports its cost only at the end: tokens without a cost are not free. Cents, finer
-  // only where they would read $0.00; the task page writes a hundredth of a cent under a dollar
-  // (src/web/components/money.ts), and the budget row is to the cent as messages are (src/lib/money.ts).
-  const cost = u.costUsd === 0 && u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens > 0 ? "cost not reported" : `$${u.costUsd.toFixed(u.costUsd > 0 && u.costUsd < 0.01 ? 4 : 2)}`;
-  return [cost, tokens, ...(u.model ? [u.model] : [])].join(" · ");
+  // As the task page writes it; the budget row is to the cent, as messages are (src/lib/money.ts).
+  const cost = costText(u, ended);
+  return [cost.startsWith("$") ? cost : `cost ${cost}`, tokens, ...(u.model ? [u.model] : [])].join(" · ");
 }
 
 /** What to do next when a task waits for a person. */

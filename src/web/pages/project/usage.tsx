@@ -3,7 +3,7 @@
 // usage yet.
 import { api, ApiError } from "../../app/api";
 import type { ProjectRecord, ProjectUsage } from "../../app/records";
-import { usd } from "../../components/money";
+import { fineUsd as usd } from "../../../lib/money";
 import { Empty, LoadFailed, Section, useResource } from "../kit";
 
 const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n));

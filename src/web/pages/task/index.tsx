@@ -10,7 +10,7 @@ import type { PageProps } from "../../app/routes";
 import { canWrite, findInMyOrgs, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
 import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
 import { useFollow } from "../../components/hooks";
-import { costText } from "../../components/money";
+import { costText } from "../../../lib/money";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../components/ui";
 import { Actions } from "./actions";
