@@ -7,7 +7,7 @@ import { useSignal } from "@preact/signals";
 import { useEffect, useRef } from "preact/hooks";
 import { api } from "../../app/api";
 import type { PageProps } from "../../app/routes";
-import { canWrite, findInMyOrgs, orgId as orgInUse, orgs, useOrg, user } from "../../app/session";
+import { canWrite, user } from "../../app/session";
 import type { Org, Page as ApiPage, Task, TaskEvent } from "../../app/types";
 import { useFollow } from "../../components/hooks";
 import { costText } from "../../../lib/money";
@@ -16,31 +16,14 @@ import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../componen
 import { Actions } from "./actions";
 import { Artifacts } from "./artifacts";
 import { Changes } from "./diff";
+import { useTaskInMyOrgs } from "./find";
 import { Plan } from "./plan";
 import { Transcript } from "./transcript";
 import { duration, TERMINAL, tokens, who } from "./model";
 
 export function TaskPage({ params }: PageProps) {
   const taskId = params.taskId ?? "";
-  const found = useSignal<{ org: Org; task: Task } | null | undefined>(undefined);
-  const error = useSignal<unknown>(null);
-  const mine = orgs.value;
-  useEffect(() => {
-    if (!mine) return;
-    found.value = undefined;
-    error.value = null;
-    if (!/^[A-Za-z0-9_-]{1,64}$/.test(taskId)) return void (found.value = null);
-    findInMyOrgs<Task>(mine, orgInUse.value, (org) => `/orgs/${org}/tasks/${encodeURIComponent(taskId)}`).then(
-      (f) => {
-        found.value = f && { org: f.org, task: f.item };
-        if (f) useOrg(f.org.id);
-      },
-      (err) => {
-        found.value = null;
-        error.value = err;
-      },
-    );
-  }, [taskId, mine]);
+  const { found, error } = useTaskInMyOrgs(taskId);
   if (found.value === undefined) {
     return (
       <Page title="Task" id="task-loading">
@@ -241,7 +224,7 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
               ) : null}
             </dl>
           </div>
-          <Artifacts path={path} list={t.artifacts ?? []} />
+          <Artifacts path={path} taskId={t.id} list={t.artifacts ?? []} />
         </aside>
         <div class="task-main">
           {/* Its own card, after the actions on a phone: a long prompt kept the answer box a
