@@ -135,24 +135,27 @@ export interface Viewport {
   timezoneId?: string;
 }
 
-/** A new browser context (own cookies) with one page, its problems recorded. */
+/** A new browser context (own cookies) with one page, the problems of its pages (later tabs too) recorded. */
 export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewport }: Viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
   const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId });
-  const page = await context.newPage();
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
-  page.setDefaultTimeout(15_000);
+  context.setDefaultTimeout(15_000);
   // A first load (the API reference's large bundle, say) took longer than 15 s on a loaded machine.
-  page.setDefaultNavigationTimeout(30_000);
+  context.setDefaultNavigationTimeout(30_000);
   const problems: string[] = [];
   // A broken rule of the page's Content-Security-Policy (an inline style, say) is a page problem.
-  await page.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + (e.blockedURI || "inline") + " at " + e.sourceFile + ":" + e.lineNumber))`);
-  page.on("pageerror", (err) => problems.push(`uncaught: ${err.message}`));
-  page.on("console", (msg) => {
-    // A 401 of the session check or a 4xx the page shows to the person is not a page bug.
-    if (msg.type() === "error" && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(msg.text())) {
-      problems.push(msg.text());
-    }
+  await context.addInitScript(`document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " " + (e.blockedURI || "inline") + " at " + e.sourceFile + ":" + e.lineNumber))`);
+  // Every page of the context: a tab a link opened, or one a test opened itself.
+  context.on("page", (page) => {
+    page.on("pageerror", (err) => problems.push(`uncaught: ${err.message}`));
+    page.on("console", (msg) => {
+      // A 401 of the session check or a 4xx the page shows to the person is not a page bug.
+      if (msg.type() === "error" && !/^Failed to load resource: the server responded with a status of 4\d\d/.test(msg.text())) {
+        problems.push(msg.text());
+      }
+    });
   });
+  const page = await context.newPage();
   return { page, context, problems, close: () => context.close() };
 }
 
