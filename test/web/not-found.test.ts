@@ -15,6 +15,8 @@ afterAll(async () => s?.stop());
 test.each([
   ["GET", "/no-such-page"],
   ["GET", "/tasks/tsk_1/more"],
+  ["GET", "/tasks/tsk_1/artifacts"],
+  ["GET", "/tasks/tsk_1/artifacts/report.txt/more"],
   ["GET", "/assets/nope.js"],
   ["GET", "/assets/app.ts"],
   ["GET", "/apifoo"],

@@ -3,10 +3,12 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { APP_PATHS, appResponse, assetResponse, contentSecurityPolicy, notFoundPage } from "../../web";
+import { MAX_ARTIFACT_NAME } from "../tasks/artifacts";
 
 const hidden = { detail: { hide: true } };
-// A path parameter is an id: anything longer is no page (the API's ids are at most 64 characters).
-const param = t.String({ minLength: 1, maxLength: 64 });
+// A path parameter is an id (the API's are at most 64 characters) or an artifact's name: anything
+// longer is no page.
+const param = (name: string) => t.String({ minLength: 1, maxLength: name === "name" ? MAX_ARTIFACT_NAME : 64 });
 
 /** The code-hosting service's origin (config.github.url where the server has one), where the GitHub page posts the app manifest. */
 export function codehostOrigin(config: { github?: { url?: string } }): string | null {
@@ -30,9 +32,10 @@ export default (core: Core) => {
   const csp = pagePolicy(core.config);
   for (const path of APP_PATHS) {
     const names = path.split("/").filter((p) => p.startsWith(":")).map((p) => p.slice(1));
-    // `/tasks/:taskId` is the link of the callbacks' `url` (SPEC §9); the page finds the task's organization itself.
+    // `/tasks/:taskId` is the link of the callbacks' `url` (SPEC §9); the page finds the task's organization itself,
+    // as `/tasks/:taskId/artifacts/:name` does (a task page's artifact link opened in a new tab).
     // Elysia's route methods add to the instance itself (the answer only carries the route's type).
-    app.get(path, ({ request }) => appResponse(request, csp), names.length ? { params: t.Object(Object.fromEntries(names.map((n) => [n, param]))), ...hidden } : hidden);
+    app.get(path, ({ request }) => appResponse(request, csp), names.length ? { params: t.Object(Object.fromEntries(names.map((n) => [n, param(n)]))), ...hidden } : hidden);
   }
   return app.get(
     "/assets/:name",

@@ -10,6 +10,7 @@ export const APP_PATHS = [
   "/pair",
   "/tasks",
   "/tasks/:taskId",
+  "/tasks/:taskId/artifacts/:name",
   "/projects",
   "/projects/:projectId",
   "/workers",

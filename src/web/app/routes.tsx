@@ -11,6 +11,7 @@ import { DevicePage } from "../pages/device";
 import { PairPage } from "../pages/pair";
 import { TasksPage } from "../pages/tasks";
 import { TaskPage } from "../pages/task";
+import { ArtifactPage } from "../pages/artifact";
 import { ProjectsPage } from "../pages/projects";
 import { ProjectPage } from "../pages/project";
 import { WorkersPage } from "../pages/workers";
@@ -40,6 +41,7 @@ export const ROUTES: Record<AppPath, Route> = {
   "/pair": { page: PairPage, bare: true, why: "Sign in to pair the worker.", orgs: true },
   "/tasks": { page: TasksPage, why: "Sign in to see the tasks.", orgs: true },
   "/tasks/:taskId": { page: TaskPage, why: "Sign in to see the task.", orgs: true },
+  "/tasks/:taskId/artifacts/:name": { page: ArtifactPage, why: "Sign in to see the artifact.", orgs: true },
   "/projects": { page: ProjectsPage, why: "Sign in to see the projects.", orgs: true },
   "/projects/:projectId": { page: ProjectPage, why: "Sign in to see the project.", orgs: true },
   "/workers": { page: WorkersPage, why: "Sign in to see the workers.", orgs: true },
