@@ -5,6 +5,7 @@ import { ApiError, errorResponse, fieldErrors, insufficientStorage, invalid, inv
 import { credentialRefusal } from "./credentials-first";
 import { queryCheck } from "./query";
 import { bodyRefusal, canonicalMediaType, isJsonType, mediaTypeRefusal } from "./limits";
+import { refuseInvalidUtf8 } from "./utf8";
 import { healthModule } from "../modules/health";
 import { MODULES } from "./modules";
 import { requestNotes } from "./observe";
@@ -60,10 +61,12 @@ export function createApp(core: Core) {
     .onRequest(({ request }) => {
       // Bodies are refused from their method, path and headers before anything is read (limits.ts).
       // Elysia's own JSON parser then runs (a custom global parser would hide every request body from
-      // the OpenAPI document).
+      // the OpenAPI document), over a json() that refuses invalid UTF-8 (utf8.ts). The routes that
+      // read their raw body never call json().
       const refusal = bodyRefusal(request, core.config);
       if (refusal) throw refusal;
       canonicalMediaType(request);
+      refuseInvalidUtf8(request);
     })
     .use(openapiModule((): AnyElysia => app))
     .use(docsModule("ao API"))

@@ -17,7 +17,8 @@ const DOCUMENTATION = {
       "Task orchestration for AI coding agents. Errors: {error: {code, message, details?}}. " +
       "Any write may answer 507 insufficient_storage while the server's disk is full. " +
       "Request bodies are JSON (Content-Type application/json, in any case, parameters allowed) with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
-      "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type. " +
+      "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type; " +
+      "a JSON body is UTF-8: other bytes are 400 validation_failed and nothing is written. " +
       "Past the connections one client address may hold: 429 rate_limited.",
   },
   components: {

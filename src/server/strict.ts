@@ -9,6 +9,7 @@
 import { t } from "elysia";
 import type { ObjectOptions, TArray, TObject, TProperties } from "@sinclair/typebox";
 import { invalid } from "./errors";
+import { bodyText } from "./utf8";
 
 /** t.Object with additionalProperties: false, so the OpenAPI document says the fields are closed. */
 export const strictObject = <T extends TProperties>(properties: T, options: ObjectOptions = {}) =>
@@ -82,7 +83,7 @@ function propertiesAt(schema: TObject, field: string): TProperties {
  * request it did not understand. "json" after it keeps the body in the OpenAPI document.
  */
 export async function parseOptionalJson({ request }: { request: Request }): Promise<unknown> {
-  const text = await request.text();
+  const text = await bodyText(request);
   if (text.trim() === "") return undefined;
   try {
     return JSON.parse(text);

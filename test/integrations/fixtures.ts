@@ -41,7 +41,7 @@ export async function makeIntegration(s: TestServer, who: Session, body: Record<
 export const hmacHex = (secret: string, data: string | Uint8Array) => createHmac("sha256", secret).update(data).digest("hex");
 export const githubSignature = (secret: string, body: string | Uint8Array) => `sha256=${hmacHex(secret, body)}`;
 export const nowSec = () => Math.floor(Date.now() / 1000);
-export function svcSignature(secret: string, body: string, t = nowSec()) {
+export function svcSignature(secret: string, body: string | Uint8Array, t = nowSec()) {
   return `t=${t},v1=${createHmac("sha256", secret).update(`${t}.`).update(body).digest("hex")}`;
 }
 

@@ -57,7 +57,7 @@ export const hooksRoute = (core: Core) =>
           "signed_json `X-Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>` within 300 s, optional `X-Svc-Delivery`,",
           "body `{title, prompt, priority?, kind?, review?, ref?}`.",
           "Answers: 201 `{status: created, taskId}`; 200 `{status: duplicate, taskId}` (same delivery id, the same signed_json signature whatever its delivery id, or the same issue, pull/merge request or comment already made a task);",
-          "200 `{status: ignored, reason}`; 200 `{status: pong}`; 401 bad signature (also for an unknown id); 400 not JSON or invalid; 413 over 1 MiB.",
+          "200 `{status: ignored, reason}`; 200 `{status: pong}`; 401 bad signature (also for an unknown id); 400 not UTF-8, not JSON or invalid; 413 over 1 MiB.",
         ].join(" "),
       },
     },

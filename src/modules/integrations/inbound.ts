@@ -4,6 +4,7 @@
 import { createHmac } from "node:crypto";
 import type { Core } from "../../server/core";
 import { ApiError, invalid, nestsTooDeep, tooDeep, unauthorized } from "../../server/errors";
+import { decodeUtf8 } from "../../server/utf8";
 import { iso } from "../../lib/time";
 import { sha256Hex } from "../../lib/tokens";
 import type { IntegrationKind } from "../../db/schema";
@@ -82,15 +83,14 @@ function authenticate(core: Core, row: HookRow, headers: Headers, raw: Uint8Arra
   }
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
-
 // GitHub's webhook form offers application/x-www-form-urlencoded too: its sender should hear what to change.
 const FORM_ENCODED = /^\s*application\/x-www-form-urlencoded\s*(;|$)/i;
 
 function parseJson(raw: Uint8Array, contentType: string | null): unknown {
+  const text = decodeUtf8(raw);
   let value: unknown;
   try {
-    value = JSON.parse(decoder.decode(raw));
+    value = JSON.parse(text);
   } catch {
     if (contentType && FORM_ENCODED.test(contentType)) {
       throw invalid("the body is form-encoded (Content-Type: application/x-www-form-urlencoded), not JSON: set the webhook's content type to application/json");
