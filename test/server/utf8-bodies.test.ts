@@ -128,6 +128,18 @@ describe("the worker socket and the artifact upload", () => {
     expect(await logs(taskId)).toBe(0);
   });
 
+  test("a binary frame with invalid UTF-8: bad_message, no event; the same request in UTF-8 is answered", async () => {
+    const { ws, taskId, lease } = await leased();
+    ws.send(2, eventsRequest(taskId, lease, [0xff]));
+    expect(JSON.parse(await ws.next((m) => JSON.parse(m).type === "error"))).toMatchObject({ code: "bad_message" });
+    expect(await logs(taskId)).toBe(0);
+    ws.send(2, eventsRequest(taskId, lease, [...utf8("😀")]));
+    expect(JSON.parse(await ws.next((m) => JSON.parse(m).type === "reply"))).toMatchObject({ id: 1, status: 200 });
+    const row = await s.core.store.read(get<{ data: string }>("SELECT data FROM task_events WHERE task_id = ? AND type = 'log'", taskId));
+    expect(JSON.parse(row!.data)).toEqual({ line: "out 😀" });
+    ws.destroy();
+  });
+
   test("an artifact upload is raw bytes, valid UTF-8 or not, even typed as JSON: stored exactly", async () => {
     const { ws, w, p, taskId, lease } = await leased();
     const bytes = spliced('{"a":"@"}', [0xff, 0xc0, 0xaf]);

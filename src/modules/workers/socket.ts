@@ -4,6 +4,7 @@
 import type { Core } from "../../server/core";
 import type { Socket, SocketHandler } from "../../server/sockets";
 import { ApiError, errorResponse, nestsTooDeep } from "../../server/errors";
+import { decodeUtf8 } from "../../server/utf8";
 import { CLOSE, WorkerMessage, type SocketRequest } from "../../protocol/messages";
 import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
@@ -93,8 +94,10 @@ export function workerSocket(core: Core): SocketHandler {
       if (!conn) return;
       let message: unknown;
       try {
-        // Protocol messages are small; a huge one is refused before it is parsed.
-        if (raw.length <= MAX_MESSAGE_BYTES) message = JSON.parse(typeof raw === "string" ? raw : raw.toString("utf8"));
+        // Protocol messages are small; a huge one is refused before it is parsed. A text frame that
+        // is not UTF-8 never gets here (Bun closes the socket with 1007); a binary one is decoded
+        // strictly, so that bytes that are not UTF-8 are refused, not stored as U+FFFD.
+        if (raw.length <= MAX_MESSAGE_BYTES) message = JSON.parse(typeof raw === "string" ? raw : decodeUtf8(raw));
       } catch {
         message = undefined;
       }
