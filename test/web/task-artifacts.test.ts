@@ -8,10 +8,10 @@ import { expect, test } from "bun:test";
 import type { Browser, Download, Page } from "playwright-core";
 import { readFileSync } from "node:fs";
 import type { TestServer } from "../helpers/server";
-import { makeTask, makeWorld, type World } from "../tasks/fixtures";
+import { makeTask, type World } from "../tasks/fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { pagePolicy } from "../../src/modules/web";
-import { describeBrowser, openSignedIn, screenshot, shownText, signInWithForm, usePage, webSuite } from "./browser";
+import { describeBrowser, openSignedIn, screenshot, shownText, signInWithForm, usePage, worldSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 // A 1x1 transparent PNG.
@@ -31,10 +31,7 @@ describeBrowser("web: an artifact's page", () => {
   let s: TestServer;
   let browser: Browser;
   let w: World;
-  webSuite(async (up) => {
-    ({ s, browser } = up);
-    w = await makeWorld(s);
-  });
+  worldSuite((up) => ({ s, browser, w } = up));
 
   /** A task of the main organization with `files` stored as a worker's upload would store them. */
   async function taskWith(title: string, files: Record<string, Uint8Array>, who = w.owner, projectId = w.project.id) {
