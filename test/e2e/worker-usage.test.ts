@@ -140,7 +140,7 @@ describe("usage", () => {
     });
     const [out, err] = await Promise.all([new Response(cli.stdout).text(), new Response(cli.stderr).text(), cli.exited]);
     expect(err).toBe("");
-    expect(out).toMatch(/usage\s+\$0\.20 · 2,000 in, 40 out, 600 cache read, 10 cache write · m-a2/);
+    expect(out).toMatch(/usage\s+\$0\.2000 · 2,000 in, 40 out, 600 cache read, 10 cache write · m-a2/);
   }, 40_000);
 
   test("reports reach the server at most every 2 s, and the last one always", async () => {
