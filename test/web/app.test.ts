@@ -80,6 +80,8 @@ describeBrowser("web: the app", () => {
         ["Settings", "/settings"],
         ["Admin", "/admin"],
       ]);
+      // The picker fills once the person's organizations are in (their own request, which can answer last).
+      await page.locator("#org-switch option").first().waitFor({ state: "attached" });
       await expect(page.locator("#org-switch option").allTextContents()).resolves.toEqual(["admin-org"]);
       await expect(page.locator("#waiting-count").count()).resolves.toBe(0);
       // The org's subscription is answered (a change made before it would reach no socket).

@@ -135,9 +135,41 @@ export interface Viewport {
   timezoneId?: string;
 }
 
+/**
+ * Opt-in: with AO_TEST_WEB_JITTER=N (milliseconds) in the environment, every page opened through
+ * these helpers gets each answer of /api/v1/ after a random extra 0..N ms. Locally the server
+ * answers a page's requests in the order it sent them; in CI (PostgreSQL, a busy machine) they
+ * can arrive in any order, and a test that read text depending on the later one failed there
+ * only. `AO_TEST_WEB_JITTER=300 bun test test/web` shows such races here. Off (0) by default.
+ */
+const JITTER_MS = Math.max(0, Number(process.env.AO_TEST_WEB_JITTER) || 0);
+
+/**
+ * Delays the answers, not the requests: the server sees them in the page's order and answers
+ * with the state of that moment, so an older answer can still land after a newer one (the race
+ * a page must survive). It wraps the page's fetch(), through which the app's one API client
+ * (src/web/app/api.ts) calls: the request itself stays the browser's own (cookies, redirects,
+ * bodies). Routing each answer through route.fetch() and route.fulfill() was tried first: under
+ * Bun some of those requests never settled (a sign-in, the refresh after a reload) and whole
+ * files hung. The live socket is not delayed.
+ */
+async function delayApiAnswers(context: BrowserContext, maxMs: number) {
+  await context.addInitScript(`(() => {
+    const native = window.fetch;
+    window.fetch = (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input), location.href);
+      const answer = native(input, init);
+      if (!url.pathname.startsWith("/api/v1/")) return answer;
+      const wait = () => new Promise((resolve) => setTimeout(resolve, Math.random() * ${maxMs}));
+      return answer.then((res) => wait().then(() => res), (err) => wait().then(() => Promise.reject(err)));
+    };
+  })()`);
+}
+
 /** A new browser context (own cookies) with one page, the problems of its pages (later tabs too) recorded. */
 export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewport }: Viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
   const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId });
+  if (JITTER_MS > 0) await delayApiAnswers(context, JITTER_MS);
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
   context.setDefaultTimeout(15_000);
   // A first load (the API reference's large bundle, say) took longer than 15 s on a loaded machine.
