@@ -3,7 +3,7 @@
 // usage yet.
 import { api, ApiError } from "../../app/api";
 import type { ProjectRecord, ProjectUsage } from "../../app/records";
-import { fineUsd as usd } from "../../../lib/money";
+import { fineUsd } from "../../../lib/money";
 import { Empty, LoadFailed, Section, useResource } from "../kit";
 
 const tokens = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(n));
@@ -34,7 +34,7 @@ export function Usage({ project }: { project: ProjectRecord }) {
           <dl class="facts-grid totals">
             <div>
               <dt>Cost</dt>
-              <dd id="usage-cost">{usd(u.totals.costUsd)}</dd>
+              <dd id="usage-cost">{fineUsd(u.totals.costUsd)}</dd>
             </div>
             <div>
               <dt>Tasks</dt>
@@ -55,7 +55,7 @@ export function Usage({ project }: { project: ProjectRecord }) {
               return (
                 <rect key={d.day} x={i * W + 1} y={H - h} width={W - 2} height={h} class="bar">
                   <title>
-                    {d.day}: {usd(d.costUsd)}, {tokens(d.inputTokens + d.outputTokens)} tokens
+                    {d.day}: {fineUsd(d.costUsd)}, {tokens(d.inputTokens + d.outputTokens)} tokens
                   </title>
                 </rect>
               );
