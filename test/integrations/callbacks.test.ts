@@ -107,6 +107,46 @@ describe("the callback", () => {
     expect(rx.requests).toHaveLength(3);
   });
 
+  test("needs_attention is sent once a question: pausing and resuming a task that waits for an answer sends nothing more; the next question does", async () => {
+    const rx = receiver();
+    const plugin = receiver();
+    const pluginPath = `/orgs/${w.owner.orgId}/plugins/completion-webhook`;
+    await s.api("PUT", pluginPath, { token: w.owner.accessToken, body: { url: plugin.url("/done"), projectId: w.projectId } });
+    try {
+      const { taskId } = await integrationWithTask(rx.url());
+      const act = async (action: string) => {
+        const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${taskId}/actions`, { token: w.owner.accessToken, body: { action } });
+        expect(r.status).toBe(200);
+        return r.body.status as string;
+      };
+      await putInState(s, taskId, "running");
+      await putInState(s, taskId, "needs_input");
+      await rx.waitFor(1);
+      expect(await act("pause")).toBe("paused");
+      expect(await act("resume")).toBe("needs_input");
+      expect(await act("pause")).toBe("paused");
+      expect(await act("resume")).toBe("needs_input");
+      // The answer, then an approval the worker asks for, paused and resumed too.
+      await putInState(s, taskId, "running");
+      await putInState(s, taskId, "needs_approval");
+      expect(await act("pause")).toBe("paused");
+      expect(await act("resume")).toBe("needs_approval");
+      await rx.waitFor(2);
+      await plugin.waitFor(2);
+      await sleep(300);
+      for (const target of [rx, plugin]) {
+        expect(target.requests.map((r) => [JSON.parse(r.body).event, JSON.parse(r.body).status])).toEqual([
+          ["needs_attention", "needs_input"],
+          ["needs_attention", "needs_approval"],
+        ]);
+      }
+      const written = await s.core.store.read(get<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries WHERE task_id = ?", taskId));
+      expect(written!.n).toBe(4);
+    } finally {
+      await s.api("DELETE", pluginPath, { token: w.owner.accessToken });
+    }
+  });
+
   test("the outbox row is written in the transaction of the change: present at once, absent when it rolls back", async () => {
     const rx = receiver();
     rx.answer = () => new Response("no", { status: 500 });

@@ -18,10 +18,16 @@ const EVENT_OF: Partial<Record<TaskStatus, CallbackEvent>> = {
   needs_approval: "needs_attention",
 };
 
-/** The callback event a change causes, if any: a change of status into one of the trigger states. */
+/**
+ * The callback event a change causes, if any: a change of status into one of the trigger states.
+ * needs_attention is one a question: from paused the only way into needs_* is resume, which goes
+ * back to the question already announced when the worker asked it.
+ */
 export function callbackEventOf(change: TaskChange): CallbackEvent | null {
-  if (change.before && change.before.status === change.after.status) return null;
-  return EVENT_OF[change.after.status] ?? null;
+  const before = change.before?.status;
+  if (before === change.after.status) return null;
+  const event = EVENT_OF[change.after.status] ?? null;
+  return event === "needs_attention" && before === "paused" ? null : event;
 }
 
 export interface CallbackPayload {
