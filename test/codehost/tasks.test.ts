@@ -8,14 +8,14 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestServer } from "../helpers/server";
-import { addMember, makeToken, type Session } from "../helpers/identity";
+import { addMember, makeToken, newOrg, type Session } from "../helpers/identity";
 import type { GitHubStandIn } from "../helpers/github-standin";
 import { run, tokenEnv } from "../helpers/git";
 import { createTaskApi, makeWorker, ProtocolClient, until, workerApi } from "../workers/helpers";
 import { emitTaskCompletedWithBranch } from "../../src/modules/tasks/results";
 import { newConfigDir, runCli } from "../cli/helpers";
 import definitions from "@octokit/webhooks-examples";
-import { installApp, startCodehost, type Codehost } from "./app-fixtures";
+import { installApp, startCodehost, visit, type Codehost } from "./app-fixtures";
 
 /** A recorded GitHub webhook example (event, action), deep-copied. */
 function example(event: string, action: string): any {
@@ -24,15 +24,16 @@ function example(event: string, action: string): any {
 }
 
 let gh: GitHubStandIn, s: TestServer, owner: Session;
-let org: Codehost["org"], api: Codehost["api"], stop: Codehost["stop"];
+let org: Codehost["org"], api: Codehost["api"], connectGithub: Codehost["connectGithub"], stop: Codehost["stop"];
 let work: string;
 let hookUrl: string;
 let installationId: number;
+let slug: string;
 
 beforeAll(async () => {
   const codehost = await startCodehost();
-  ({ gh, s, owner, org, api, stop } = codehost);
-  ({ hookUrl, installationId } = await installApp(codehost));
+  ({ gh, s, owner, org, api, connectGithub, stop } = codehost);
+  ({ hookUrl, installationId, slug } = await installApp(codehost));
   work = mkdtempSync(join(tmpdir(), "ao-codehost-"));
 });
 afterAll(async () => {
@@ -228,6 +229,50 @@ describe("the app's webhooks route tasks and keep installations current", () => 
     expect(elsewhere.status).toBe(201);
     const integration = (await api("GET", `${org()}/integrations/${hookUrl.split("/").at(-1)}`)).body;
     expect((await api("GET", `${org()}/tasks/${JSON.parse(elsewhere.body).taskId}`)).body.projectId).toBe(integration.projectId);
+  });
+
+  test("a task the app makes in another organization names the app as its creator, never the owning org's integration or org id", async () => {
+    // Another org installs the app on its own GitHub organization and makes a repository and its project through it.
+    const other = await newOrg(s);
+    const as = (method: string, path: string, body?: unknown) => api(method, `/orgs/${other.orgId}${path}`, body, other.accessToken);
+    await connectGithub(other, "mallory");
+    gh.signIn("mallory");
+    const installation = (await gh.install(slug, "mallory-co", { type: "Organization", repositories: 1, webhook: false, state: "" })).installation.record.id;
+    gh.signIn("octo-admin");
+    const state = (await as("POST", "/codehost/installations")).body.state;
+    expect((await visit(`${s.url}/api/v1/codehost/installations/callback?installation_id=${installation}&setup_action=install&state=${state}`)).status).toBe(302);
+    const made = await as("POST", "/codehost/repositories", { owner: "mallory-co", name: "gadget" });
+    expect(made.status).toBe(201);
+    const projectId = made.body.project.id;
+
+    const payload = example("issues", "labeled");
+    payload.label.name = "ao";
+    payload.installation = { id: installation, node_id: "x" };
+    payload.issue.id += 1000;
+    payload.repository.full_name = "mallory-co/gadget";
+    payload.repository.clone_url = `${gh.url}/mallory-co/gadget.git`;
+    payload.repository.html_url = `${gh.url}/mallory-co/gadget`;
+    const delivered = await gh.deliver(hookUrl, "issues", payload);
+    expect(delivered.status).toBe(201);
+    const list = await as("GET", "/tasks?limit=200");
+    const task = list.body.items.find((t: any) => t.projectId === projectId);
+    expect(task.createdBy).toEqual({ type: "app", id: slug, name: "ao test app" });
+    expect(task.source).toMatchObject({ integrationKind: "github", item: { type: "github_issue" } });
+    expect(task.source.integrationId).toBeUndefined();
+    const events = await as("GET", `/tasks/${task.id}/events`);
+    expect(events.body.items[0].actor).toEqual({ type: "app", id: slug, name: "ao test app" });
+
+    // Nothing the task's org reads about it carries the app owner's integration or organization id.
+    const appIntegrationId = hookUrl.split("/").at(-1)!;
+    const answers = [list, await as("GET", `/tasks/${task.id}`), events, await as("GET", "/tasks?view=board"), await as("GET", `/tasks?projectId=${projectId}`)];
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(JSON.stringify(answer.body)).not.toContain(appIntegrationId);
+      expect(JSON.stringify(answer.body)).not.toContain(owner.orgId);
+    }
+    // In the owning org the app's tasks stay its integration's.
+    const own = (await api("GET", `${org()}/tasks?limit=200`)).body.items.find((t: any) => t.source?.item?.type === "github_issue");
+    expect(own.createdBy).toMatchObject({ type: "integration", id: appIntegrationId, name: "GitHub app" });
   });
 
   test("installation suspended, then deleted at GitHub: claims get no token, then the record and its repositories go", async () => {

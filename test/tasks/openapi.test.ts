@@ -90,7 +90,7 @@ describe("schemas", () => {
     expect(task.properties.status.enum).toEqual(["queued", "running", "paused", "needs_input", "needs_approval", "completed", "failed", "cancelled"]);
     expect(task.properties.priority.enum).toEqual(["LOW", "MEDIUM", "HIGH", "URGENT"]);
     expect(task.properties.kind.enum).toEqual(["task", "review", "plan"]);
-    expect(task.properties.createdBy.properties.type.enum).toEqual(["user", "token", "integration", "plan"]);
+    expect(task.properties.createdBy.properties.type.enum).toEqual(["user", "token", "integration", "plan", "app"]);
     expect(Object.keys(task.properties.createdBy.properties).sort()).toEqual(["id", "name", "type"]);
     expect(Object.keys(task.properties.worker.properties).sort()).toEqual(["id", "name"]);
     expect(Object.keys(task.properties.artifacts.items.properties).sort()).toEqual(["attempt", "contentType", "createdAt", "name", "size"]);

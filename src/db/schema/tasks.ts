@@ -70,7 +70,7 @@ export const tasks = sqliteTable(
     parentId: text("parent_id"),
     // Position in the parent plan's task list: (parent_id, plan_index) is unique, which makes apply-plan idempotent.
     planIndex: integer("plan_index"),
-    createdByType: text("created_by_type").$type<"user" | "token" | "integration" | "plan">().notNull(),
+    createdByType: text("created_by_type").$type<"user" | "token" | "integration" | "plan" | "app">().notNull(),
     createdById: text("created_by_id").notNull(),
     summary: text("summary"),
     // What an ordinary task changed: {files, additions, deletions, branch, commit, base, pushed}.

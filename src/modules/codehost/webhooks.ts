@@ -8,7 +8,7 @@ import { codehostInstallations, codehostRepositories } from "../../db/schema";
 import { iso } from "../../lib/time";
 import type { PullRequestInfo, TaskRow } from "../tasks/record";
 import { txChangeTask, type TaskChange } from "../tasks/store";
-import { appRow } from "./app";
+import { appRow, type AppRow } from "./app";
 import { forgetInstallationTokens } from "./github";
 import { repositoryValues } from "./service";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
@@ -20,9 +20,10 @@ export interface AppEventResult {
   changes: TaskChange[];
 }
 
-/** Whether this integration receives the app's webhooks. */
-export function* isAppIntegration(core: Core, integrationId: string): Q<boolean> {
-  return (yield* appRow(core))?.integrationId === integrationId;
+/** The app whose webhooks this integration receives, or null. */
+export function* appOfIntegration(core: Core, integrationId: string): Q<AppRow | null> {
+  const app = yield* appRow(core);
+  return app?.integrationId === integrationId ? app : null;
 }
 
 const field = (value: unknown, path: string): any => path.split(".").reduce((v: any, k) => (v && typeof v === "object" ? v[k] : undefined), value);

@@ -17,7 +17,7 @@ import { interpretGitlab } from "./gitlab";
 import { interpretSignedJson } from "./signed-json";
 import type { Interpretation } from "./interpret";
 import type { HookAnswer } from "./model";
-import { appEvent, appTaskTarget, isAppIntegration } from "../codehost/webhooks";
+import { appEvent, appOfIntegration, appTaskTarget } from "../codehost/webhooks";
 
 interface HookRow {
   id: string;
@@ -145,13 +145,18 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
   const payload = parseJson(raw, headers.get("content-type"));
   // The GitHub app's own events (installations, its pull requests), and where its tasks go.
   let target = { orgId: row.org_id, projectId: row.project_id };
-  if (row.kind === "github" && (await core.store.read(isAppIntegration(core, row.id)))) {
-    const app = await core.store.write(appEvent(core, headers.get("x-github-event"), payload));
-    publishChanges(core, app.changes);
-    if (app.handled !== null) return { status: 200, body: { status: "processed", reason: app.handled } };
+  let createdBy: NewTask["createdBy"] = { type: "integration", id: row.id };
+  const app = row.kind === "github" ? await core.store.read(appOfIntegration(core, row.id)) : null;
+  if (app) {
+    const recorded = await core.store.write(appEvent(core, headers.get("x-github-event"), payload));
+    publishChanges(core, recorded.changes);
+    if (recorded.handled !== null) return { status: 200, body: { status: "processed", reason: recorded.handled } };
     const to = await core.store.read(appTaskTarget(core, row, payload));
     if ("refused" in to) return { status: 200, body: { status: "ignored", reason: to.refused } };
     target = to;
+    // The integration is the app owner's: a task of another org names the app, never an id of an
+    // organization its readers cannot see.
+    if (target.orgId !== row.org_id) createdBy = { type: "app", id: app.slug };
   }
   const meaning = interpret(row, headers, payload);
   if (meaning.kind === "pong") return { status: 200, body: { status: "pong" } };
@@ -163,7 +168,7 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
   // Long sender ids are hashed so the key stays small; the same id always gives the same key.
   if (deliveryId) keys.unshift(`delivery:${deliveryId.length <= 200 ? deliveryId : sha256Hex(deliveryId)}`);
   const source = {
-    integrationId: row.id,
+    ...(createdBy.type === "integration" ? { integrationId: row.id } : {}),
     integrationKind: row.kind,
     deliveryId,
     ...(task.item ? { item: task.item } : {}),
@@ -176,7 +181,7 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
     priority: task.priority,
     kind: task.kind,
     review: task.review,
-    createdBy: { type: "integration", id: row.id },
+    createdBy,
     source,
   };
   try {

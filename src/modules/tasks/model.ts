@@ -58,11 +58,11 @@ const Name = t.Nullable(t.String({ description: "For people to read; null when i
 
 const Actor = t.Object(
   {
-    type: t.String({ description: "user, token, worker or integration" }),
+    type: t.String({ description: "user, token, worker, integration or app" }),
     id: t.String(),
     name: t.Optional(Name),
   },
-  { description: "Who did it: name is a user's name (or email), a token's owner and token name, a worker's or integration's name" },
+  { description: "Who did it: name is a user's name (or email), a token's owner and token name, a worker's, integration's or the GitHub app's name" },
 );
 
 export const Usage = t.Object(
@@ -92,7 +92,10 @@ export const TaskRecord = t.Object(
     workerId: t.Nullable(t.String()),
     worker: t.Nullable(t.Object({ id: t.String(), name: Name }, { description: "The worker of the current attempt (workerId, named)" })),
     parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
-    createdBy: t.Object({ type: Enum(["user", "token", "integration", "plan"]), id: t.String(), name: Name }, { description: "name: the user, token, integration, or the plan task's title" }),
+    createdBy: t.Object(
+      { type: Enum(["user", "token", "integration", "plan", "app"]), id: t.String(), name: Name },
+      { description: "name: the user, token, integration, the plan task's title, or the GitHub app's (app: its slug, for tasks the app made in an organization other than the one owning it)" },
+    ),
     summary: t.Nullable(t.String()),
     changes: t.Nullable(
       t.Object(

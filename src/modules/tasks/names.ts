@@ -31,6 +31,8 @@ const QUERIES: Record<string, string> = {
   integration: `SELECT id, name FROM integrations WHERE id ${IN}`,
   // Tasks made by a plan: the plan task's title.
   plan: `SELECT id, title AS name FROM tasks WHERE id ${IN}`,
+  // Tasks the GitHub app made in an organization other than the one owning it, by the app's slug.
+  app: `SELECT slug AS id, name FROM codehost_apps WHERE slug ${IN}`,
 };
 
 const SINGLE: Record<string, string> = Object.fromEntries(Object.entries(QUERIES).map(([type, sql]) => [type, sql.replace(IN, "= ?")]));

@@ -22,7 +22,7 @@ export interface TaskRow {
   lease_token_hash: string | null;
   parent_id: string | null;
   plan_index: number | null;
-  created_by_type: "user" | "token" | "integration" | "plan";
+  created_by_type: "user" | "token" | "integration" | "plan" | "app";
   created_by_id: string;
   summary: string | null;
   changes: string | null;

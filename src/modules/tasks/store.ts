@@ -11,8 +11,8 @@ import { resolveNames, taskRefs, type Names } from "./names";
 import { decorations } from "./decorate";
 import { waitingReason } from "../workers/waiting";
 
-/** Who an event is by: a person (or their token), a worker, an integration; none for the server's own. */
-export type EventActor = Actor | { type: "worker" | "integration"; id: string };
+/** Who an event is by: a person (or their token), a worker, an integration, the GitHub app; none for the server's own. */
+export type EventActor = Actor | { type: "worker" | "integration" | "app"; id: string };
 
 export interface EventInput {
   type: string;
