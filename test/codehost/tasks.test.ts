@@ -254,6 +254,11 @@ describe("the app's webhooks route tasks and keep installations current", () => 
     payload.repository.html_url = `${gh.url}/mallory-co/gadget`;
     const delivered = await gh.deliver(hookUrl, "issues", payload);
     expect(delivered.status).toBe(201);
+    // The answer goes to the app's delivery log at GitHub, which the app's owner reads: no task id of another org.
+    expect(JSON.parse(delivered.body)).toEqual({ status: "created" });
+    const again = await gh.deliver(hookUrl, "issues", payload);
+    expect(again.status).toBe(200);
+    expect(JSON.parse(again.body)).toEqual({ status: "duplicate" });
     const list = await as("GET", "/tasks?limit=200");
     const task = list.body.items.find((t: any) => t.projectId === projectId);
     expect(task.createdBy).toEqual({ type: "app", id: slug, name: "ao test app" });

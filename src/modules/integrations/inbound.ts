@@ -31,7 +31,8 @@ interface HookRow {
 
 const INTEGRATION = "SELECT id, org_id, kind, project_id, enabled, config, secret_sealed FROM integrations WHERE id = ?";
 const INSERT_KEY = "INSERT INTO inbound_keys (integration_id, key, task_id, created_at) VALUES (?, ?, ?, ?)";
-const TASKS_OF_KEYS = "SELECT key, task_id FROM inbound_keys WHERE integration_id = ? AND key IN (SELECT value FROM json_each(?))";
+const TASKS_OF_KEYS = `SELECT k.key, k.task_id, t.org_id FROM inbound_keys k JOIN tasks t ON t.id = k.task_id
+  WHERE k.integration_id = ? AND k.key IN (SELECT value FROM json_each(?))`;
 
 // Opened secrets, keyed by their sealed form: a rotation changes the key, so no invalidation.
 const secrets = new WeakMap<Core, Map<string, string>>();
@@ -123,14 +124,21 @@ function* createTaskOfDelivery(core: Core, integrationId: string, target: { orgI
 }
 
 /** The task an earlier delivery with one of these keys made, trying the keys in order. */
-function* taskOfKeys(integrationId: string, keys: string[]): Q<string | null> {
-  const found = new Map((yield* all<{ key: string; task_id: string }>(TASKS_OF_KEYS, integrationId, JSON.stringify(keys))).map((r) => [r.key, r.task_id]));
+function* taskOfKeys(integrationId: string, keys: string[]): Q<{ id: string; orgId: string } | null> {
+  const rows = yield* all<{ key: string; task_id: string; org_id: string }>(TASKS_OF_KEYS, integrationId, JSON.stringify(keys));
+  const found = new Map(rows.map((r) => [r.key, { id: r.task_id, orgId: r.org_id }]));
   for (const key of keys) {
-    const taskId = found.get(key);
-    if (taskId) return taskId;
+    const task = found.get(key);
+    if (task) return task;
   }
   return null;
 }
+
+/**
+ * The task's id in the answer, unless the task is another org's than the integration's: the GitHub
+ * app's tasks of other orgs, whose ids the app's owner would read in GitHub's delivery log.
+ */
+const taskIdFor = (row: HookRow, task: { id: string; orgId: string }) => (task.orgId === row.org_id ? { taskId: task.id } : {});
 
 /** An edge: the signature is checked over the raw bytes before the body is parsed. */
 export async function receiveDelivery(core: Core, integrationId: string, headers: Headers, raw: Uint8Array): Promise<HookResult> {
@@ -187,12 +195,12 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
   try {
     const change = await core.store.write(createTaskOfDelivery(core, row.id, target, input, keys));
     publishChanges(core, [change]);
-    return { status: 201, body: { status: "created", taskId: change.after.id } };
+    return { status: 201, body: { status: "created", ...taskIdFor(row, { id: change.after.id, orgId: change.after.org_id }) } };
   } catch (err) {
     // A key already taken rolled the whole write back (on PostgreSQL the transaction is over): look it up afresh.
     if (isUniqueViolation(err)) {
       const existing = await core.store.read(taskOfKeys(row.id, keys));
-      if (existing) return { status: 200, body: { status: "duplicate", taskId: existing } };
+      if (existing) return { status: 200, body: { status: "duplicate", ...taskIdFor(row, existing) } };
     }
     if (err instanceof ApiError && err.status === 409) return { status: 200, body: { status: "ignored", reason: "the integration's project is archived" } };
     throw err;
