@@ -20,7 +20,7 @@ const EVENT_OF: Partial<Record<TaskStatus, CallbackEvent>> = {
 
 /**
  * The callback event a change causes, if any: a change of status into one of the trigger states.
- * needs_attention is one a question: from paused the only way into needs_* is resume, which goes
+ * needs_attention is sent once per question or approval: from paused the only way into needs_* is resume, which goes
  * back to the question already announced when the worker asked it.
  */
 export function callbackEventOf(change: TaskChange): CallbackEvent | null {
