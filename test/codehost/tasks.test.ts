@@ -280,6 +280,26 @@ describe("the app's webhooks route tasks and keep installations current", () => 
     expect(own.createdBy).toMatchObject({ type: "integration", id: appIntegrationId, name: "GitHub app" });
   });
 
+  test("an installation made at GitHub and never connected here makes no task, even on a repository the owner's project holds", async () => {
+    // A public app can be installed by anyone; this one is never connected to an organization here.
+    gh.signIn("stranger");
+    const stranger = (await gh.install(slug, "stranger-co", { type: "Organization", repositories: 1, webhook: false, state: "" })).installation.record.id;
+    gh.signIn("octo-admin");
+    const before = (await api("GET", `${org()}/tasks?limit=200`)).body.items.length;
+    const payload = example("issues", "labeled");
+    payload.label.name = "ao";
+    payload.installation = { id: stranger, node_id: "x" };
+    payload.issue.id += 2000;
+    // Even naming the owner's repository (its clone URL is no secret) finds no project through it.
+    payload.repository.full_name = "acme/widget";
+    payload.repository.clone_url = `${gh.url}/acme/widget.git`;
+    payload.repository.html_url = `${gh.url}/acme/widget`;
+    const r = await gh.deliver(hookUrl, "issues", payload);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toEqual({ status: "ignored", reason: "installation not connected to an organization here (install it from ao to connect it)" });
+    expect((await api("GET", `${org()}/tasks?limit=200`)).body.items.length).toBe(before);
+  });
+
   test("installation suspended, then deleted at GitHub: claims get no token, then the record and its repositories go", async () => {
     const suspended = await gh.deliver(hookUrl, "installation", gh.payloads.installation(installationId, "suspend"));
     expect(JSON.parse(suspended.body)).toMatchObject({ status: "processed" });

@@ -146,7 +146,7 @@ function* tasksOfPull(orgId: string, repository: string, number: number, headRef
 /**
  * Where a task from the app's webhook goes: the organization the installation is connected to, and
  * its project holding the repository; the integration's own project when that is the same
- * organization and no project holds it. Null: no organization here takes it.
+ * organization and no project holds it. Refused: no organization here takes it.
  */
 export function* appTaskTarget(
   core: Core,
@@ -154,7 +154,10 @@ export function* appTaskTarget(
   payload: unknown,
 ): Q<{ orgId: string; projectId: string } | { refused: string }> {
   const known = yield* knownInstallation(core, payload);
-  const orgId = known?.orgId ?? integration.org_id;
+  // An installation made on GitHub, not from ao, belongs to no organization here. Of a public app it
+  // may be anyone's: its issues and comments must not become tasks (prompts) in the owner's org.
+  if (!known) return { refused: "installation not connected to an organization here (install it from ao to connect it)" };
+  const orgId = known.orgId;
   const urls = [field(payload, "repository.clone_url"), field(payload, "repository.html_url")].filter((u): u is string => typeof u === "string").map(normalizeRepoUrl);
   if (urls.length) {
     const held = (

@@ -159,6 +159,11 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
     const recorded = await core.store.write(appEvent(core, headers.get("x-github-event"), payload));
     publishChanges(core, recorded.changes);
     if (recorded.handled !== null) return { status: 200, body: { status: "processed", reason: recorded.handled } };
+  }
+  const meaning = interpret(row, headers, payload);
+  if (meaning.kind === "pong") return { status: 200, body: { status: "pong" } };
+  if (meaning.kind === "ignored") return { status: 200, body: { status: "ignored", reason: meaning.reason } };
+  if (app) {
     const to = await core.store.read(appTaskTarget(core, row, payload));
     if ("refused" in to) return { status: 200, body: { status: "ignored", reason: to.refused } };
     target = to;
@@ -166,9 +171,6 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
     // organization its readers cannot see.
     if (target.orgId !== row.org_id) createdBy = { type: "app", id: app.slug };
   }
-  const meaning = interpret(row, headers, payload);
-  if (meaning.kind === "pong") return { status: 200, body: { status: "pong" } };
-  if (meaning.kind === "ignored") return { status: 200, body: { status: "ignored", reason: meaning.reason } };
 
   const task = meaning.task;
   const keys = [...task.itemKeys];
