@@ -261,6 +261,26 @@ export async function trackSockets(page: Page): Promise<void> {
   })()`);
 }
 
+/**
+ * Lets a test hold back the answers of the page's API calls whose address contains `window.__hold`
+ * (null: none): each waits in `window.__held` until the test calls it. The request has been
+ * answered by then, so a held answer is the server's state of before what the test does next.
+ * Call it before the page loads.
+ */
+export async function holdAnswers(page: Page): Promise<void> {
+  await page.addInitScript(`(() => {
+    const native = window.fetch;
+    window.__held = [];
+    window.__hold = null;
+    window.fetch = (input, init) => {
+      const url = typeof input === "string" ? input : input.url;
+      const hold = window.__hold !== null && url.includes(window.__hold);
+      const answer = native(input, init);
+      return hold ? answer.then((res) => new Promise((resolve) => window.__held.push(() => resolve(res)))) : answer;
+    };
+  })()`);
+}
+
 /** A phone's viewport, for the phone layout's tests. */
 export const PHONE = { width: 375, height: 740 };
 /** The viewport of the README's screenshots. */

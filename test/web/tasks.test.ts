@@ -7,7 +7,7 @@ import type { TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
 import { makeProject, makeTask, putInState, type World } from "../tasks/fixtures";
 import { tasksKit } from "./tasks-fixtures";
-import { describeBrowser, trackSockets, screenshot, shownText, usePage, worldSuite } from "./browser";
+import { describeBrowser, holdAnswers, trackSockets, screenshot, shownText, usePage, worldSuite } from "./browser";
 
 const XSS = "<img src=x onerror=alert(1)>";
 
@@ -22,21 +22,6 @@ describeBrowser("web: tasks list", () => {
   const titles = (page: Page) => page.locator("#tasks-rows td.title").allTextContents();
   /** Waits until no first page is being fetched (the rows say aria-busy meanwhile). */
   const idle = (page: Page) => page.locator("#tasks-rows:not([aria-busy])").waitFor({ state: "attached" });
-  /**
-   * Lets the test hold the answers of the page's API calls whose address contains `window.__hold`: each waits in `window.__held` until the test calls it.
-   */
-  const holdResponses = (page: Page) =>
-    page.addInitScript(`(() => {
-      const native = window.fetch;
-      window.__held = [];
-      window.__hold = null;
-      window.fetch = (input, init) => {
-        const url = typeof input === "string" ? input : input.url;
-        const hold = window.__hold !== null && url.includes(window.__hold);
-        const answer = native(input, init);
-        return hold ? answer.then((res) => new Promise((resolve) => window.__held.push(() => resolve(res)))) : answer;
-      };
-    })()`);
   const address = (page: Page) => new URL(page.url()).searchParams;
   let filter: (label: string) => ReturnType<Page["getByLabel"]>;
 
@@ -143,7 +128,7 @@ describeBrowser("web: tasks list", () => {
     const before = await makeTask(s, as, projects[0]!.id, { title: "Before" });
     await usePage(browser, async ({ page, problems }) => {
       await trackSockets(page);
-      await holdResponses(page);
+      await holdAnswers(page);
       await openList(page, `?org=${org.id}`);
       await rowsAre(page, [before.id]);
       await idle(page);
@@ -167,7 +152,7 @@ describeBrowser("web: tasks list", () => {
     const all = await listed(as);
     await usePage(browser, async ({ page, problems }) => {
       await trackSockets(page);
-      await holdResponses(page);
+      await holdAnswers(page);
       await openList(page, `?org=${org.id}`);
       await rowsAre(page, all.slice(0, 50).map((t) => t.id));
       await idle(page);

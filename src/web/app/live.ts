@@ -23,6 +23,31 @@ export interface Follower {
   worker?: (worker: WorkerRecord) => void;
 }
 
+/**
+ * What a follower heard while its reads were under way. A read's answer may predate a record
+ * heard meanwhile (the server answered before the change; the socket, or an answer of ours,
+ * brought it first), so each read hands back what was heard during it, to apply again over it.
+ */
+export class HeardMeanwhile<T> {
+  private reads = new Set<T[]>();
+
+  /** `read`'s answer, and what was heard while it was under way, in the order heard. */
+  async read<R>(read: () => Promise<R>): Promise<{ answer: R; heard: T[] }> {
+    const heard: T[] = [];
+    this.reads.add(heard);
+    try {
+      return { answer: await read(), heard };
+    } finally {
+      this.reads.delete(heard);
+    }
+  }
+
+  /** A newer record (or change): every read under way keeps it. */
+  hear(record: T) {
+    for (const heard of this.reads) heard.push(record);
+  }
+}
+
 /** What a follower shows as "live", "connecting…", "reconnecting…" or why updates stopped. */
 export type LiveState = string;
 

@@ -3,6 +3,7 @@
 // The list shows one feed; the board one per status column.
 import { signal } from "@preact/signals";
 import { api } from "../../app/api";
+import { HeardMeanwhile } from "../../app/live";
 import type { Page, Task } from "../../app/types";
 
 export interface Filters {
@@ -21,7 +22,7 @@ export class TaskFeed {
   private generation = 0;
   private loading: Promise<void> = Promise.resolve();
   /** What the socket brought during each fetch under way, applied again over its answer. */
-  private heard = new Set<Task[]>();
+  private meanwhile = new HeardMeanwhile<Task>();
 
   constructor(
     readonly orgId: string,
@@ -92,13 +93,8 @@ export class TaskFeed {
 
   /** A page of tasks, and the updates the socket brought while it was asked for (the answer may predate them). */
   private async fetchPage(cursor: string | null): Promise<{ page: Page<Task>; heard: Task[] }> {
-    const heard: Task[] = [];
-    this.heard.add(heard);
-    try {
-      return { page: await api<Page<Task>>("GET", this.path(cursor)), heard };
-    } finally {
-      this.heard.delete(heard);
-    }
+    const { answer, heard } = await this.meanwhile.read(() => api<Page<Task>>("GET", this.path(cursor)));
+    return { page: answer, heard };
   }
 
   matches(task: Task) {
@@ -112,7 +108,7 @@ export class TaskFeed {
    */
   onTask(task: Task) {
     if (task.orgId !== this.orgId) return;
-    for (const list of this.heard) list.push(task);
+    this.meanwhile.hear(task);
     const tasks = this.tasks.value;
     if (!tasks) return;
     const i = tasks.findIndex((t) => t.id === task.id);
