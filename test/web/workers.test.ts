@@ -5,7 +5,7 @@ import { afterAll, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { addMember, newOrg, type Session } from "../helpers/identity";
-import { DESKTOP, PHONE, describeBrowser, docsScreenshot, openSignedIn, overflowsSideways, shownText, webSuite } from "./browser";
+import { DESKTOP, PHONE, describeBrowser, docsScreenshot, holdAnswers, openSignedIn, overflowsSideways, shownText, trackSockets, webSuite } from "./browser";
 import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker, worker } from "./manage-fixtures";
 import { workerApi, type ProtocolClient } from "../workers/helpers";
 
@@ -86,6 +86,41 @@ describeBrowser("web: workers page", () => {
         ["online", ["arm"]],
         ["offline", ["arm"]],
       ]);
+      expect(problems).toEqual([]);
+    });
+  }, MANAGE_TEST_MS);
+
+  test("a reload of the list answered before a worker connected and another was approved does not undo either when it lands after them", async () => {
+    const owner = await newOrg(s);
+    expect((await s.api("PATCH", `/orgs/${owner.orgId}`, { token: owner.accessToken, body: { requireWorkerApproval: true } })).status).toBe(200);
+    await pairWorker(s, owner, { name: "build-box" });
+    const idle = await pairWorker(s, owner, { name: "gpu-box" });
+    expect((await s.api("POST", `/orgs/${owner.orgId}/workers/${idle.workerId}/approve`, { token: owner.accessToken })).status).toBe(200);
+    await steps(async ({ page, problems }) => {
+      await trackSockets(page);
+      await holdAnswers(page);
+      await open(page, owner);
+      await card(page, "gpu-box").locator(".worker-status", { hasText: "offline" }).waitFor();
+      await card(page, "build-box").locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
+      await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+      // Paired now, it is sent to nobody live: it shows once the list is read again. That list is
+      // read after the next subscription, and its answer is held in the page.
+      await pairWorker(s, owner, { name: "late-box" });
+      await page.evaluate(`window.__hold = "/workers?limit="`);
+      await page.evaluate("window.__sockets.at(-1).close()");
+      await page.waitForFunction(() => (globalThis as any).__held.length === 1);
+      // Meanwhile one worker connects (the socket says so) and the other is approved (its answer and the socket).
+      sockets.push(await connectWorker(s, idle.credential));
+      await card(page, "gpu-box").locator(".worker-status", { hasText: "online" }).waitFor();
+      const approved = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/approve"));
+      await card(page, "build-box").getByRole("button", { name: "Approve" }).click();
+      expect((await approved).status()).toBe(200);
+      await expect(card(page, "late-box").count()).resolves.toBe(0);
+      // The older list lands: its new worker shows, and the two changes heard meanwhile stay.
+      await page.evaluate("window.__hold = null; window.__held.shift()()");
+      await card(page, "late-box").waitFor();
+      await expect(card(page, "gpu-box").locator(".worker-status").textContent()).resolves.toBe("online");
+      await expect(card(page, "build-box").locator(".worker-status").textContent()).resolves.toBe("offline");
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

@@ -5,6 +5,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import { signal, useSignal, type Signal } from "@preact/signals";
 import { ApiError, complaints, errorText } from "../app/api";
+import { HeardMeanwhile } from "../app/live";
 import { Time } from "../components/Time";
 import "./kit.css";
 
@@ -48,6 +49,31 @@ export function useResource<T>(load: () => Promise<T>, key: unknown[]): Resource
     void ref.current!.reload();
   }, key);
   return ref.current;
+}
+
+/** A Resource the live socket keeps current. */
+export interface LiveResource<T> extends Resource<T> {
+  /**
+   * Applies a newer record's change to what is shown, and again over the answer of each load
+   * under way: that answer may predate the record, and must not undo it.
+   */
+  change(fn: (value: T) => T): void;
+}
+
+/** useResource for what the live socket (or an answer of ours) changes between loads. */
+export function useLiveResource<T>(load: () => Promise<T>, key: unknown[]): LiveResource<T> {
+  const meanwhile = useRef<HeardMeanwhile<(value: T) => T> | null>(null);
+  const heard = (meanwhile.current ??= new HeardMeanwhile());
+  const resource = useResource(async () => {
+    const { answer, heard: changes } = await heard.read(load);
+    return changes.reduce((value, change) => change(value), answer);
+  }, key);
+  const change = (fn: (value: T) => T) => {
+    heard.hear(fn);
+    const shown = resource.data.value;
+    if (shown !== undefined) resource.data.value = fn(shown);
+  };
+  return { ...resource, change };
 }
 
 /** A form's submission state: busy, the refusal as a sentence and the API's complaints by field. */

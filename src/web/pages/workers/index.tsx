@@ -6,7 +6,7 @@ import { api, errorText, listAll } from "../../app/api";
 import { canAdmin, orgId, role } from "../../app/session";
 import type { Task } from "../../app/types";
 import type { WorkerRecord, WorkerStatus } from "../../app/records";
-import { CopyButton, Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useResource, When } from "../kit";
+import { CopyButton, Empty, FormEnd, LoadFailed, Problem, RoleNote, Section, useForm, useLiveResource, When } from "../kit";
 import type { PageProps } from "../../app/routes";
 import { ConfirmButton, Field, LiveLine, Page } from "../../components/ui";
 import { useFollow } from "../../components/hooks";
@@ -210,9 +210,11 @@ function holding(workers: WorkerRecord[], t: Task): WorkerRecord[] {
 
 export function WorkersPage(_: PageProps) {
   const id = orgId.value;
-  const workers = useResource(() => (id ? listAll<WorkerRecord>(`/orgs/${id}/workers`) : Promise.resolve([])), [id]);
+  // Both follow the socket's records between their loads (useLiveResource: a load answered before
+  // a record heard meanwhile does not undo it).
+  const workers = useLiveResource(() => (id ? listAll<WorkerRecord>(`/orgs/${id}/workers`) : Promise.resolve([])), [id]);
   // The titles of the tasks workers hold: running, and waiting on a person or paused (still theirs).
-  const running = useResource(
+  const running = useLiveResource(
     () =>
       id
         ? Promise.all(HELD.map((status) => listAll<Task>(`/orgs/${id}/tasks?status=${status}`, 200))).then((lists) => new Map(lists.flat().map((t) => [t.id, t.title])))
@@ -222,15 +224,11 @@ export function WorkersPage(_: PageProps) {
   const manage = canAdmin(role.value);
   // A worker that connects, goes or is changed comes live (worker.updated); the titles of what it
   // holds are read again when it holds a task not known here.
-  /** A newer record of a worker, in its place (a new one is added; nothing before the list is read). */
-  const update = (w: WorkerRecord) => {
-    const known = workers.data.value;
-    if (known) workers.data.value = known.some((x) => x.id === w.id) ? known.map((x) => (x.id === w.id ? w : x)) : [...known, w];
-  };
+  /** A newer record of a worker (from the socket, or an answer to this page), in its place; a new one is added. */
+  const update = (w: WorkerRecord) => workers.change((known) => (known.some((x) => x.id === w.id) ? known.map((x) => (x.id === w.id ? w : x)) : [...known, w]));
   const heard = (w: WorkerRecord) => {
-    if (!workers.data.value) return;
     update(w);
-    if (w.runningTaskIds.some((t) => !running.data.value?.has(t))) void running.reload();
+    if (workers.data.value && w.runningTaskIds.some((t) => !running.data.value?.has(t))) void running.reload();
   };
   const live = useFollow(id, null, {
     subscribed: () => {
@@ -240,9 +238,8 @@ export function WorkersPage(_: PageProps) {
     worker: heard,
     // A task claimed, handed back or ended: its worker's tasks and their titles follow.
     task: (t) => {
-      if (workers.data.value) workers.data.value = holding(workers.data.value, t);
-      const titles = running.data.value;
-      if (titles && t.workerId && isHeld(t) && titles.get(t.id) !== t.title) running.data.value = new Map(titles).set(t.id, t.title);
+      workers.change((known) => holding(known, t));
+      if (t.workerId && isHeld(t)) running.change((titles) => (titles.get(t.id) === t.title ? titles : new Map(titles).set(t.id, t.title)));
     },
   });
   // Last seen changes without a message: look again every 15 s while the page is open.
