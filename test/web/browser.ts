@@ -68,8 +68,8 @@ export async function launchBrowser(): Promise<Browser> {
   return browser;
 }
 
-/** The message hooks already replaced, per in-process connection. */
-const ordered = new WeakSet<object>();
+/** The driver's side of each in-process connection whose messages deliverInOrder queues. */
+const fromDriver = new WeakMap<object, Queue>();
 
 /**
  * playwright-core runs its driver in this process and hands each protocol message from one side
@@ -81,12 +81,29 @@ const ordered = new WeakSet<object>();
  * are rewired here through a queue that one scheduled drain empties in order.
  */
 function deliverInOrder(browser: Browser) {
-  const client = (browser as unknown as { _connection: InProcessEnd & { toImpl(x: unknown): InProcessEnd } })._connection;
+  const client = connectionOf(browser);
   const server = client.toImpl(client);
-  if (ordered.has(client)) return;
-  ordered.add(client);
-  server.onmessage = fifo((message) => client.dispatch(message));
-  client.onmessage = fifo((message) => server.dispatch(message));
+  if (fromDriver.has(client)) return;
+  const replies = new Queue((message) => client.dispatch(message));
+  fromDriver.set(client, replies);
+  server.onmessage = (message) => replies.push(message);
+  const calls = new Queue((message) => server.dispatch(message));
+  client.onmessage = (message) => calls.push(message);
+}
+
+const connectionOf = (browser: Browser) => (browser as unknown as { _connection: InProcessEnd & { toImpl(x: unknown): InProcessEnd } })._connection;
+
+/**
+ * For the helpers' own test: what the browser's driver says to this process is kept back (every
+ * call then stalls, as when a message went missing) until the answered function is called.
+ */
+export function stallDriver(browser: Browser): () => void {
+  const replies = fromDriver.get(connectionOf(browser))!;
+  replies.held = true;
+  return () => {
+    replies.held = false;
+    replies.schedule();
+  };
 }
 
 interface InProcessEnd {
@@ -94,30 +111,39 @@ interface InProcessEnd {
   dispatch(message: unknown): unknown;
 }
 
-function fifo(deliver: (message: unknown) => unknown): (message: unknown) => void {
-  const queue: unknown[] = [];
-  let scheduled = false;
-  const drain = () => {
-    scheduled = false;
+class Queue {
+  private messages: unknown[] = [];
+  private scheduled = false;
+  /** Messages wait (stallDriver) rather than being delivered. */
+  held = false;
+
+  constructor(private deliver: (message: unknown) => unknown) {}
+
+  push(message: unknown) {
+    this.messages.push(message);
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.scheduled || this.held) return;
+    this.scheduled = true;
+    setImmediate(() => this.drain());
+  }
+
+  private drain() {
+    this.scheduled = false;
     let failure: unknown = null;
     // Messages queued while draining are handled in this drain too, still in order.
-    while (queue.length > 0) {
+    while (this.messages.length > 0 && !this.held) {
       try {
-        void deliver(queue.shift());
+        void this.deliver(this.messages.shift());
       } catch (err) {
         failure ??= err;
       }
     }
     // As before, a message the client cannot handle is an uncaught error, but it no longer stops the ones after it.
     if (failure) throw failure;
-  };
-  return (message) => {
-    queue.push(message);
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(drain);
-    }
-  };
+  }
 }
 
 export interface OpenedPage {
@@ -166,9 +192,57 @@ async function delayApiAnswers(context: BrowserContext, maxMs: number) {
   })()`);
 }
 
-/** A new browser context (own cookies) with one page, the problems of its pages (later tabs too) recorded. */
-export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewport }: Viewport = { width: 900, height: 760 }): Promise<OpenedPage> {
+/** How long opening a page and closing it may take before usePage says which call stalled. */
+export interface Bounds {
+  openMs: number;
+  closeMs: number;
+}
+
+/**
+ * The steps' deadline (CI runs these on 2 shared cores beside other suites: a page step can take
+ * seconds there). With the bounds of opening and closing it stays under the tests' own timeouts:
+ * a call that never settles would otherwise hang until Bun ends the test and, with it, the file's
+ * browser (the file's next tests then fail with no word of why).
+ */
+const DEADLINE_MS = 50_000;
+const BOUNDS: Bounds = { openMs: 15_000, closeMs: 10_000 };
+
+/** A browser call that did not settle in time. */
+export class Stalled extends Error {}
+
+/** `promise`, or a Stalled error naming `what()` once `ms` have passed without it settling. */
+async function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: Timer | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Stalled(`${what()} did not finish within ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A new browser context (own cookies) with one page, the problems of its pages (later tabs too)
+ * recorded. An opening that stalls fails after `openMs`, naming the call it waits for.
+ */
+export async function openPage(browser: Browser, viewport?: Viewport, openMs = BOUNDS.openMs): Promise<OpenedPage> {
+  const step = { now: "" };
+  const opening = newPage(browser, viewport, step);
+  try {
+    return await within(opening, openMs, () => `opening a page (${step.now})`);
+  } catch (err) {
+    // Should it open after all, it is closed then.
+    if (err instanceof Stalled) void opening.then((o) => o.close()).catch(() => {});
+    throw err;
+  }
+}
+
+async function newPage(browser: Browser, { timezoneId = "UTC", ...viewport }: Viewport = { width: 900, height: 760 }, step: { now: string }): Promise<OpenedPage> {
+  step.now = "browser.newContext()";
   const context = await browser.newContext({ viewport, locale: "en-GB", timezoneId });
+  step.now = "context.addInitScript()";
   if (JITTER_MS > 0) await delayApiAnswers(context, JITTER_MS);
   // Generous: the machine may be busy with other suites; a real failure still ends the test.
   context.setDefaultTimeout(15_000);
@@ -187,6 +261,7 @@ export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewpo
       }
     });
   });
+  step.now = "context.newPage()";
   const page = await context.newPage();
   return { page, context, problems, close: () => context.close() };
 }
@@ -194,29 +269,32 @@ export async function openPage(browser: Browser, { timezoneId = "UTC", ...viewpo
 /**
  * Opens a page (openPage), runs `work` with it and closes its context whatever happens. A failure
  * says what each page of the context showed at that moment and what it last asked the server,
- * so that a failed run (in CI, say) explains itself.
+ * so that a failed run (in CI, say) explains itself. Opening, the steps and closing each have a
+ * time limit, so that a call that never settles fails this test with its name, and the file's
+ * next tests still run.
  */
-export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: Viewport, deadlineMs = DEADLINE_MS): Promise<T> {
-  const opened = await openPage(browser, viewport);
-  let timer: Timer | undefined;
-  // Below the test's own timeout, so that a step that never settles is reported too.
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the browser steps did not finish within ${deadlineMs / 1000} s`)), deadlineMs);
-  });
+export async function usePage<T>(browser: Browser, work: (opened: OpenedPage) => Promise<T>, viewport?: Viewport, deadlineMs = DEADLINE_MS, bounds: Partial<Bounds> = {}): Promise<T> {
+  const { openMs, closeMs } = { ...BOUNDS, ...bounds };
+  const opened = await openPage(browser, viewport, openMs);
+  const close = () => within(opened.close(), closeMs, () => `closing the page (${opened.context.pages().map((p) => p.url()).join(", ") || "none left"})`);
+  let result: T;
   try {
-    return await Promise.race([work(opened), deadline]);
+    result = await within(work(opened), deadlineMs, () => "the browser steps");
   } catch (err) {
     const report = await pageReport(opened);
     if (err instanceof Error) err.message = `${err.message}\n${report}`;
+    // The steps' failure is the one to report; a close that stalls too is said after it.
+    await close().catch((stalled) => {
+      if (stalled instanceof Stalled && err instanceof Error) err.message += `\nthen: ${stalled.message}`;
+    });
     throw err;
-  } finally {
-    clearTimeout(timer);
-    await opened.close().catch(() => {});
   }
+  // A close that stalls fails the test; one that fails otherwise (the browser gone, say) is let be, as before.
+  await close().catch((err) => {
+    if (err instanceof Stalled) throw err;
+  });
+  return result;
 }
-
-// CI runs these on 2 shared cores beside other suites: a page step can take seconds there.
-const DEADLINE_MS = 50_000;
 
 /** What the context's pages show (address, visible sections, alerts) and its last requests. */
 async function pageReport({ context, problems }: OpenedPage): Promise<string> {
