@@ -7,18 +7,15 @@
 // test.concurrent), and the helpers listen to no network events: a failure report reads the
 // page's own Resource Timing entries instead.
 import { afterAll, beforeAll } from "bun:test";
-import { mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { needing } from "../helpers/needs";
 import { makeWorld, type World } from "../tasks/fixtures";
 
-export const CHROMIUM = "/usr/bin/chromium";
+// What the tests do and read inside a page: signing in, titles, texts, screenshots, held answers.
+export * from "./in-page";
 
-/** Where the tests leave one screenshot per page, to look at. */
-export const SCREENSHOTS = join(tmpdir(), "ao-web-screenshots");
+export const CHROMIUM = "/usr/bin/chromium";
 
 /** describe() for tests that need the browser. */
 export const describeBrowser = needing(CHROMIUM, "chromium", "the web app's browser tests need Debian's chromium", "web").describe;
@@ -319,97 +316,4 @@ async function pageReport({ context, problems }: OpenedPage): Promise<string> {
   }
   if (problems.length) lines.push(`console: ${problems.join(" | ")}`);
   return lines.join("\n");
-}
-
-/**
- * Keeps the page's WebSockets reachable as `window.__sockets` (to drop one as a network would)
- * and records their close codes in `window.__closes`. Call it before the page loads.
- */
-export async function trackSockets(page: Page): Promise<void> {
-  await page.addInitScript(`(() => {
-    const sockets = (window.__sockets = []);
-    const Native = window.WebSocket;
-    window.WebSocket = class extends Native {
-      constructor(url, protocols) {
-        super(url, protocols);
-        sockets.push(this);
-        this.addEventListener("close", (e) => (window.__closes = [...(window.__closes ?? []), e.code]));
-      }
-    };
-  })()`);
-}
-
-/**
- * Lets a test hold back the answers of the page's API calls whose address contains `window.__hold`
- * (null: none): each waits in `window.__held` until the test calls it. The request has been
- * answered by then, so a held answer is the server's state of before what the test does next.
- * Call it before the page loads.
- */
-export async function holdAnswers(page: Page): Promise<void> {
-  await page.addInitScript(`(() => {
-    const native = window.fetch;
-    window.__held = [];
-    window.__hold = null;
-    window.fetch = (input, init) => {
-      const url = typeof input === "string" ? input : input.url;
-      const hold = window.__hold !== null && url.includes(window.__hold);
-      const answer = native(input, init);
-      return hold ? answer.then((res) => new Promise((resolve) => window.__held.push(() => resolve(res)))) : answer;
-    };
-  })()`);
-}
-
-/** A phone's viewport, for the phone layout's tests. */
-export const PHONE = { width: 375, height: 740 };
-/** The viewport of the README's screenshots. */
-export const DESKTOP = { width: 1280, height: 800 };
-
-/** Where the README's screenshots live (docs/screenshots/*.png, light theme, 1280x800). */
-export const DOCS_SCREENSHOTS = join(import.meta.dir, "..", "..", "docs", "screenshots");
-
-/** A screenshot for the README: the viewport as a person sees it (use a DESKTOP page). */
-export async function docsScreenshot(page: Page, name: string) {
-  mkdirSync(DOCS_SCREENSHOTS, { recursive: true });
-  await page.emulateMedia({ colorScheme: "light", reducedMotion: "reduce" });
-  await page.screenshot({ path: join(DOCS_SCREENSHOTS, `${name}.png`) });
-}
-
-/** Whether the page is wider than the window (something sticks out sideways: a phone layout bug). */
-export async function overflowsSideways(page: Page): Promise<boolean> {
-  return page.evaluate(() => {
-    const root = (globalThis as any).document.documentElement;
-    return root.scrollWidth > root.clientWidth + 1;
-  });
-}
-
-/**
- * Opens `url`, waits for the sign-in form (with `why` above it, when given), signs in and waits
- * until the form is gone (the page itself shows then).
- */
-export async function openSignedIn(page: Page, url: string, email: string, password: string, why?: string) {
-  await page.goto(url);
-  if (why) await page.getByText(why).waitFor();
-  else await page.locator("#signin-form").waitFor();
-  await signInWithForm(page, email, password);
-  await page.locator("#signin").waitFor({ state: "detached" });
-}
-
-export async function screenshot(page: Page, name: string) {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-}
-
-/** Fills and submits the sign-in form that every page shows when nobody is signed in. */
-export async function signInWithForm(page: Page, email: string, password: string) {
-  const form = page.locator("#signin-form");
-  await form.getByLabel("Email").fill(email);
-  await form.getByLabel("Password").fill(password);
-  await form.getByRole("button", { name: "Sign in" }).click();
-}
-
-/** The text of an element once it is shown (errors and outcomes appear after the server answers). */
-export async function shownText(page: Page, selector: string): Promise<string> {
-  const el = page.locator(`${selector}:not([hidden])`);
-  await el.waitFor({ state: "visible" });
-  return (await el.textContent()) ?? "";
 }

@@ -8,7 +8,7 @@ import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { addMember } from "../helpers/identity";
 import { makeTask, putInState, type World } from "../tasks/fixtures";
-import { describeBrowser, usePage, worldSuite } from "./browser";
+import { describeBrowser, titled, usePage, worldSuite } from "./browser";
 import { openAs } from "./manage-fixtures";
 
 describeBrowser("web: the person's organizations", () => {
@@ -69,7 +69,7 @@ describeBrowser("web: the person's organizations", () => {
       for (const path of ["/tasks", "/projects", "/workers", "/settings", "/integrations", `/tasks/${t.id}`]) {
         await page.goto(`${s.url}${path}`);
         await saysNotLoaded(page);
-        expect(await page.title()).toBe("Organizations not loaded · ao");
+        await titled(page, "Organizations not loaded · ao");
       }
       failing.now = false;
       await page.locator("#orgs-error").getByRole("button", { name: "Retry" }).click();

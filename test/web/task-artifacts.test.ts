@@ -11,7 +11,7 @@ import type { TestServer } from "../helpers/server";
 import { makeTask, type World } from "../tasks/fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { pagePolicy } from "../../src/modules/web";
-import { describeBrowser, openSignedIn, screenshot, shownText, signInWithForm, usePage, worldSuite } from "./browser";
+import { describeBrowser, openSignedIn, screenshot, shownText, signInWithForm, titled, usePage, worldSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 // A 1x1 transparent PNG.
@@ -67,7 +67,7 @@ describeBrowser("web: an artifact's page", () => {
         const [tab] = await Promise.all([context.waitForEvent("page"), link.click(how)]);
         await tab.getByRole("heading", { name: "report.txt" }).waitFor();
         expect(tab.url()).toBe(pageOf(id, "report.txt"));
-        await expect(tab.title()).resolves.toBe("report.txt · ao");
+        await titled(tab, "report.txt · ao");
         await expect(tab.locator("#artifact-type").textContent()).resolves.toBe("text/plain; charset=utf-8");
         await expect(tab.locator("#artifact-size").textContent()).resolves.toBe(`${REPORT.length} bytes`);
         await expect(tab.locator("#artifact-task").textContent()).resolves.toBe("Ship the report");

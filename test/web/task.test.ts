@@ -13,7 +13,7 @@ import { get } from "../../src/db/query";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
-import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, webSuite, worldSuite } from "./browser";
+import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, titled, webSuite, worldSuite } from "./browser";
 import { pagePolicy } from "../../src/modules/web";
 import { makeWorker } from "../workers/helpers";
 
@@ -76,7 +76,7 @@ describeBrowser("web: task page", () => {
     const t = await task({ title: "Fix the cart", prompt: "The cart loses items.\nSteps:\n  1. add two\n  2. reload", priority: "HIGH" });
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.owner, "Fix the cart");
-      await expect(page.title()).resolves.toBe("Fix the cart · ao");
+      await titled(page, "Fix the cart · ao");
       await expect(page.locator("#task-status").textContent()).resolves.toBe("queued");
       await expect(page.locator("#task-status-detail").textContent()).resolves.toBe("Queued just now");
       await expect(page.locator("#task-prompt").textContent()).resolves.toBe("The cart loses items.\nSteps:\n  1. add two\n  2. reload");
