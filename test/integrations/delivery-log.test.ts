@@ -97,6 +97,62 @@ describe("each try is kept", () => {
   });
 });
 
+describe("?status= filters the log", () => {
+  test("failed lists only the delivery given up on, succeeded only the other, and paging keeps the filter; an unknown status is 400", async () => {
+    const rx = receiver();
+    rx.answer = (req) => new Response(JSON.parse(req.body).title === "Healthy" ? "ok" : "nope", { status: JSON.parse(req.body).title === "Healthy" ? 200 : 502 });
+    const i = await makeIntegration(s, w.owner, { kind: "signed_json", name: "Filtered CI", projectId: w.projectId, callbackUrl: rx.url() });
+    const taskIds: Record<string, string> = {};
+    for (const title of ["Broken", "Healthy", "Broken again"]) {
+      const body = JSON.stringify({ title, prompt: "x" });
+      const r = await deliver(s, i.id, body, { "x-svc-signature": svcSignature(i.secret, body) });
+      taskIds[title] = r.body.taskId;
+      await putInState(s, r.body.taskId, "running");
+      await putInState(s, r.body.taskId, "completed");
+    }
+    const all = await eventually(async () => {
+      const items = await list(s, w, i.id);
+      return items.length === 3 && items.every((d: any) => d.status === "succeeded" || d.status === "failed") ? items : null;
+    });
+    const byStatus = async (query: string) => {
+      const r = await s.api("GET", `${base(s, w, i.id)}?${query}`, { token: w.owner.accessToken });
+      expect([query, r.status]).toEqual([query, 200]);
+      return r.body;
+    };
+    expect((await byStatus("status=failed")).items.map((d: any) => d.taskId)).toEqual([taskIds["Broken again"], taskIds["Broken"]]);
+    expect((await byStatus("status=succeeded")).items.map((d: any) => d.taskId)).toEqual([taskIds["Healthy"]]);
+    expect((await byStatus("status=pending")).items).toEqual([]);
+    // A page of one, then the next from its cursor: still the failed ones only.
+    const first = await byStatus("status=failed&limit=1");
+    const second = await byStatus(`status=failed&limit=1&cursor=${encodeURIComponent(first.nextCursor)}`);
+    expect([...first.items, ...second.items].map((d: any) => d.taskId)).toEqual([taskIds["Broken again"], taskIds["Broken"]]);
+    expect(second.nextCursor).toBeNull();
+    expect(all.map((d: any) => d.taskId)).toEqual([taskIds["Broken again"], taskIds["Healthy"], taskIds["Broken"]]);
+    const bad = await s.api("GET", `${base(s, w, i.id)}?status=lost`, { token: w.owner.accessToken });
+    expect([bad.status, bad.body.error.code, bad.body.error.details.map((d: any) => d.field)]).toEqual([400, "validation_failed", ["status"]]);
+  });
+
+  test("the completion webhook's log takes the same filter", async () => {
+    const rx = receiver();
+    rx.answer = () => new Response("nope", { status: 502 });
+    const path = `/orgs/${w.owner.orgId}/plugins/completion-webhook`;
+    expect((await s.api("PUT", path, { token: w.owner.accessToken, body: { url: rx.url("/done") } })).status).toBe(201);
+    try {
+      const t = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { projectId: w.projectId, title: "filtered", prompt: "x" } });
+      await putInState(s, t.body.id, "running");
+      await putInState(s, t.body.id, "completed");
+      const [d] = await eventually(async () => {
+        const items = (await s.api("GET", `${path}/deliveries?status=failed`, { token: w.owner.accessToken })).body.items;
+        return items.length ? items : null;
+      });
+      expect(d.taskId).toBe(t.body.id);
+      expect((await s.api("GET", `${path}/deliveries?status=succeeded`, { token: w.owner.accessToken })).body.items).toEqual([]);
+    } finally {
+      await s.api("DELETE", path, { token: w.owner.accessToken });
+    }
+  });
+});
+
 describe("bounded", () => {
   test("25 tries: the delivery counts 25, keeps the last 20 (6..25), the list shows the last 5", async () => {
     const many = await startTestServer({ allowPrivateCallbacks: true, callbacks: { retryDelaysMs: Array(24).fill(5), timeoutMs: 1000 } });

@@ -3,9 +3,9 @@
 import type { Core } from "../../server/core";
 import { ApiError, notFound } from "../../server/errors";
 import { iso } from "../../lib/time";
-import { pageOf, type Page, type PageQuery } from "../orgs/paging";
+import { pageOf, type Page } from "../orgs/paging";
 import { all, get, run, type Q } from "../../db/query";
-import type { DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
+import type { DeliveriesQuery, DeliveryDetail, DeliveryRecord, DeliveryTry } from "./model";
 import { DELIVERY_TRIES_KEPT } from "./relay";
 import { getIntegration } from "./service";
 import { pluginId } from "./plugins";
@@ -91,8 +91,10 @@ function toRecord(row: DeliveryRow, recentTries: DeliveryTry[]): DeliveryRecord 
   };
 }
 
-const FIRST_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? ORDER BY id DESC LIMIT ?`;
-const NEXT_PAGE = `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ? AND id < ? ORDER BY id DESC LIMIT ?`;
+/** A page's statement: with the status filter or not, from the start or after a key (four texts, made once). */
+const pageSql = (byStatus: boolean, after: boolean) =>
+  `SELECT ${COLUMNS} FROM deliveries WHERE org_id = ? AND target_id = ?${byStatus ? " AND status = ?" : ""}${after ? " AND id < ?" : ""} ORDER BY id DESC LIMIT ?`;
+const PAGES = [false, true].map((byStatus) => [false, true].map((after) => pageSql(byStatus, after)));
 const ONE = `SELECT ${COLUMNS} FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
 const ONE_WITH_BODY = `SELECT ${COLUMNS}, payload FROM deliveries WHERE id = ? AND org_id = ? AND target_id = ?`;
 // Never a row in flight: its try's result would overwrite the new round.
@@ -108,14 +110,16 @@ function* targetOf(core: Core, orgId: string, owner: LogOwner): Q<string> {
   return owner.integrationId;
 }
 
-function deliveriesAfter(orgId: string, targetId: string, after: string[] | null, n: number): Q<DeliveryRow[]> {
-  return after ? all<DeliveryRow>(NEXT_PAGE, orgId, targetId, after[0], n) : all<DeliveryRow>(FIRST_PAGE, orgId, targetId, n);
+function deliveriesAfter(orgId: string, targetId: string, status: string | null, after: string[] | null, n: number): Q<DeliveryRow[]> {
+  const sql = PAGES[status === null ? 0 : 1]![after === null ? 0 : 1]!;
+  return all<DeliveryRow>(sql, orgId, targetId, ...(status === null ? [] : [status]), ...(after === null ? [] : [after[0]]), n);
 }
 
-/** Deliveries to one target of the org, newest first. */
-export function* listDeliveries(core: Core, orgId: string, owner: LogOwner, q: PageQuery): Q<Page<DeliveryRecord>> {
+/** Deliveries to one target of the org, newest first; only those in `q.status` when given. */
+export function* listDeliveries(core: Core, orgId: string, owner: LogOwner, q: DeliveriesQuery): Q<Page<DeliveryRecord>> {
   const targetId = yield* targetOf(core, orgId, owner);
-  const page = yield* pageOf(q, 1, (after, n) => deliveriesAfter(orgId, targetId, after, n), (row) => [row.id], (row) => row);
+  const status = q.status ?? null;
+  const page = yield* pageOf(q, 1, (after, n) => deliveriesAfter(orgId, targetId, status, after, n), (row) => [row.id], (row) => row);
   const tries = yield* triesOf(page.items.map((row) => row.id), RECENT_TRIES_LISTED);
   return { items: page.items.map((row) => toRecord(row, tries.get(row.id)!)), nextCursor: page.nextCursor };
 }

@@ -7,6 +7,7 @@ import { deletePlugin, getPlugin, putPlugin, rotatePluginSecret } from "./plugin
 import { getDelivery, listDeliveries, redeliver } from "./deliveries";
 import { relayOf } from "./relay";
 import {
+  DeliveriesQuery,
   DeliveryDetail,
   DeliveryRecord,
   IntegrationCreate,
@@ -27,6 +28,8 @@ const DeliveryParams = t.Object({ orgId: t.String(), id: t.String(), deliveryId:
 const PluginDeliveryParams = t.Object({ orgId: t.String(), deliveryId: t.String() });
 const pageOf = <T extends Parameters<typeof t.Array>[0]>(item: T) => t.Object({ items: t.Array(item), nextCursor: t.Nullable(t.String()) });
 const tags = ["integrations"];
+const DELIVERY_LOG =
+  "`status` lists only the deliveries in that status: pending (waiting for its next try), delivering, succeeded, or failed (given up: out of tries, a refused target, or 410 Gone).";
 
 export const manageRoutes = (core: Core) =>
   new Elysia({ name: "integrations-manage", seed: core.instanceId, prefix: "/api/v1" })
@@ -84,9 +87,9 @@ export const manageRoutes = (core: Core) =>
       {
         permission: "settings.manage",
         params: IntegrationParams,
-        query: PageQuery,
+        query: DeliveriesQuery,
         response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
-        detail: { summary: "Callback delivery log of the integration, newest first, each with its last 5 tries", tags },
+        detail: { summary: "Callback delivery log of the integration, newest first, each with its last 5 tries", description: DELIVERY_LOG, tags },
       },
     )
     .get(
@@ -159,9 +162,9 @@ export const manageRoutes = (core: Core) =>
     .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => core.store.read(listDeliveries(core, orgId, "completion_webhook", query)), {
       permission: "settings.manage",
       params: OrgParams,
-      query: PageQuery,
+      query: DeliveriesQuery,
       response: { 200: pageOf(DeliveryRecord), ...errorAnswers(400, 401, 403, 404) },
-      detail: { summary: "Delivery log of the completion webhook, newest first, each with its last 5 tries", tags },
+      detail: { summary: "Delivery log of the completion webhook, newest first, each with its last 5 tries", description: DELIVERY_LOG, tags },
     })
     .get("/orgs/:orgId/plugins/completion-webhook/deliveries/:deliveryId", ({ orgId, params }) => core.store.read(getDelivery(core, orgId, "completion_webhook", params.deliveryId)), {
       permission: "settings.manage",

@@ -84,13 +84,15 @@ export const DeliveryTry = t.Object({
 });
 export type DeliveryTry = Static<typeof DeliveryTry>;
 
+const DeliveryStatus = t.Union([t.Literal("pending"), t.Literal("delivering"), t.Literal("succeeded"), t.Literal("failed")]);
+
 export const DeliveryRecord = t.Object({
   id: t.String({ description: "The X-Svc-Delivery value; the same on every try and redelivery" }),
   targetType: t.Union([t.Literal("integration"), t.Literal("plugin")]),
   targetId: t.String(),
   taskId: t.String(),
   event: t.Union([t.Literal("completed"), t.Literal("failed"), t.Literal("needs_attention")]),
-  status: t.Union([t.Literal("pending"), t.Literal("delivering"), t.Literal("succeeded"), t.Literal("failed")]),
+  status: DeliveryStatus,
   attempts: t.Integer(),
   lastStatusCode: t.Nullable(t.Integer()),
   lastError: t.Nullable(t.String()),
@@ -117,6 +119,12 @@ export const PageQuery = t.Object({
   limit: t.Optional(t.Integer({ minimum: 1, maximum: 200 })),
   cursor: t.Optional(t.String()),
 });
+
+export const DeliveriesQuery = t.Object({
+  ...PageQuery.properties,
+  status: t.Optional(t.Union(DeliveryStatus.anyOf, { description: "Only the deliveries in this status" })),
+});
+export type DeliveriesQuery = Static<typeof DeliveriesQuery>;
 
 export const HookAnswer = t.Object({
   status: t.Union([t.Literal("created"), t.Literal("duplicate"), t.Literal("ignored"), t.Literal("pong"), t.Literal("processed")], {
