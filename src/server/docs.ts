@@ -2,7 +2,7 @@
 // strict Content-Security-Policy. It sits on the web app's origin, where the refresh cookie
 // lives, so it may load nothing from elsewhere: no CDN script, no web fonts, none of Scalar's
 // cloud features (its AI agent, MCP generator, developer tools with "Deploy", telemetry).
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from "../web";
 import scalarScript from "../../vendor/scalar/scalar.standalone.js" with { type: "file" };
 
@@ -63,5 +63,6 @@ export function docsModule(title: string) {
       { detail: { hide: true } },
     )
     .get("/api/v1/docs/setup.js", () => new Response(SETUP_SCRIPT, { headers: { ...SECURITY_HEADERS, "content-type": "text/javascript; charset=utf-8" } }), { detail: { hide: true } })
-    .get("/api/v1/docs/scalar.js", () => new Response(Bun.file(scalarScript), { headers: SCALAR_HEADERS }), { detail: { hide: true } });
+    // ?v= is the page's cache buster (SCALAR_SCRIPT_PATH): the script is cached for a year.
+    .get("/api/v1/docs/scalar.js", () => new Response(Bun.file(scalarScript), { headers: SCALAR_HEADERS }), { query: t.Object({ v: t.Optional(t.String()) }), detail: { hide: true } });
 }

@@ -1,13 +1,19 @@
-// Query strings read strictly, for every route that declares its query. Elysia reads an integer
-// parameter with Number(): "1e1", "10.0", "+10", "0x10" and " 10" were all taken as a number. And
-// it keeps the last of a repeated parameter: ?limit=1&limit=2 listed 2, ?status=a&status=b filtered
-// on b alone. Here, before the route's schema: an integer parameter is plain decimal digits (what
-// the OpenAPI document says it is), and a parameter that is not a list is given at most once.
-// Either is 400 validation_failed naming the parameters. Undeclared parameters stay ignored.
+// Query strings read strictly, on every route under /api/v1. Elysia reads an integer parameter with
+// Number(): "1e1", "10.0", "+10", "0x10" and " 10" were all taken as a number. It keeps the last of a
+// repeated parameter: ?limit=1&limit=2 listed 2, ?status=a&status=b filtered on b alone. And it drops
+// a parameter the route does not declare: ?status=failed on a delivery log listed every delivery, and
+// the caller believed it had filtered. Here, before the route's schema: an integer parameter is plain
+// decimal digits (what the OpenAPI document says it is), a parameter that is not a list is given at
+// most once, and a parameter the route does not declare is refused (a route without a query schema
+// declares none). Each is 400 validation_failed naming the parameters; an unknown one's message names
+// those the route takes. Left alone: a route whose query schema is open (additionalProperties: true:
+// GitHub's browser redirects, where GitHub picks the parameters), and one that checks its query
+// itself after a credential this check cannot see (checkedByRoute: an inbound hook's signature).
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ApiError, invalidRequest } from "./errors";
 import { fieldMessage } from "./field-messages";
 import { routeTable, type RouteLike } from "./route-table";
+import type { TObject } from "@sinclair/typebox";
 
 /** How one declared parameter is read: an integer in digits, a list (may repeat), or one value. */
 export type QueryKind = "integer" | "list" | "value";
@@ -31,18 +37,48 @@ export function queryKinds(schema: unknown): Record<string, QueryKind> | null {
 
 const DIGITS = /^[0-9]+$/;
 
-/** Why this URL's query is refused under a route's query schema, or null. */
-export function queryRefusal(url: string, schema: Schema, kinds: Record<string, QueryKind>): ApiError | null {
+/** What a route's query may hold: its parameters of each kind, and whether others are let through. */
+export interface QueryRule {
+  schema: Schema | null;
+  kinds: Record<string, QueryKind>;
+  open: boolean;
+}
+
+/** The rule of a route's query schema (none: no parameter at all). */
+export function queryRule(schema: unknown): QueryRule {
+  const s = (schema as Schema | undefined) ?? null;
+  return { schema: s, kinds: queryKinds(s) ?? {}, open: s?.additionalProperties === true };
+}
+
+const ownChecks = new WeakSet<object>();
+
+/**
+ * Marks a route's query schema as checked by the route itself (ownQueryRefusal), after a credential
+ * only the route can check: the global check would answer 400 before it, and tell a caller without
+ * the credential what the route takes.
+ */
+export function checkedByRoute<T extends TObject>(schema: T): T {
+  ownChecks.add(schema);
+  return schema;
+}
+
+/** Why this URL's query is refused under a route's rule, or null. */
+export function queryRefusal(url: string, rule: QueryRule): ApiError | null {
   const start = url.indexOf("?");
   if (start === -1) return null;
   const seen = new Set<string>();
   const faults = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(url.slice(start + 1))) {
-    const kind = kinds[name];
-    if (kind === undefined || kind === "list" || faults.has(name)) continue;
+    const kind = rule.kinds[name];
+    if (faults.has(name)) continue;
+    if (kind === undefined) {
+      if (!rule.open) faults.set(name, unknownParameter(rule));
+      continue;
+    }
+    if (kind === "list") continue;
     if (seen.has(name)) faults.set(name, "must be given once: it is not a list");
     else if (kind === "integer" && !DIGITS.test(value)) {
-      const integer = integerOf(schema.properties[name])!;
+      const integer = integerOf(rule.schema!.properties[name])!;
       faults.set(name, `${fieldMessage({ type: ValueErrorType.Integer, schema: integer, value })}, in decimal digits only`);
     }
     seen.add(name);
@@ -51,19 +87,27 @@ export function queryRefusal(url: string, schema: Schema, kinds: Record<string, 
   return invalidRequest("query", [...faults].map(([field, message]) => ({ field, message })));
 }
 
+function unknownParameter(rule: QueryRule): string {
+  const names = Object.keys(rule.kinds);
+  return names.length ? `is not a parameter of this route, which takes ${names.join(", ")}` : "is not a parameter of this route, which takes none";
+}
+
+/** For a route that checks its own query (checkedByRoute): the refusal of this request's, or null. */
+export const ownQueryRefusal = (request: Request, schema: TObject): ApiError | null => queryRefusal(request.url, queryRule(schema));
+
+/** The routes whose query is checked: the API's (not the web app's pages, nor /metrics, which hides itself). */
+const isChecked = (route: RouteLike) => route.path.startsWith("/api/v1/") && !ownChecks.has(route.hooks?.query as object);
+
 /**
  * For a global transform hook: the refusal of a routed request's query, or null. Routes are looked
  * up by method and path pattern (Elysia's `route`); their query schemas are read once, at the first
  * request, when every route is mounted.
  */
 export function queryCheck(routes: () => readonly RouteLike[]) {
-  const queryOf = routeTable(routes, (r) => {
-    const kinds = queryKinds(r.hooks?.query);
-    return kinds && { schema: r.hooks!.query as Schema, kinds };
-  });
+  const ruleOf = routeTable(routes, (r) => (isChecked(r) ? queryRule(r.hooks?.query) : null));
   return (request: Request, route: string | undefined): ApiError | null => {
     if (!route || request.url.indexOf("?") === -1) return null;
-    const found = queryOf(request.method, route);
-    return found ? queryRefusal(request.url, found.schema, found.kinds) : null;
+    const rule = ruleOf(request.method, route);
+    return rule ? queryRefusal(request.url, rule) : null;
   };
 }

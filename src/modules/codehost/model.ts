@@ -55,12 +55,18 @@ export const ManifestAnswer = t.Object({
 
 export const LinkAnswer = t.Object({ url: t.String(), state: t.String({ description: "Single use, expires after 10 minutes, bound to the caller" }) });
 
-export const CallbackQuery = t.Object({ code: t.Optional(t.String({ maxLength: 512 })), state: t.Optional(t.String({ maxLength: 200 })) });
-export const SetupQuery = t.Object({
-  installation_id: t.Optional(t.String({ maxLength: 40 })),
-  setup_action: t.Optional(t.String({ maxLength: 40 })),
-  state: t.Optional(t.String({ maxLength: 200 })),
-});
+// GitHub's browser redirects: GitHub picks their parameters (an OAuth refusal adds error,
+// error_description and error_uri), so the query is open and what is not named here is ignored.
+const GITHUB_ADDS = { additionalProperties: true, description: "Parameters GitHub adds beyond these are ignored" } as const;
+export const CallbackQuery = t.Object({ code: t.Optional(t.String({ maxLength: 512 })), state: t.Optional(t.String({ maxLength: 200 })) }, GITHUB_ADDS);
+export const SetupQuery = t.Object(
+  {
+    installation_id: t.Optional(t.String({ maxLength: 40 })),
+    setup_action: t.Optional(t.String({ maxLength: 40 })),
+    state: t.Optional(t.String({ maxLength: 200 })),
+  },
+  GITHUB_ADDS,
+);
 
 export const SyncAnswer = t.Object({
   installations: t.Array(Installation),

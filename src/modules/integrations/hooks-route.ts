@@ -3,6 +3,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { ErrorBody, payloadTooLarge } from "../../server/errors";
+import { checkedByRoute, ownQueryRefusal } from "../../server/query";
 import { receiveDelivery } from "./inbound";
 import { HookAnswer } from "./model";
 
@@ -34,17 +35,20 @@ async function readRawBody(request: Request, limit: number): Promise<Uint8Array>
   return out;
 }
 
+// No query parameter, refused after the signature (the credential here), not before it as elsewhere.
+const HookQuery = checkedByRoute(t.Object({}));
 
 export const hooksRoute = (core: Core) =>
   new Elysia({ name: "integrations-hooks", seed: core.instanceId, prefix: "/api/v1" }).post(
     "/hooks/:id",
     async ({ params, request, body, status }) => {
-      const result = await receiveDelivery(core, params.id, request.headers, body as Uint8Array);
+      const result = await receiveDelivery(core, params.id, request.headers, body as Uint8Array, ownQueryRefusal(request, HookQuery));
       return status(result.status, result.body);
     },
     {
       parse: ({ request }) => readRawBody(request, core.config.jsonLimitBytes),
       params: t.Object({ id: t.String() }),
+      query: HookQuery,
       response: { 200: HookAnswer, 201: HookAnswer, 400: ErrorBody, 401: ErrorBody, 413: ErrorBody },
       detail: {
         summary: "Inbound delivery for integration :id",

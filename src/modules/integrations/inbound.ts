@@ -140,8 +140,11 @@ function* taskOfKeys(integrationId: string, keys: string[]): Q<{ id: string; org
  */
 const taskIdFor = (row: HookRow, task: { id: string; orgId: string }) => (task.orgId === row.org_id ? { taskId: task.id } : {});
 
-/** An edge: the signature is checked over the raw bytes before the body is parsed. */
-export async function receiveDelivery(core: Core, integrationId: string, headers: Headers, raw: Uint8Array): Promise<HookResult> {
+/**
+ * An edge: the signature is checked over the raw bytes before the body is parsed. `refusal` (the
+ * route's: its query) is answered once the signature holds, before anything else.
+ */
+export async function receiveDelivery(core: Core, integrationId: string, headers: Headers, raw: Uint8Array, refusal: ApiError | null = null): Promise<HookResult> {
   const row = await core.store.read(get<HookRow>(INTEGRATION, integrationId));
   if (!row) {
     // An unknown id answers like a bad signature, after the same work, so ids cannot be probed.
@@ -149,6 +152,7 @@ export async function receiveDelivery(core: Core, integrationId: string, headers
     throw badSignature();
   }
   const { deliveryId, signature } = authenticate(core, row, headers, raw);
+  if (refusal) throw refusal;
   if (!row.enabled) return { status: 200, body: { status: "ignored", reason: "the integration is disabled" } };
   const payload = parseJson(raw, headers.get("content-type"));
   // The GitHub app's own events (installations, its pull requests), and where its tasks go.
