@@ -1,7 +1,8 @@
 // JSON bodies are UTF-8 (SPEC): bytes that are not (a lone byte, a truncated or overlong sequence,
 // a surrogate) are refused with 400 and nothing is written, on the JSON routes, the routes whose
 // body is optional, inbound hooks and the worker socket; U+FFFD itself, emoji and CJK are text like
-// any other and are stored exactly. The artifact upload takes any bytes, as before.
+// any other and are stored exactly. The artifact upload takes any bytes, as before. The live socket
+// decodes no binary frame at all: one is refused whole, its bytes never read as text.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { rawWebSocket } from "../helpers/raw-http";
@@ -151,6 +152,35 @@ describe("the worker socket and the artifact upload", () => {
     expect(put.status).toBe(201);
     const got = await fetch(`${s.url}/api/v1/orgs/${p.orgId}/tasks/${taskId}/artifacts/data.json`, { headers: { authorization: `Bearer ${p.token}` } });
     expect(new Uint8Array(await got.arrayBuffer())).toEqual(new Uint8Array(bytes));
+    ws.destroy();
+  });
+});
+
+describe("the live socket", () => {
+  /** A live socket of p's owner, authenticated at the upgrade. */
+  async function live() {
+    const ws = await rawWebSocket(s.server.port!, "/api/v1/ws", { authorization: `Bearer ${p.token}` });
+    const ask = async (frame: Uint8Array, opcode: 1 | 2 = 1) => {
+      ws.send(opcode, frame);
+      return JSON.parse(await ws.next(() => true));
+    };
+    return { ws, ask };
+  }
+  const subscribe = (bytes: number[]) => spliced(JSON.stringify({ type: "subscribe", orgId: p.orgId, id: "@" }), bytes);
+
+  test.each(INVALID)("a text frame with %s: the socket is closed with 1007, as the worker socket's", async (_name, bytes) => {
+    const { ws } = await live();
+    ws.send(1, subscribe(bytes));
+    expect((await ws.closed).code).toBe(1007);
+    ws.destroy();
+  });
+
+  test.each([...INVALID, ["valid UTF-8", [...utf8("😀")]] as [string, number[]]])("a binary frame with %s: validation_failed, not decoded, nothing subscribed; the socket goes on", async (_name, bytes) => {
+    const { ws, ask } = await live();
+    expect(await ask(subscribe(bytes), 2)).toEqual({ type: "error", code: "validation_failed", message: "messages must be JSON text, not binary" });
+    expect(await ask(utf8(JSON.stringify({ type: "ping", id: "p" })))).toMatchObject({ type: "pong", id: "p" });
+    // The same subscribe as text is taken, its id exactly as sent.
+    expect(await ask(spliced(JSON.stringify({ type: "subscribe", orgId: p.orgId, id: "@" }), [...utf8("😀")]))).toMatchObject({ type: "subscribed", orgId: p.orgId, id: "😀" });
     ws.destroy();
   });
 });
