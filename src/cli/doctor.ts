@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { migrationState } from "../db";
 import { postgresMigrationState } from "../db/postgres";
 import { VERSION } from "../version";
+import { AFTER_UNFINISHED_RESTORE, unfinishedRestore } from "../modules/backup/unfinished";
 
 type Status = "ok" | "warn" | "fail";
 export interface Finding {
@@ -69,6 +70,8 @@ export async function checkDataDir(dataDir: string, options: { keyFile?: string;
   if (!existsSync(dataDir) || !statSync(dataDir).isDirectory()) {
     return [{ check: "data directory", status: "fail", detail: `${dataDir} does not exist`, fix: "give the server's directory with --data-dir (or AO_DATA_DIR)" }];
   }
+  const unfinished = unfinishedRestore(dataDir);
+  if (unfinished) return [{ check: "data directory", status: "fail", detail: unfinished, fix: AFTER_UNFINISHED_RESTORE }];
   const out: Finding[] = [];
   const dirMode = statSync(dataDir).mode & 0o777;
   out.push(

@@ -21,6 +21,7 @@ import { observeRequests } from "./observe";
 import { Sockets, type SocketData } from "./sockets";
 import { pathOf } from "./limits";
 import { AddressGate } from "./connections";
+import { AFTER_UNFINISHED_RESTORE, unfinishedRestore } from "../modules/backup/unfinished";
 
 export interface RunningServer {
   core: Core;
@@ -84,6 +85,8 @@ async function openStorage(config: Config, instanceId: string, log: Logger): Pro
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const { logger, ...overrides } = options;
   const config = defaultConfig(overrides);
+  const unfinished = unfinishedRestore(config.dataDir);
+  if (unfinished) throw new Error(`${unfinished}: ${AFTER_UNFINISHED_RESTORE}`);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   mkdirSync(join(config.dataDir, "artifacts"), { recursive: true });
   const masterKey = loadMasterKey(config.masterKeyFile);

@@ -230,3 +230,58 @@ describe("POST /api/v1/admin/backup", () => {
     expect(op.responses["200"].content["application/x-tar"]).toBeDefined();
   });
 });
+
+/** Runs the command line to its end, or kills it after `ms` (a server that started when it should not have). */
+async function runToExit(args: string[], ms = 20_000) {
+  const proc = spawnCli(args);
+  const timer = setTimeout(() => proc.kill(), ms);
+  try {
+    return await proc.done;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe.skipIf(onPostgres)("a restore killed with kill -9 before it ends", () => {
+  test("leaves a directory ao serve refuses to start on, and ao restore and ao doctor name it", async () => {
+    const archive = join(scratch, "for-kill.tar");
+    const backedUp = await spawnCli(["backup", "--data-dir", s.dataDir, "--output", archive]).done;
+    expect(backedUp.code).toBe(0);
+    const bytes = readFileSync(archive);
+    const target = join(scratch, "restore-killed");
+    // The restore reads the archive up to the middle of ao.db (its last entry) and then waits for
+    // more: killed there, it has written the key and the artifacts but not the database.
+    const restoring = Bun.spawn([join(import.meta.dir, "..", "..", "node_modules", ".bin", "bun"), "src/main.ts", "restore", "-", "--data-dir", target], {
+      cwd: join(import.meta.dir, "..", ".."),
+      stdin: "pipe",
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    restoring.stdin.write(bytes.subarray(0, bytes.length - 64 * 1024));
+    await restoring.stdin.flush();
+    while (!existsSync(join(target, "ao.db"))) await Bun.sleep(5);
+    restoring.kill("SIGKILL");
+    await restoring.exited;
+    const left = readdirSync(target).sort();
+
+    const served = await runToExit(["serve", "--data-dir", target, "--port", "0", "--host", "127.0.0.1"]);
+    expect(served.code).toBe(1);
+    expect(served.stderr).toContain(`an ao restore into ${target} did not finish`);
+    expect(readdirSync(target).sort()).toEqual(left); // no new database, nothing else written
+
+    const again = await runToExit(["restore", archive, "--data-dir", target]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`an ao restore into ${target} did not finish`);
+
+    const doctor = await runToExit(["doctor", "--offline", "--data-dir", target]);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toContain(`fail  data directory: an ao restore into ${target} did not finish`);
+
+    // Emptied as the messages say, the same archive restores and the server starts on it.
+    rmSync(target, { recursive: true });
+    const restored = await runToExit(["restore", archive, "--data-dir", target]);
+    expect([restored.code, restored.stderr]).toEqual([0, ""]);
+    expect(readdirSync(target).sort()).toEqual(["ao.db", "artifacts", "master.key"]);
+    await checkRestored(target, []);
+  }, 90_000);
+});

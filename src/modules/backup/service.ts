@@ -18,6 +18,7 @@ import { snapshotDatabase } from "../../db/snapshot";
 import { readTar, tarStream, type TarEntry } from "../../lib/tar";
 import { VERSION } from "../../version";
 import { isSafeArtifactName } from "../tasks/artifacts";
+import { AFTER_UNFINISHED_RESTORE, UNFINISHED_RESTORE, unfinishedRestore } from "./unfinished";
 
 export const MANIFEST = "ao-backup.json";
 export const FORMAT = "ao-backup";
@@ -160,9 +161,14 @@ export interface RestoreResult {
  */
 export function restoreBackup(fd: number, dataDir: string): RestoreResult {
   const existed = existsSync(dataDir);
+  const unfinished = existed && statSync(dataDir).isDirectory() ? unfinishedRestore(dataDir) : null;
+  if (unfinished) throw new BackupError(`${unfinished}: ${AFTER_UNFINISHED_RESTORE}`);
   if (existed && (!statSync(dataDir).isDirectory() || readdirSync(dataDir).length > 0)) {
     throw new BackupError(`${dataDir} is not empty: restore into a new or empty directory`);
   }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const marker = join(dataDir, UNFINISHED_RESTORE);
+  writeDurably(marker, "ao restore is writing this directory; if no ao restore runs, it was interrupted: empty the directory and restore again\n");
   mkdirSync(join(dataDir, "artifacts"), { recursive: true, mode: 0o700 });
   try {
     let manifest: { format?: string; version?: number; createdAt?: string } | null = null;
@@ -201,11 +207,23 @@ export function restoreBackup(fd: number, dataDir: string): RestoreResult {
     });
     if (!manifest) throw new BackupError("the archive is empty");
     if (!seen.has("ao.db") || !seen.has("master.key")) throw new BackupError("the archive is incomplete: ao.db or master.key is missing");
-    return { dataDir, ...checkRestored(dataDir, hashes), createdAt: (manifest as { createdAt?: string }).createdAt ?? "" };
+    const result = { dataDir, ...checkRestored(dataDir, hashes), createdAt: (manifest as { createdAt?: string }).createdAt ?? "" };
+    rmSync(marker);
+    return result;
   } catch (err) {
     if (existed) for (const name of readdirSync(dataDir)) rmSync(join(dataDir, name), { recursive: true, force: true });
     else rmSync(dataDir, { recursive: true, force: true });
     throw err;
+  }
+}
+
+function writeDurably(path: string, text: string) {
+  const fd = openSync(path, "wx", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
