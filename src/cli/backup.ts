@@ -30,6 +30,15 @@ export async function backup(args: string[]): Promise<number> {
   let fd = -1;
   try {
     const prepared = await prepareBackup(dataDir, resolve(process.env.AO_MASTER_KEY_FILE || join(dataDir, "master.key")));
+    // Stopped by a signal (Ctrl-C, timeout, systemd), the process would exit without its finally
+    // blocks: the copy of the database would stay in the temporary directory, and FILE.partial.
+    for (const [signal, status] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+      process.once(signal, () => {
+        prepared.discard();
+        if (!toStdout) rmSync(partial, { force: true });
+        process.exit(status);
+      });
+    }
     fd = toStdout ? 1 : openSync(partial, "w", 0o600);
     let bytes = 0;
     for await (const chunk of prepared.chunks) {

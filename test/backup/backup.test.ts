@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, login, makeToken, type Session } from "../helpers/identity";
 import { spawnCli } from "../cli/helpers";
+import { inheritedEnv } from "../helpers/processes";
 import { orgWithProject } from "../workers/helpers";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { prepareBackup, restoreBackup } from "../../src/modules/backup/service";
@@ -284,4 +285,52 @@ describe.skipIf(onPostgres)("a restore killed with kill -9 before it ends", () =
     expect(readdirSync(target).sort()).toEqual(["ao.db", "artifacts", "master.key"]);
     await checkRestored(target, []);
   }, 90_000);
+});
+
+/** `ao backup --output -` whose archive this test reads: it blocks on a full pipe until read on. */
+async function backupToPipe(tmp: string) {
+  const root = join(import.meta.dir, "..", "..");
+  const proc = Bun.spawn([join(root, "node_modules", ".bin", "bun"), "src/main.ts", "backup", "--data-dir", s.dataDir, "--output", "-"], {
+    cwd: root,
+    env: { ...inheritedEnv(), TMPDIR: tmp },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = proc.stdout.getReader();
+  expect((await reader.read()).done).toBe(false); // the copy is taken and the archive streams
+  return {
+    proc,
+    async drain() {
+      while (!(await reader.read()).done);
+      return proc.exited;
+    },
+  };
+}
+
+describe.skipIf(onPostgres)("an ao backup stopped before it ends", () => {
+  test("by SIGTERM or SIGINT (timeout, systemd, Ctrl-C): it removes its copy of the database", async () => {
+    for (const signal of ["SIGTERM", "SIGINT"] as const) {
+      const tmp = mkdtempSync(join(scratch, "tmp-"));
+      const running = await backupToPipe(tmp);
+      expect(readdirSync(tmp)).toHaveLength(1);
+      running.proc.kill(signal);
+      expect(await running.drain()).not.toBe(0);
+      expect(readdirSync(tmp)).toEqual([]);
+    }
+  });
+
+  test("by kill -9: the next backup removes the copy it left", async () => {
+    const tmp = mkdtempSync(join(scratch, "tmp-"));
+    const killed = await backupToPipe(tmp);
+    const [left] = readdirSync(tmp);
+    expect(readdirSync(join(tmp, left))).toContain("ao.db");
+    killed.proc.kill("SIGKILL");
+    await killed.drain();
+    expect(readdirSync(tmp)).toEqual([left]);
+
+    const next = await backupToPipe(tmp);
+    expect(readdirSync(tmp)).not.toContain(left);
+    expect(await next.drain()).toBe(0);
+    expect(readdirSync(tmp)).toEqual([]);
+  });
 });

@@ -10,7 +10,7 @@
 // artifacts listed in that copy follow. An artifact replaced after the copy was taken is archived
 // as found, and the copy's row is corrected to it before the database goes in last.
 import { Database } from "bun:sqlite";
-import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -38,6 +38,45 @@ export interface PreparedBackup {
   /** The archive; the temporary copy is removed when it ends or is abandoned (return()). */
   chunks: AsyncGenerator<Uint8Array>;
   artifacts: number;
+  /** Removes the temporary copy now, synchronously: for a process about to exit on a signal. */
+  discard(): void;
+}
+
+const TMP_PREFIX = "ao-backup-";
+/** The file in a temporary copy's directory naming the process that made it. */
+const OWNER = "owner.pid";
+
+/**
+ * Removes the temporary copies of backups whose process is gone: one killed with kill -9 (or a
+ * server killed while it streamed a backup) cannot remove its own, a copy of the whole database.
+ */
+function removeAbandonedCopies() {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir()).filter((n) => n.startsWith(TMP_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const dir = join(tmpdir(), name);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, OWNER), "utf8"));
+    } catch {
+      continue; // not one of ours, or being made
+    }
+    if (!Number.isInteger(owner) || owner <= 0 || isRunning(owner)) continue;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as { code?: string }).code === "EPERM"; // alive, another user's
+  }
 }
 
 /** Why a PostgreSQL instance is not backed up here: its database is not a file this process can copy. */
@@ -52,7 +91,9 @@ export async function prepareBackup(dataDir: string, keyPath = join(dataDir, "ma
   const dbPath = join(dataDir, "ao.db");
   if (!existsSync(dbPath)) throw new BackupError(`${dataDir} has no ao.db: not an ao data directory`);
   if (!existsSync(keyPath)) throw new BackupError(`${keyPath} is missing: no master key to archive`);
-  const tmp = mkdtempSync(join(tmpdir(), "ao-backup-"));
+  removeAbandonedCopies();
+  const tmp = mkdtempSync(join(tmpdir(), TMP_PREFIX));
+  writeFileSync(join(tmp, OWNER), String(process.pid));
   try {
     const copy = join(tmp, "ao.db");
     await snapshotDatabase(dbPath, copy);
@@ -79,7 +120,7 @@ export async function prepareBackup(dataDir: string, keyPath = join(dataDir, "ma
         rmSync(tmp, { recursive: true, force: true });
       }
     }
-    return { chunks: chunks(), artifacts: rows.length };
+    return { chunks: chunks(), artifacts: rows.length, discard: () => rmSync(tmp, { recursive: true, force: true }) };
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
     throw err;
