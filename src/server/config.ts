@@ -2,6 +2,7 @@
 import { join, resolve } from "node:path";
 import type { Config } from "./core";
 import { logSettingsFromEnv } from "./log";
+import { isAddressOrRange } from "../lib/addresses";
 
 export function defaultConfig(overrides: Partial<Config> = {}): Config {
   const env = process.env;
@@ -27,6 +28,7 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
     // Well below the usual 20,000 open files a process gets; behind a reverse proxy every client
     // shares the proxy's address (README "Limits").
     connections: overrides.connections ?? { perAddress: countEnv("AO_MAX_CONNECTIONS_PER_ADDRESS", 256), idleSec: 10, requestSec: 60 },
+    trustedProxies: overrides.trustedProxies ?? trustedProxiesFromEnv(),
     log: overrides.log ?? logSettingsFromEnv(env),
     metricsToken: overrides.metricsToken !== undefined ? overrides.metricsToken : env.AO_METRICS_TOKEN || null,
     github: overrides.github ?? githubFromEnv(),
@@ -38,6 +40,13 @@ export function defaultConfig(overrides: Partial<Config> = {}): Config {
 function databaseUrl(url: string | null): string | null {
   if (url !== null && !/^postgres(ql)?:\/\/./i.test(url)) throw new Error(`AO_DATABASE_URL (--database-url) must be a postgres:// or postgresql:// URL, got ${url.replace(/\/\/[^@/]*@/, "//***@")}`);
   return url;
+}
+
+function trustedProxiesFromEnv(): string[] {
+  const v = process.env.AO_TRUSTED_PROXIES ?? "";
+  const ranges = v.split(",").map((r) => r.trim()).filter(Boolean);
+  if (!ranges.every(isAddressOrRange)) throw new Error(`AO_TRUSTED_PROXIES must be addresses or CIDR ranges separated by commas, got ${v}`);
+  return ranges;
 }
 
 function githubFromEnv(): Config["github"] {

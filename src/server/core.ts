@@ -45,6 +45,11 @@ export interface Config {
    * connection may sit idle or spend receiving a JSON body; seconds a routed request may take.
    */
   connections: { perAddress: number; idleSec: number; requestSec: number };
+  /**
+   * AO_TRUSTED_PROXIES: addresses and CIDR ranges of the reverse proxies whose X-Forwarded-For
+   * names the client (empty: the header is ignored, every client is its connection's address).
+   */
+  trustedProxies: string[];
   /** AO_LOG_LEVEL and AO_LOG_FORMAT (json lines, or pretty for a person at a terminal). */
   log: { level: LogLevel; format: LogFormat };
   /** AO_METRICS_TOKEN: the bearer token of GET /metrics; null (unset) hides the route. */

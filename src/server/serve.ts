@@ -21,6 +21,7 @@ import { observeRequests } from "./observe";
 import { Sockets, type SocketData } from "./sockets";
 import { pathOf } from "./limits";
 import { AddressGate } from "./connections";
+import { clientAddresses } from "./client-address";
 import { AFTER_UNFINISHED_RESTORE, unfinishedRestore } from "../modules/backup/unfinished";
 
 export interface RunningServer {
@@ -126,6 +127,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   app.compile();
   const sockets = core.sockets;
   const gate = new AddressGate(config.connections.perAddress);
+  const addressOf = clientAddresses(config.trustedProxies);
   const handle = observeRequests(core, (request) => app.fetch(request));
   server = Bun.serve<SocketData>({
     port: config.port,
@@ -139,13 +141,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     idleTimeout: config.connections.idleSec,
     development: false,
     async fetch(request, srv) {
-      const address = srv.requestIP(request)?.address ?? "";
+      const address = addressOf(request, srv);
       if (!gate.enter(address)) return gate.refusal();
       let upgraded = false;
       try {
         const path = pathOf(request.url);
         if (sockets.handlerFor(path)) {
-          const refused = await sockets.upgrade(request, srv, path);
+          const refused = await sockets.upgrade(request, srv, path, address);
           upgraded = refused === undefined;
           return refused;
         }
@@ -157,11 +159,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
     websocket: {
       ...sockets.websocket,
-      // The address is read at open: Bun no longer knows it once the socket has closed.
-      open(ws) {
-        ws.data.clientAddress = ws.remoteAddress;
-        sockets.websocket.open(ws);
-      },
+      // ws.data.clientAddress: the address the socket was counted under at its upgrade.
       close(ws, code, reason) {
         gate.leave(ws.data.clientAddress as string);
         sockets.websocket.close(ws, code, reason);

@@ -29,11 +29,12 @@ export class Sockets {
     return this.handlers.get(path);
   }
 
-  async upgrade(request: Request, server: Server<SocketData>, path: string): Promise<Response | undefined> {
+  /** `clientAddress`: the address the socket counts under until it closes (serve.ts). */
+  async upgrade(request: Request, server: Server<SocketData>, path: string, clientAddress: string): Promise<Response | undefined> {
     const handler = this.handlers.get(path)!;
     const data = await handler.upgrade(request, server);
     if (data instanceof Response) return data;
-    if (server.upgrade(request, { data: { ...data, path } })) return undefined;
+    if (server.upgrade(request, { data: { ...data, path, clientAddress } })) return undefined;
     return new Response(JSON.stringify({ error: { code: "validation_failed", message: "expected a WebSocket upgrade" } }), {
       status: 400,
       headers: { "content-type": "application/json" },

@@ -3,15 +3,16 @@
 import type { Cookie } from "elysia";
 import type { Server } from "bun";
 import type { Core } from "../../server/core";
+import { clientAddressOf } from "../../server/client-address";
 import { REFRESH_TOKEN_TTL_MS, type IssuedSession } from "./service";
 import { userView, type UserRow } from "./users";
 
 export const REFRESH_COOKIE = "ao_refresh";
 export const REFRESH_COOKIE_PATH = "/api/v1/auth";
 
-/** The caller's address as the socket sees it (ao does not trust forwarding headers). */
+/** The caller's address: the connection's, or the one a trusted proxy forwarded (AO_TRUSTED_PROXIES). */
 export function clientIp(ctx: { server: Server<any> | null; request: Request }): string | null {
-  return ctx.server?.requestIP(ctx.request)?.address ?? null;
+  return clientAddressOf(ctx.request) ?? ctx.server?.requestIP(ctx.request)?.address ?? null;
 }
 
 export const isWebClient = (headers: Record<string, string | undefined>) => headers["x-client"]?.toLowerCase() === "web";
