@@ -70,7 +70,7 @@ describe("who may scrape", () => {
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toStartWith("text/plain; version=0.0.4");
     const text = await r.text();
-    for (const name of ["ao_http_requests_total", "ao_http_request_duration_seconds", "ao_tasks", "ao_queue_depth", "ao_workers_online", "ao_offers_total", "ao_claims_total", "ao_attempts_lost_total", "ao_callback_deliveries_total", "ao_database_size_bytes", "ao_database_wal_size_bytes"]) {
+    for (const name of ["ao_http_requests_total", "ao_http_request_duration_seconds", "ao_tasks", "ao_queue_depth", "ao_workers_online", "ao_offers_total", "ao_claims_total", "ao_attempts_lost_total", "ao_callback_deliveries_total", "ao_database_size_bytes", ...(onPostgres ? [] : ["ao_database_wal_size_bytes"])]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
   });
@@ -132,6 +132,15 @@ describe("stored state, read at scrape time", () => {
     expect(db).toBeGreaterThan(0);
     expect(db).toBe(statSync(join(s.dataDir, "ao.db")).size);
     expect(text).toMatch(/^ao_database_wal_size_bytes \d+$/m);
+  });
+
+  test.skipIf(!onPostgres)("on PostgreSQL: the database's size as PostgreSQL counts it, and no WAL file size", async () => {
+    const text = await scrape();
+    const reported = sample(text, "ao_database_size_bytes");
+    const measured = Number((await s.core.store.read(get<{ n: string }>("SELECT pg_database_size(current_database()) AS n")))!.n);
+    expect(reported).toBeGreaterThan(1024 * 1024);
+    expect(Math.abs(reported - measured)).toBeLessThan(measured / 10);
+    expect(text).not.toContain("ao_database_wal_size_bytes");
   });
 });
 

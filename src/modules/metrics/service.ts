@@ -9,7 +9,7 @@ import { ApiError, unauthorized } from "../../server/errors";
 import { sha256Hex } from "../../lib/tokens";
 import { TASK_STATUSES } from "../tasks/machine";
 import { dispatcherOf } from "../workers/dispatcher";
-import { all } from "../../db/query";
+import { all, get } from "../../db/query";
 
 /** 404 while AO_METRICS_TOKEN is unset (the route is not there), 401 for any other credential. */
 export function checkScrape(core: Core, authorization: string | undefined) {
@@ -29,6 +29,7 @@ function fileSize(path: string): number {
   }
 }
 
+const PG_DATABASE_SIZE = "SELECT pg_database_size(current_database()) AS n";
 const BY_STATUS = "SELECT status, COUNT(*) AS n FROM tasks GROUP BY status";
 // updated_at of a queued task is when it entered the queue: nothing else changes a queued row's record.
 const QUEUE = "SELECT org_id, project_id, COUNT(*) AS n, MIN(updated_at) AS oldest FROM tasks WHERE status = 'queued' GROUP BY org_id, project_id";
@@ -90,6 +91,18 @@ export function registerStateGauges(core: Core) {
       this.set(dispatcherOf(core).conns.size);
     },
   });
+  if (core.store.dialect === "postgres") {
+    // No ao.db here (its size would read 0); the WAL is the PostgreSQL server's, shared by all its databases.
+    new Gauge({
+      name: "ao_database_size_bytes",
+      help: "Size of the PostgreSQL database (pg_database_size)",
+      registers,
+      async collect() {
+        this.set(Number((await core.store.read(get<{ n: number | string }>(PG_DATABASE_SIZE)))?.n ?? 0));
+      },
+    });
+    return;
+  }
   new Gauge({
     name: "ao_database_size_bytes",
     help: "Size of ao.db",
