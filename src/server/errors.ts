@@ -117,6 +117,21 @@ export function isUnstorableText(err: unknown): boolean {
   return !!e && typeof e === "object" && e.errno === "22021";
 }
 
+/**
+ * True when PostgreSQL cannot be reached or is going away: Bun's client could not connect or lost
+ * its connection, or the server is shutting down, starting or out of connections (SQLSTATE class
+ * 08 and 57P01-57P03, 53300). The operator's to fix or wait out, not a bug: 503, not 500.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { name?: unknown; code?: unknown; errno?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  if (typeof e.code === "string" && /^ERR_POSTGRES_(CONNECTION_|IDLE_TIMEOUT|LIFETIME_TIMEOUT|CONNECTION_TIMEOUT)/.test(e.code)) return true;
+  return typeof e.errno === "string" && /^(08...|57P0[123]|53300)$/.test(e.errno);
+}
+
+export const databaseUnavailable = () =>
+  new ApiError(503, "unavailable", "the database cannot be reached; try again shortly", undefined, { "Retry-After": "5" });
+
 export const unstorableText = () => invalid("a text of the request holds a NUL character (U+0000), which cannot be stored");
 
 export function errorResponse(err: ApiError): Response {

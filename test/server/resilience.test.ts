@@ -85,3 +85,75 @@ describe("resilience", () => {
     expect((await s.api("GET", "/health")).status).toBe(200);
   });
 });
+
+/** A TCP pass-through to PostgreSQL that the test can cut (every connection closed, new ones refused) and restore. */
+function cuttablePostgres(url: string) {
+  const target = new URL(url);
+  const open = new Set<{ end(): void }>();
+  const start = (port = 0) =>
+    Bun.listen<{ upstream?: Awaited<ReturnType<typeof Bun.connect>>; early: Uint8Array[] }>({
+      hostname: "127.0.0.1",
+      port,
+      socket: {
+        async open(client) {
+          client.data = { early: [] };
+          open.add(client);
+          const upstream = await Bun.connect({
+            hostname: target.hostname,
+            port: Number(target.port),
+            socket: { data: (_, chunk) => void client.write(chunk), close: () => void client.end(), error: () => void client.end() },
+          });
+          open.add(upstream);
+          client.data.upstream = upstream;
+          for (const chunk of client.data.early) upstream.write(chunk);
+        },
+        data(client, chunk) {
+          if (client.data.upstream) client.data.upstream.write(chunk);
+          else client.data.early.push(new Uint8Array(chunk));
+        },
+        close: (client) => void client.data.upstream?.end(),
+      },
+    });
+  let listener = start();
+  const port = listener.port;
+  return {
+    url: Object.assign(new URL(url), { port: String(port) }).toString(),
+    cut() {
+      listener.stop(true);
+      for (const s of open) s.end();
+      open.clear();
+    },
+    restore: () => void (listener = start(port)),
+    stop: () => listener.stop(true),
+  };
+}
+
+describe.skipIf(!onPostgres)("PostgreSQL out of reach", () => {
+  test("requests that need it answer 503 unavailable with Retry-After, logged once; they work again when it is back", async () => {
+    const { freshDatabase } = await import("../helpers/postgres");
+    const pg = cuttablePostgres(await freshDatabase());
+    const { lines, logger } = capture();
+    try {
+      s = await startTestServer({ logger, databaseUrl: pg.url });
+      const admin = await createAdmin(s);
+      expect((await s.api("GET", "/me", { token: admin.accessToken })).status).toBe(200);
+      pg.cut();
+      for (let i = 0; i < 3; i++) {
+        const r = await s.api("GET", "/me", { token: admin.accessToken });
+        expect([r.status, r.body.error.code]).toEqual([503, "unavailable"]);
+        expect(r.body.error.message).toBe("the database cannot be reached; try again shortly");
+        expect(r.headers.get("retry-after")).toBe("5");
+      }
+      expect(lines.filter((l) => l === "error the database cannot be reached")).toHaveLength(1);
+      expect(lines.filter((l) => l.includes("unhandled error"))).toEqual([]);
+      pg.restore();
+      let r = await s.api("GET", "/me", { token: admin.accessToken });
+      while (r.status === 503) r = await s.api("GET", "/me", { token: admin.accessToken });
+      expect(r.status).toBe(200);
+    } finally {
+      await s?.stop();
+      s = null;
+      pg.stop();
+    }
+  }, 60_000);
+});
