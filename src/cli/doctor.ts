@@ -6,7 +6,7 @@ import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { migrationState } from "../db";
-import { postgresMigrationState } from "../db/postgres";
+import { postgresMigrationState, postgresWhere } from "../db/postgres";
 import { VERSION } from "../version";
 import { AFTER_UNFINISHED_RESTORE, unfinishedRestore } from "../modules/backup/unfinished";
 
@@ -129,11 +129,7 @@ function migrationFinding({ newer, pending }: { newer: boolean; pending: unknown
 
 /** The PostgreSQL database: reachable with these credentials, and where its migrations stand. */
 async function checkPostgres(url: string): Promise<Finding[]> {
-  let where = "the database of AO_DATABASE_URL";
-  try {
-    const u = new URL(url);
-    where = `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
-  } catch {}
+  const where = postgresWhere(url);
   const sql = new Bun.SQL(url, { max: 1, connectionTimeout: 5 });
   try {
     const [{ server }] = await sql.unsafe("SELECT current_setting('server_version') AS server");

@@ -35,9 +35,21 @@ export async function openPostgres(url: string): Promise<SQL> {
     });
   } catch (error) {
     await sql.close();
-    throw error;
+    if (error instanceof NewerDatabaseError) throw error;
+    // Bun's own words ("Failed to connect") name no server: say which one, without its password.
+    throw new Error(`PostgreSQL at ${postgresWhere(url)}: ${(error as Error)?.message ?? error}`, { cause: error });
   }
   return sql;
+}
+
+/** host:port/database of a PostgreSQL URL, for messages (never its user or password). */
+export function postgresWhere(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname}`;
+  } catch {
+    return "the database of AO_DATABASE_URL";
+  }
 }
 
 /** Where a database stands against this build's migrations (read only; `ao doctor` reports it). */

@@ -179,6 +179,18 @@ describe("openPostgres", () => {
     }
   });
 
+  test("a server that cannot be reached, or refuses the credentials: the error says which database, never the password", async () => {
+    const refused = "postgres://ao:s3cret-pw@127.0.0.1:1/ao";
+    await expect(openPostgres(refused)).rejects.toThrow(/^PostgreSQL at 127\.0\.0\.1:1\/ao: /);
+    const wrong = new URL(await freshDatabase("ao_wrong_user"));
+    wrong.username = "no_such_role";
+    wrong.password = "s3cret-pw";
+    const error = (await openPostgres(wrong.toString()).catch((e: Error) => e)) as Error;
+    expect(error.message).toStartWith(`PostgreSQL at ${wrong.host}${wrong.pathname}: `);
+    expect(error.message).toContain("no_such_role");
+    expect(error.message).not.toContain("s3cret-pw");
+  });
+
   test("an empty database has every migration pending, and no table of ours", async () => {
     const sql = new SQL(await freshDatabase("ao_empty"));
     try {
