@@ -3,7 +3,7 @@
 // while the server runs.
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statfsSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { migrationState } from "../db";
 import { postgresMigrationState, postgresWhere } from "../db/postgres";
@@ -111,7 +111,11 @@ function checkDatabase(path: string): Finding[] {
             detail: rows.slice(0, 3).map((r) => r.integrity_check).join("; "),
             fix: "stop the server and restore the latest backup (ao restore), or recover with sqlite3 .recover",
           };
-    return [integrity, migrationFinding(migrationState(db), "back up (ao backup), then start this version: ao serve applies them on start")];
+    const mode = statSync(path).mode & 0o777;
+    const open: Finding[] = mode & 0o077
+      ? [{ check: "database file", status: "warn", detail: `${path} is mode ${octal(mode)}: other users who can enter ${dirname(path)} can read it (password hashes, sessions)`, fix: `chmod 600 ${path}*` }]
+      : [];
+    return [integrity, ...open, migrationFinding(migrationState(db), "back up (ao backup), then start this version: ao serve applies them on start")];
   } catch (err) {
     return [{ check: "database", status: "fail", detail: `${path} cannot be read: ${(err as Error).message}`, fix: "check the file's owner and mode, or restore a backup (ao restore)" }];
   } finally {

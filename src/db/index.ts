@@ -1,4 +1,5 @@
 import { Database } from "bun:sqlite";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import * as schema from "./schema";
 import { embeddedMigrations } from "./migrations.macro" with { type: "macro" };
@@ -12,6 +13,10 @@ export const NEWER_DATABASE = "this database was written by a newer version of a
 
 /** Opens (creating if needed) the SQLite file, sets the pragmas and applies pending migrations. */
 export function openDatabase(path: string): Db {
+  // Made 0600 before SQLite opens it: it holds password hashes and sessions, and SQLite gives the
+  // -wal and -shm files the database's mode (umask 022 would leave all three readable by anyone
+  // who can enter the data directory).
+  if (path !== ":memory:" && !existsSync(path)) closeSync(openSync(path, "a", 0o600));
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA busy_timeout = 5000");

@@ -65,6 +65,15 @@ describe("ao doctor", () => {
     expect(lineOf(r.stdout, "database integrity")).toStartWith("ok");
   });
 
+  test("a database other users can read (made by an older ao under umask 022): warn with the chmod to run", async () => {
+    const dir = copyOfData("open-db");
+    chmodSync(join(dir, "ao.db"), 0o644);
+    const r = await doctor("--data-dir", dir, "--offline");
+    expect(r.code).toBe(0);
+    expect(lineOf(r.stdout, "database file")).toBe(`warn  database file: ${join(dir, "ao.db")} is mode 644: other users who can enter ${dir} can read it (password hashes, sessions)`);
+    expect(r.stdout).toContain(`fix: chmod 600 ${join(dir, "ao.db")}*`);
+  });
+
   test("a server that does not answer, and a public URL that does not: fail, exit 1", async () => {
     const gone = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response("") });
     const deadUrl = `http://127.0.0.1:${gone.port}`;

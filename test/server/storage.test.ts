@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { addMember, createAdmin, type Session } from "../helpers/identity";
 import { all, get, isForeignKeyViolation, run } from "../../src/db/query";
+import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 let s: TestServer;
 let admin: Session;
@@ -24,6 +27,21 @@ describe("database", () => {
     expect(pragma("busy_timeout")).toBe(5000);
     expect(pragma("synchronous")).toBe(1); // NORMAL
     expect(pragma("foreign_keys")).toBe(1);
+  });
+
+  // It holds password hashes and sessions: in a data directory other users can enter (one the
+  // operator made with mkdir, mode 755), its files must still be the server's alone.
+  test.skipIf(onPostgres)("ao.db and its WAL files are made readable by the server's user only, whatever the directory's mode", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-modes-"));
+    chmodSync(dataDir, 0o755);
+    const r = await startTestServer({ dataDir, databaseUrl: null });
+    try {
+      await createAdmin(r);
+      for (const name of ["ao.db", "ao.db-wal", "ao.db-shm"]) expect([name, statSync(join(dataDir, name)).mode & 0o777]).toEqual([name, 0o600]);
+    } finally {
+      await r.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   test("foreign keys are enforced: a membership of an unknown user is refused", async () => {
