@@ -26,6 +26,8 @@ export async function bootstrap(core: Core, env: Record<string, string | undefin
     core.log.info("created the first administrator", { email: user.email, orgId: org.id, org: org.name });
     return;
   }
+  // One of the two alone creates nobody: say so, or the operator looks for an account that is not there.
+  if (email || password) core.log.warn(`${email ? "AO_ADMIN_EMAIL is set without AO_ADMIN_PASSWORD" : "AO_ADMIN_PASSWORD is set without AO_ADMIN_EMAIL"}: no administrator was created; set both, or finish setup with the link below`);
   const token = randomSecret(32);
   setupTokens.set(core, token);
   await core.store.write(addSetupToken(core.instanceId, token, core.sqlite !== null));

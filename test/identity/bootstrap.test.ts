@@ -25,10 +25,10 @@ async function withEnv<T>(vars: Partial<Record<(typeof ENV)[number], string>>, f
   }
 }
 
-/** A server whose info log lines are kept. */
+/** A server whose info and warning log lines are kept. */
 async function serverWithLog(dataDir?: string): Promise<{ s: TestServer; lines: string[] }> {
   const lines: string[] = [];
-  const s = await startTestServer({ dataDir, logger: { info: (m) => void lines.push(m), warn() {}, error: (m, f) => console.error(m, f) } });
+  const s = await startTestServer({ dataDir, logger: { info: (m) => void lines.push(m), warn: (m) => void lines.push(m), error: (m, f) => console.error(m, f) } });
   await Bun.sleep(0); // the setup line is written once the port is known
   return { s, lines };
 }
@@ -75,6 +75,17 @@ describe("AO_ADMIN_EMAIL and AO_ADMIN_PASSWORD", () => {
 });
 
 describe("setup link", () => {
+  test("AO_ADMIN_EMAIL without AO_ADMIN_PASSWORD (or the other way) creates nobody and says so beside the link", async () => {
+    for (const vars of [{ AO_ADMIN_EMAIL: "root@example.test" }, { AO_ADMIN_PASSWORD: "bootstrap pw" }]) {
+      const { s, lines } = await withEnv(vars, () => serverWithLog());
+      const missing = "AO_ADMIN_EMAIL" in vars ? "AO_ADMIN_PASSWORD" : "AO_ADMIN_EMAIL";
+      expect(lines.find((l) => l.includes("no administrator was created"))).toContain(`set without ${missing}`);
+      expect(lines.some((l) => l.includes("/setup?token="))).toBe(true);
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+      await s.stop();
+    }
+  });
+
   test("logged once; POST /setup with its token creates the first administrator and org, once", async () => {
     const { s, lines } = await withEnv({}, () => serverWithLog());
     try {
