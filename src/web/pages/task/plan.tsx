@@ -13,11 +13,15 @@ export function Plan({ task, org, path }: { task: Task; org: Org; path: string }
   const error = useSignal<unknown>(null);
   const [busy, run] = useBusy();
   const load = () =>
-    api<Page<Task>>("GET", `/orgs/${encodeURIComponent(org.id)}/tasks?parentId=${encodeURIComponent(task.id)}&limit=200`).then(
-      // Newest first from the API; the plan's own order is the order they were made in.
-      (p) => (children.value = [...p.items].reverse()),
-      (err) => (error.value = err),
-    );
+    api<Page<Task>>("GET", `/orgs/${encodeURIComponent(org.id)}/tasks?parentId=${encodeURIComponent(task.id)}&limit=200`).then((p) => {
+      // Newest first from the API; the plan's own order is the order they were made in. A record the
+      // socket brought while this was read is newer than the answer's and stays.
+      const shown = new Map((children.value ?? []).map((c) => [c.id, c]));
+      children.value = [...p.items].reverse().map((c) => {
+        const heard = shown.get(c.id);
+        return heard && heard.updatedAt > c.updatedAt ? heard : c;
+      });
+    }, (err) => (error.value = err));
   useEffect(() => {
     if (task.kind === "plan") void load();
   }, [task.id]);
