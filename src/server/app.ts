@@ -1,7 +1,7 @@
 // Composes the feature modules into one Elysia app. No listen here: serve.ts does that.
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import type { Core } from "./core";
-import { ApiError, databaseUnavailable, errorResponse, fieldErrors, insufficientStorage, invalid, invalidRequest, isDatabaseUnavailable, isStorageFull, isUnstorableText, requireJsonObject, unstorableText } from "./errors";
+import { ApiError, errorResponse, fieldErrors, invalid, invalidRequest, requireJsonObject, storeFailure } from "./errors";
 import { credentialRefusal } from "./credentials-first";
 import { queryCheck } from "./query";
 import { bodyRefusal, canonicalMediaType, isJsonType, mediaTypeRefusal } from "./limits";
@@ -36,19 +36,7 @@ export function createApp(core: Core) {
         return errorResponse(new ApiError(404, "not_found", "no such route"));
       }
       if (code === "INVALID_COOKIE_SIGNATURE") return errorResponse(new ApiError(401, "unauthorized", "invalid cookie"));
-      // A full disk is the operator's to fix, not a bug: a clear 507, one log line per cause and interval (log.ts).
-      if (isUnstorableText(error)) return errorResponse(unstorableText());
-      if (isStorageFull(error)) {
-        core.log.error("a write failed: the disk is full", { cause: String((error as { code?: string }).code ?? "ENOSPC"), path: new URL(request.url).pathname });
-        return errorResponse(insufficientStorage());
-      }
-      if (isDatabaseUnavailable(error)) {
-        // One cause for every way it fails (refused, closed, timed out), so an outage logs one line a minute.
-        core.log.error("the database cannot be reached", { cause: "database_unavailable", error: `${(error as { code?: string }).code ?? (error as { errno?: string }).errno}: ${(error as Error)?.message ?? error}` });
-        return errorResponse(databaseUnavailable());
-      }
-      core.log.error("unhandled error", { method: request.method, path: new URL(request.url).pathname, error: String((error as Error)?.stack ?? error) });
-      return errorResponse(new ApiError(500, "internal", "internal server error"));
+      return errorResponse(storeFailure(error, (m, f) => core.log.error(m, f), { method: request.method, path: new URL(request.url).pathname }));
     })
     .onTransform({ as: "global" }, ({ body, request, server, route }) => {
       const refusal = mediaTypeRefusal(request, core.config) ?? refusedQuery(request, route);

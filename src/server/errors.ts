@@ -134,6 +134,29 @@ export const databaseUnavailable = () =>
 
 export const unstorableText = () => invalid("a text of the request holds a NUL character (U+0000), which cannot be stored");
 
+type ErrorLog = (message: string, fields: Record<string, unknown>) => void;
+
+/**
+ * The answer to an error the store threw, the same on HTTP and on the worker socket: a NUL it cannot
+ * hold (400), a full disk (507) and an unreachable database (503) are the operator's or the
+ * caller's, not bugs; each logs one line under one cause, so an outage or a full disk writes a line
+ * a minute (log.ts). Anything else is a 500 whose stack is logged. `where` names the request.
+ */
+export function storeFailure(error: unknown, logError: ErrorLog, where: Record<string, unknown>): ApiError {
+  if (isUnstorableText(error)) return unstorableText();
+  if (isStorageFull(error)) {
+    logError("a write failed: the disk is full", { cause: String((error as { code?: string }).code ?? "ENOSPC"), ...where });
+    return insufficientStorage();
+  }
+  if (isDatabaseUnavailable(error)) {
+    const e = error as { code?: string; errno?: string; message?: string };
+    logError("the database cannot be reached", { cause: "database_unavailable", error: `${e.code ?? e.errno}: ${e.message ?? error}` });
+    return databaseUnavailable();
+  }
+  logError("unhandled error", { ...where, error: String((error as Error)?.stack ?? error) });
+  return new ApiError(500, "internal", "internal server error");
+}
+
 export function errorResponse(err: ApiError): Response {
   return new Response(JSON.stringify(err.toBody()), {
     status: err.status,

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { CoreEvents } from "../../src/server/core";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin } from "../helpers/identity";
+import { makeWorker, ProtocolClient } from "../workers/helpers";
 
 let s: TestServer | null = null;
 afterEach(async () => {
@@ -137,6 +138,9 @@ describe.skipIf(!onPostgres)("PostgreSQL out of reach", () => {
       s = await startTestServer({ logger, databaseUrl: pg.url });
       const admin = await createAdmin(s);
       expect((await s.api("GET", "/me", { token: admin.accessToken })).status).toBe(200);
+      // A worker connected before: its socket stays up, its requests need the database.
+      const worker = await makeWorker(s, admin.orgId);
+      const socket = await ProtocolClient.connect(s, worker.credential);
       pg.cut();
       for (let i = 0; i < 3; i++) {
         const r = await s.api("GET", "/me", { token: admin.accessToken });
@@ -144,6 +148,10 @@ describe.skipIf(!onPostgres)("PostgreSQL out of reach", () => {
         expect(r.body.error.message).toBe("the database cannot be reached; try again shortly");
         expect(r.headers.get("retry-after")).toBe("5");
       }
+      socket.send({ type: "request", id: 1, op: "claim", taskId: "tsk_anything", body: { offerId: "off_anything" } });
+      const reply = await socket.next("reply", (m) => m.id === 1);
+      expect([reply.status, reply.body.error.code]).toEqual([503, "unavailable"]);
+      socket.close();
       expect(lines.filter((l) => l === "error the database cannot be reached")).toHaveLength(1);
       expect(lines.filter((l) => l.includes("unhandled error"))).toEqual([]);
       pg.restore();

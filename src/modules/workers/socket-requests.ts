@@ -5,7 +5,7 @@
 // the request's log line.
 import { Value } from "@sinclair/typebox/value";
 import type { Core } from "../../server/core";
-import { ApiError, fieldErrors, insufficientStorage, invalidRequest, isStorageFull, isUnstorableText, requireJsonObject, unstorableText } from "../../server/errors";
+import { ApiError, fieldErrors, invalidRequest, requireJsonObject, storeFailure } from "../../server/errors";
 import type { Reply, SocketRequest, SocketRequestOp } from "../../protocol/messages";
 import { ClaimRequest, EventsRequest, TransitionRequest } from "../../protocol/requests";
 import { withRepositoryTokens } from "../codehost/claims";
@@ -50,16 +50,7 @@ export async function answerSocketRequest(core: Core, credentialHash: string, m:
         break;
     }
   } catch (err) {
-    let e: ApiError;
-    if (err instanceof ApiError) e = err;
-    else if (isUnstorableText(err)) e = unstorableText();
-    else if (isStorageFull(err)) {
-      core.log.error("a write failed: the disk is full", { cause: String((err as { code?: string }).code ?? "ENOSPC"), op: m.op });
-      e = insufficientStorage();
-    } else {
-      core.log.error("unhandled error", { op: `worker socket ${m.op}`, error: String((err as Error)?.stack ?? err) });
-      e = new ApiError(500, "internal", "internal server error");
-    }
+    const e = err instanceof ApiError ? err : storeFailure(err, (m, f) => core.log.error(m, f), { op: `worker socket ${m.op}` });
     status = e.status;
     body = e.toBody();
     // Refusals get a line like an HTTP request's; answered requests none (the task's timeline has them).
