@@ -267,6 +267,19 @@ describe("roles and organizations on every codehost route", () => {
     ["POST", "/codehost/repositories", { owner: "acme", name: "by-viewer" }],
   ];
 
+  test("a person who declines at GitHub is sent back to the page, which says so; GitHub's own text is never shown, nothing is connected", async () => {
+    const viewer = await addMember(s, owner, "viewer");
+    const link = await api("POST", `${org()}/codehost/user`, undefined, viewer.accessToken);
+    const state = new URL(link.body.url).searchParams.get("state");
+    const back = (query: string) => visit(`${s.url}/api/v1/codehost/user/callback?${query}&state=${state}`);
+    // GitHub's answer to "Cancel" on its authorization page.
+    const declined = await back("error=access_denied&error_description=The+user+has+denied+your+application+access.&error_uri=https%3A%2F%2Fdocs.github.com");
+    expect([declined.status, declined.location]).toEqual([302, `${s.url}/github?refused=declined`]);
+    const other = await back("error=call+this+number&error_description=call+555");
+    expect([other.status, other.location]).toEqual([302, `${s.url}/github?refused=failed`]);
+    expect((await api("GET", `${org()}/codehost`, undefined, viewer.accessToken)).body.connection).toBeNull();
+  });
+
   test("a viewer reads, may connect their own account, and gets 403 on the rest; nothing changes", async () => {
     const viewer = await addMember(s, owner, "viewer");
     const repos = await codehostRepositories();

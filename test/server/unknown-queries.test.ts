@@ -118,7 +118,10 @@ describe("every route under /api/v1", () => {
   });
 
   test("GitHub's redirects back ignore what GitHub adds (an OAuth refusal's error, error_description, error_uri)", async () => {
-    for (const path of ["/codehost/app/callback", "/codehost/user/callback", "/codehost/installations/callback"]) {
+    // The user callback takes `error` itself: a person who declined goes back to the page (codehost/app.test.ts).
+    const declined = await fetch(`${s.url}/api/v1/codehost/user/callback?state=nope&error=access_denied&error_description=denied&error_uri=x`, { redirect: "manual" });
+    expect([declined.status, declined.headers.get("location")]).toEqual([302, `${s.url}/github?refused=declined`]);
+    for (const path of ["/codehost/app/callback", "/codehost/installations/callback"]) {
       // Answered as without them (here: a made-up state, or no app yet), never refused for them.
       const plain = await s.api("GET", `${path}?state=nope`);
       const added = await s.api("GET", `${path}?state=nope&error=access_denied&error_description=denied&error_uri=x`);

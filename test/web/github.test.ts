@@ -65,6 +65,10 @@ describeBrowser("web: GitHub page", () => {
   test("install on an organization, then sync: the synced repositories list follows", async () => {
     await steps(async ({ page, problems }) => {
       await openAs(s, page, owner, `/github`);
+      // Declined at GitHub first: GitHub sends the browser back with error=access_denied.
+      await page.goto(`${s.url}/api/v1/codehost/user/callback?error=access_denied&error_description=denied&state=x`);
+      await page.locator("#github-outcome", { hasText: "the authorization was declined at GitHub" }).waitFor();
+      await expect(page.locator("#github-outcome").getAttribute("role")).resolves.toBe("alert");
       // The setup callback checks the installation against the person's own connection: connect first.
       await page.getByRole("button", { name: "Connect your GitHub account" }).click();
       await page.waitForURL((u) => u.pathname === "/github" && u.searchParams.get("connection") === "octo-admin");

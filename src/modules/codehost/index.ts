@@ -172,6 +172,10 @@ export default (core: Core) => {
     .get(
       "/codehost/user/callback",
       async ({ query }) => {
+        // A person who declines at GitHub is sent back with error=access_denied and no code: back to
+        // the page, which says so in its own words (never GitHub's text, which a forged link could set).
+        const refused = (query as { error?: unknown }).error;
+        if (refused !== undefined) return backToApp(core, { refused: refused === "access_denied" ? "declined" : "failed" });
         const done = await finishUserConnection(core, query.code, query.state);
         return backToApp(core, { connection: done.login });
       },

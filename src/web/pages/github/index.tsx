@@ -155,9 +155,18 @@ function CreateRepository({ id, owners }: { id: string; owners: string[] }) {
   );
 }
 
-/** What GitHub's redirect back says happened (?app=, ?installation=, ?connection=). */
+/** What GitHub's redirect back says happened (?app=, ?installation=, ?connection=, ?refused=). */
 function Outcome() {
   const q = address.value.query;
+  const refused = q.get("refused");
+  if (refused)
+    return (
+      <p class="error" role="alert" id="github-outcome">
+        {refused === "declined"
+          ? "Your GitHub account was not connected: the authorization was declined at GitHub."
+          : "Your GitHub account was not connected: GitHub answered with an error. Try again."}
+      </p>
+    );
   const text = q.get("app")
     ? `The GitHub app ${q.get("app")} was created. Install it on the accounts whose repositories ao should work on.`
     : q.get("installation")
