@@ -178,6 +178,11 @@ describeBrowser("web: integrations page", () => {
       await d.locator(".try").nth(1).waitFor();
       const log = (await s.api("GET", `/orgs/${owner.orgId}/integrations/${made.id}/deliveries`, { token: owner.accessToken })).body.items;
       expect(log[0].attempts).toBe(2);
+      // Filtered by status: none failed; succeeded shows it again.
+      await c.locator(".delivery-filter").selectOption("failed");
+      await c.getByText("No failed deliveries.").waitFor();
+      await c.locator(".delivery-filter").selectOption("succeeded");
+      await c.locator(".delivery .delivery-status", { hasText: "succeeded" }).waitFor();
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);

@@ -20,9 +20,19 @@ function Try({ t }: { t: DeliveryTry }) {
   );
 }
 
+/** The log's filter: every delivery, or those in one status (the API's ?status=). */
+const SHOWN = [
+  ["", "all"],
+  ["failed", "failed"],
+  ["pending", "pending"],
+  ["delivering", "delivering"],
+  ["succeeded", "succeeded"],
+] as const;
+
 /** `base`: the deliveries path of an integration or of the completion webhook. */
 export function Deliveries({ base }: { base: string }) {
-  const page = useResource(() => api<Page<Delivery>>("GET", `${base}?limit=20`), [base]);
+  const status = useSignal("");
+  const page = useResource(() => api<Page<Delivery>>("GET", `${base}?limit=20${status.value ? `&status=${status.value}` : ""}`), [base, status.value]);
   const failed = useSignal<string | null>(null);
   const redeliver = async (d: Delivery) => {
     failed.value = null;
@@ -43,13 +53,25 @@ export function Deliveries({ base }: { base: string }) {
     <div class="deliveries">
       <div class="row">
         <h4>Deliveries</h4>
+        <label>
+          Show{" "}
+          <select class="delivery-filter" value={status.value} onChange={(e) => (status.value = (e.target as HTMLSelectElement).value)}>
+            {SHOWN.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
         <button type="button" class="link" onClick={page.reload} disabled={page.loading.value}>
           Refresh
         </button>
       </div>
       <Problem text={failed.value} />
       {page.error.value && !items ? <LoadFailed error={page.error.value} retry={page.reload} /> : null}
-      {items && items.length === 0 ? <Empty>No deliveries yet. One is sent when a task of this target completes, fails or needs attention.</Empty> : null}
+      {items && items.length === 0 ? (
+        <Empty>{status.value ? `No ${status.value} deliveries.` : "No deliveries yet. One is sent when a task of this target completes, fails or needs attention."}</Empty>
+      ) : null}
       {items && items.length > 0 ? (
         <ul class="delivery-list">
           {items.map((d) => (
