@@ -8,6 +8,7 @@ import { addMember, newOrg, type Session } from "../helpers/identity";
 import { DESKTOP, PHONE, describeBrowser, docsScreenshot, holdAnswers, openSignedIn, overflowsSideways, shownText, trackSockets, webSuite } from "./browser";
 import { MANAGE_TEST_MS, PASSWORD, connectWorker, manageSteps, openAs, pairWorker, worker } from "./manage-fixtures";
 import { workerApi, type ProtocolClient } from "../workers/helpers";
+import { run } from "../../src/db/query";
 
 describeBrowser("web: workers page", () => {
   let s: TestServer;
@@ -86,6 +87,10 @@ describeBrowser("web: workers page", () => {
         ["online", ["arm"]],
         ["offline", ["arm"]],
       ]);
+      // A worker paired now shows at once, by the socket (not the page's 15 s look).
+      const paired = await pairWorker(s, owner, { name: "new-box" });
+      await card(page, "new-box").waitFor();
+      expect(frames.map((f) => JSON.parse(f)).some((m) => m.type === "worker.updated" && m.worker.id === paired.workerId)).toBe(true);
       expect(problems).toEqual([]);
     });
   }, MANAGE_TEST_MS);
@@ -95,6 +100,7 @@ describeBrowser("web: workers page", () => {
     expect((await s.api("PATCH", `/orgs/${owner.orgId}`, { token: owner.accessToken, body: { requireWorkerApproval: true } })).status).toBe(200);
     await pairWorker(s, owner, { name: "build-box" });
     const idle = await pairWorker(s, owner, { name: "gpu-box" });
+    const renamed = await pairWorker(s, owner, { name: "late-box" });
     expect((await s.api("POST", `/orgs/${owner.orgId}/workers/${idle.workerId}/approve`, { token: owner.accessToken })).status).toBe(200);
     await steps(async ({ page, problems }) => {
       await trackSockets(page);
@@ -103,9 +109,9 @@ describeBrowser("web: workers page", () => {
       await card(page, "gpu-box").locator(".worker-status", { hasText: "offline" }).waitFor();
       await card(page, "build-box").locator(".worker-status", { hasText: "waiting for approval" }).waitFor();
       await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
-      // Paired now, it is sent to nobody live: it shows once the list is read again. That list is
-      // read after the next subscription, and its answer is held in the page.
-      await pairWorker(s, owner, { name: "late-box" });
+      // A rename no socket tells of (written straight into the database): it shows once the list
+      // is read again. That list is read after the next subscription, and its answer is held in the page.
+      await s.core.store.write(run("UPDATE workers SET name = ? WHERE id = ?", "late-box renamed", renamed.workerId));
       await page.evaluate(`window.__hold = "/workers?limit="`);
       await page.evaluate("window.__sockets.at(-1).close()");
       await page.waitForFunction(() => (globalThis as any).__held.length === 1);
@@ -115,10 +121,10 @@ describeBrowser("web: workers page", () => {
       const approved = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/approve"));
       await card(page, "build-box").getByRole("button", { name: "Approve" }).click();
       expect((await approved).status()).toBe(200);
-      await expect(card(page, "late-box").count()).resolves.toBe(0);
-      // The older list lands: its new worker shows, and the two changes heard meanwhile stay.
+      await expect(card(page, "late-box renamed").count()).resolves.toBe(0);
+      // The older list lands: its rename shows, and the two changes heard meanwhile stay.
       await page.evaluate("window.__hold = null; window.__held.shift()()");
-      await card(page, "late-box").waitFor();
+      await card(page, "late-box renamed").waitFor();
       await expect(card(page, "gpu-box").locator(".worker-status").textContent()).resolves.toBe("online");
       await expect(card(page, "build-box").locator(".worker-status").textContent()).resolves.toBe("offline");
       expect(problems).toEqual([]);

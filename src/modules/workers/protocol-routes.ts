@@ -26,6 +26,7 @@ import { reportClone, reportRepos } from "./clones";
 import { reportReadiness } from "./readiness";
 import { ErrorBody, ReadinessRun, WorkerRecord, errors } from "./model";
 import { pollPairing, startPairing } from "./pairing";
+import { presenceOf } from "./presence";
 import { workerRecord } from "./service";
 import { workerAuthPlugin } from "./worker-auth";
 import { ApiError } from "../../server/errors";
@@ -58,6 +59,8 @@ export default (core: Core) =>
     .post("/worker/pair/poll", async ({ body }) => {
       const outcome = await core.store.write(pollPairing(core, body.deviceCode));
       if (outcome instanceof ApiError) throw outcome;
+      // The new worker shows at once on its org's open workers pages, as a change to one does.
+      await presenceOf(core).publish(outcome.orgId, outcome.workerId);
       return outcome;
     }, {
       body: PairPoll,
