@@ -126,7 +126,7 @@ export default (core: Core) => {
           "Upgrade to a WebSocket. Authenticate with Authorization: Bearer, or send {\"type\":\"auth\",\"token\":\"...\"} within 10 s.",
           "Client: {type: subscribe|unsubscribe, orgId, taskId?, id?}, {type: ping}. Server: {type: subscribed|unsubscribed, orgId, taskId?, id?},",
           "{type: task.updated, orgId, task}, {type: task.event, orgId, taskId, event}, {type: error, code, message}.",
-          "An org's subscribers also get {type: worker.updated, orgId, worker} when one of its workers connects, goes or is changed; a queued task's",
+          "An org's subscribers also get {type: worker.updated, orgId, worker} when one of its workers is paired, connects, goes or is changed; a queued task's",
           "subscribers get its task.updated again then (its waitingReason may have changed).",
           "Codes: validation_failed, unauthorized (the socket is closed with 4401), forbidden, not_found.",
         ].join(" "),

@@ -4,7 +4,7 @@
 //   -> {"type":"unsubscribe","orgId","taskId"?}     <- {"type":"unsubscribed","orgId","taskId"?}
 //   -> {"type":"ping"}                              <- {"type":"pong"}
 //   <- {"type":"task.updated","orgId","task"} and {"type":"task.event","orgId","taskId","event"}
-//   <- {"type":"worker.updated","orgId","worker"}   (to an org's subscribers: a worker connected, went or was changed)
+//   <- {"type":"worker.updated","orgId","worker"}   (to an org's subscribers: a worker paired, connected, went or was changed)
 //   <- {"type":"error","code","message"}            (validation_failed, unauthorized, forbidden, not_found)
 // A message may carry an "id", echoed in the answer. Topics: org:<orgId> and task:<taskId>; a socket
 // subscribed to an org is never also subscribed to that org's task topics, so nothing arrives twice.
