@@ -82,6 +82,15 @@ export async function openSignedIn(page: Page, url: string, email: string, passw
   await page.locator("#signin").waitFor({ state: "detached" });
 }
 
+/** Opens a task's page (the link callbacks send), signs in as `who`, and waits until the task shows and is live. */
+export async function openTaskPage(page: Page, url: string, who: { email: string }, password: string, title?: string) {
+  await page.goto(url);
+  await page.getByText("Sign in to see the task.").waitFor();
+  await signInWithForm(page, who.email, password);
+  if (title) await page.getByRole("heading", { name: title }).waitFor();
+  await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
+}
+
 export async function screenshot(page: Page, name: string) {
   mkdirSync(SCREENSHOTS, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });

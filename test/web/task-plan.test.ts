@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import type { TestServer } from "../helpers/server";
 import { makeTask, putInState, type World } from "../tasks/fixtures";
 import { run } from "../../src/db/query";
-import { describeBrowser, holdAnswers, screenshot, signInWithForm, trackSockets, usePage, worldSuite } from "./browser";
+import { describeBrowser, holdAnswers, openTaskPage, screenshot, trackSockets, usePage, worldSuite } from "./browser";
 
 const PASSWORD = "correct horse battery staple";
 const PLAN = { tasks: [{ title: "Add the schema", prompt: "Create the table." }, { title: "Write the API", prompt: "Routes.", priority: "HIGH" }] };
@@ -20,13 +20,7 @@ describeBrowser("web: a plan on the task page", () => {
   const task = (extra: Record<string, unknown> = {}) => makeTask(s, w.owner, w.project.id, extra) as Promise<{ id: string; title: string }>;
 
   /** Opens the task's page, signs in as `who`, and waits until the task shows and is live. */
-  async function openTask(page: Page, id: string, who = w.owner, title?: string) {
-    await page.goto(`${s.url}/tasks/${id}`);
-    await page.getByText("Sign in to see the task.").waitFor();
-    await signInWithForm(page, who.email, PASSWORD);
-    if (title) await page.getByRole("heading", { name: title }).waitFor();
-    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
-  }
+  const openTask = (page: Page, id: string, who = w.owner, title?: string) => openTaskPage(page, `${s.url}/tasks/${id}`, who, PASSWORD, title);
 
   test("a completed plan: Apply plan creates its tasks and links to them", async () => {
     const t = await task({ title: "Plan the shop", kind: "plan" });

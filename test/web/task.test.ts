@@ -13,7 +13,7 @@ import { get } from "../../src/db/query";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { revokeSession } from "../../src/modules/auth/service";
 import { ACTIONS, ACTION_TABLE, allowedActions, TASK_STATUSES } from "../../src/modules/tasks/machine";
-import { describeBrowser, trackSockets, usePage, screenshot, shownText, signInWithForm, titled, webSuite, worldSuite } from "./browser";
+import { describeBrowser, openTaskPage, trackSockets, usePage, screenshot, shownText, signInWithForm, titled, webSuite, worldSuite } from "./browser";
 import { pagePolicy } from "../../src/modules/web";
 import { makeWorker } from "../workers/helpers";
 
@@ -46,14 +46,8 @@ describeBrowser("web: task page", () => {
   const statusOf = async (id: string) => (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken })).body.status;
   const log = (id: string, line: string) => logLine(s, id, line);
 
-  /** Opens the callback's link, signs in as `who`, and waits until the task shows and is live. */
-  async function openTask(page: Page, id: string, who = w.owner, title?: string) {
-    await page.goto(`${s.url}/tasks/${id}`);
-    await page.getByText("Sign in to see the task.").waitFor();
-    await signInWithForm(page, who.email, PASSWORD);
-    if (title) await page.getByRole("heading", { name: title }).waitFor();
-    await page.locator("#live-state", { hasText: /^live$/ }).waitFor();
-  }
+  /** Opens the task's page, signs in as `who`, and waits until the task shows and is live. */
+  const openTask = (page: Page, id: string, who = w.owner, title?: string) => openTaskPage(page, `${s.url}/tasks/${id}`, who, PASSWORD, title);
   const timelineSeqs = (page: Page) => page.locator("#timeline li").evaluateAll((lis) => lis.map((li) => Number(li.getAttribute("data-seq"))));
   const click = (page: Page, name: string) => page.locator("#action-buttons").getByRole("button", { name, exact: true }).click();
   const buttons = (page: Page) => page.locator("#action-buttons button").allTextContents();
