@@ -75,7 +75,13 @@ export async function completeSetup(
   return created;
 }
 
-function* checkSetupToken(token: string): Q<"complete" | "wrong" | "valid"> {
+/**
+ * The token is read before whether setup is pending: on PostgreSQL the two reads are separate
+ * snapshots, and a setup finishing between them (its user and the tokens' removal commit together)
+ * must read as "complete", never as a wrong token.
+ */
+export function* checkSetupToken(token: string): Q<"complete" | "wrong" | "valid"> {
+  const known = yield* isSetupToken(token);
   if (!(yield* setupPending())) return "complete";
-  return (yield* isSetupToken(token)) ? "valid" : "wrong";
+  return known ? "valid" : "wrong";
 }

@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
-import { setupTokenOf } from "../../src/server/bootstrap";
-import { all, get } from "../../src/db/query";
+import { checkSetupToken, setupTokenOf } from "../../src/server/bootstrap";
+import { all, get, type Op } from "../../src/db/query";
 import { sha256Hex } from "../../src/lib/tokens";
 
 const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
@@ -152,6 +152,33 @@ describe("setup link", () => {
       );
       expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409]);
       expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(1);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("a setup finishing between the token check's reads reads as complete (409), never as a wrong token", async () => {
+    // PostgreSQL runs a read's statements in separate snapshots; each statement runs here as its
+    // own read, with another setup committing after the first, on either store.
+    const s = await withEnv({}, () => startTestServer());
+    try {
+      const token = setupTokenOf(s.core)!;
+      const check = checkSetupToken(token);
+      let step = check.next();
+      let first = true;
+      while (!step.done) {
+        const op = step.value;
+        const result = await s.core.store.read((function* () {
+          return yield op as Op;
+        })());
+        if (first) {
+          first = false;
+          const won = await s.api("POST", "/setup", { body: { token, email: "winner@example.test", password: "first password" } });
+          expect(won.status).toBe(201);
+        }
+        step = check.next(result);
+      }
+      expect(step.value).toBe("complete");
     } finally {
       await s.stop();
     }
