@@ -5,8 +5,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
-import { checkSetupToken, setupTokenOf } from "../../src/server/bootstrap";
-import { all, get, type Op } from "../../src/db/query";
+import { checkSetupToken, renewSetupLink, setupTokenOf } from "../../src/server/bootstrap";
+import { all, get, run, type Op } from "../../src/db/query";
+import { SETUP_TOKEN_LIFETIME_MS } from "../../src/modules/auth/setup-tokens";
+import { iso } from "../../src/lib/time";
 import { sha256Hex } from "../../src/lib/tokens";
 
 const ENV = ["AO_ADMIN_EMAIL", "AO_ADMIN_PASSWORD", "AO_ORG_NAME"] as const;
@@ -140,6 +142,69 @@ describe("setup link", () => {
       }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("links last a day: a running server logs a new one at half that; a gone server's link and an expired one are refused", async () => {
+    const { s, lines } = await withEnv({}, () => serverWithLog());
+    try {
+      const hour = 60 * 60_000;
+      const age = (token: string, ms: number) =>
+        s.core.store.write(run("UPDATE setup_tokens SET created_at = ? WHERE token_hash = ?", iso(Date.now() - ms), sha256Hex(token)));
+      const body = { email: "first@example.test", password: "first password" };
+      // A server killed on PostgreSQL leaves its token in the shared table: a day on, it stops working.
+      await s.core.store.write(run("INSERT INTO setup_tokens (token_hash, server_id, created_at) VALUES (?, ?, ?)", sha256Hex("gone server's token"), "srv_gone", iso(Date.now() - SETUP_TOKEN_LIFETIME_MS - 1000)));
+      expect((await s.api("POST", "/setup", { body: { ...body, token: "gone server's token" } })).status).toBe(401);
+
+      const first = setupTokenOf(s.core)!;
+      await age(first, 13 * hour);
+      await renewSetupLink(s.core);
+      const second = setupTokenOf(s.core)!;
+      expect(second).not.toBe(first);
+      expect(lines.filter((l) => l.includes("/setup?token=")).map((l) => l.split("token=")[1])).toEqual([first, second]);
+      expect(await s.core.store.read(checkSetupToken(first))).toBe("valid"); // both work until the first's day is over
+      expect(await s.core.store.read(checkSetupToken(second))).toBe("valid");
+
+      await age(first, 25 * hour);
+      await age(second, 13 * hour);
+      await renewSetupLink(s.core);
+      const third = setupTokenOf(s.core)!;
+      const kept = await s.core.store.read(all<{ token_hash: string }>("SELECT token_hash FROM setup_tokens WHERE server_id = ? ORDER BY created_at", s.core.instanceId));
+      expect(kept.map((r) => r.token_hash)).toEqual([sha256Hex(second), sha256Hex(third)]);
+      const expired = await s.api("POST", "/setup", { body: { ...body, token: first } });
+      expect(expired.status).toBe(401);
+      expect(expired.body.error.message).toContain("expired");
+      expect((await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM users")))!.n).toBe(0);
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+
+      expect((await s.api("POST", "/setup", { body: { ...body, token: second } })).status).toBe(201);
+      await renewSetupLink(s.core); // setup is done: no new link
+      expect(setupTokenOf(s.core)).toBeNull();
+      expect(lines.filter((l) => l.includes("/setup?token="))).toHaveLength(3);
+      expect(await s.core.store.read(all("SELECT token_hash FROM setup_tokens WHERE server_id = ?", s.core.instanceId))).toEqual([]);
+    } finally {
+      await s.stop();
+    }
+  });
+
+  test("a server whose links all passed their day (its machine slept): refused as expired, and its next look logs one that works", async () => {
+    const { s, lines } = await withEnv({}, () => serverWithLog());
+    try {
+      const first = setupTokenOf(s.core)!;
+      await renewSetupLink(s.core); // a fresh link: nothing new
+      expect(setupTokenOf(s.core)).toBe(first);
+      await s.core.store.write(run("UPDATE setup_tokens SET created_at = ?", iso(Date.now() - SETUP_TOKEN_LIFETIME_MS - 1000)));
+      expect((await s.api("GET", "/setup")).body).toEqual({ required: true });
+      const body = { email: "first@example.test", password: "first password" };
+      const refused = await s.api("POST", "/setup", { body: { ...body, token: first } });
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.message).toContain("expired");
+      await renewSetupLink(s.core);
+      const next = setupTokenOf(s.core)!;
+      expect(lines.filter((l) => l.includes("/setup?token=")).map((l) => l.split("token=")[1])).toEqual([first, next]);
+      expect((await s.api("POST", "/setup", { body: { ...body, token: next } })).status).toBe(201);
+    } finally {
+      await s.stop();
     }
   });
 
