@@ -313,6 +313,14 @@ describe("claude: questions, follow-ups, the process", () => {
     expect(rec.events.filter((e) => e.type === "message").at(-1)!.data.text).toMatch(/^reply \d$/);
   });
 
+  test("a CLI that refuses its arguments: what it printed on stderr is on the timeline, and the run fails", async () => {
+    const { run, rec } = startRun([{ content: [text("never asked")] }], { args: ["--no-such-flag"] });
+    const exit = await run.exited;
+    expect(exit.code).not.toBe(0);
+    const stderr = rec.events.filter((e) => e.type === "log" && e.data.stream === "stderr").map((e) => e.data.line);
+    expect(stderr).toContain("error: unknown option '--no-such-flag'");
+  });
+
   test("pause stops the CLI's whole process group, resume continues it, cancel ends it and what it started", async () => {
     const { run, rec, workdir } = startRun([{ content: [bash("sleep 60 & echo $! > sleeper.pid; wait", "Wait a while")] }, { content: [text("never")] }], {
       policy: { allow: ["shell:sleep*"] },

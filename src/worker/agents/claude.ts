@@ -32,6 +32,18 @@ export function descendantsOf(root: number): number[] {
   return out;
 }
 
+/** Calls `line` with each non-blank line of `stream`, the last one too when it has no newline. */
+function readLines(stream: NodeJS.ReadableStream | null, line: (text: string) => void) {
+  let rest = "";
+  stream?.setEncoding("utf8");
+  stream?.on("data", (chunk: string) => {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop()!;
+    for (const l of lines) if (l.trim()) line(l);
+  });
+  stream?.on("end", () => void (rest.trim() && line(rest)));
+}
+
 /** No extra flags by default: the permission mode is ao's own (every call goes through the policy). */
 export const CLAUDE_DEFAULT_ARGS: string[] = [];
 
@@ -195,15 +207,14 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         mcpServersDelivery: "argv",
         // The person's messages come back when the CLI takes them in, so the run knows when all are answered.
         extraArgs: { "replay-user-messages": null, ...extraArgsOf(extraArgs) },
-        stderr: (chunk) => {
-          for (const line of chunk.split("\n")) if (line.trim()) ctx.emit("log", { stream: "stderr", line });
-        },
         spawnClaudeCodeProcess: (o) => {
           // detached: the CLI leads a new process group (setsid), which is what pause and cancel signal.
           // Inside bubblewrap where it runs: the CLI's commands cannot read the worker's credential or other tasks' checkouts.
           const { command, args } = ctx.confine({ command: o.command, args: o.args });
           const child = spawn(command, args, { cwd: o.cwd, env: o.env as NodeJS.ProcessEnv, detached: true, stdio: ["pipe", "pipe", "pipe"] });
           pid = child.pid ?? -1;
+          // The SDK reads stderr only of a CLI it spawns itself: unread, a full pipe would stall the CLI.
+          readLines(child.stderr, (line) => ctx.emit("log", { stream: "stderr", line }));
           childExit = new Promise((resolve) => {
             child.on("error", () => resolve({ code: 127, signal: null }));
             child.on("exit", (code, signal) => resolve({ code, signal }));
