@@ -273,7 +273,7 @@ export class Attempt {
         }
       } else {
         const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-        await this.transition({ to: "failed", error: `the agent ${how}`, summary: this.summary });
+        await this.transition({ to: "failed", ...(exit.reported ? {} : { error: `the agent ${how}` }), summary: this.summary });
       }
     } catch (err) {
       if (this.stopped) return void (outcome = "stopped");

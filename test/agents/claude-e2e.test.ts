@@ -13,6 +13,8 @@ import { BIN, claudeRun } from "./claude-run";
 
 setDefaultTimeout(120_000);
 
+/** The model API answers 529 to the "overloaded" scenario while this holds. */
+let overloaded = true;
 const holds = new Map<string, Promise<void>>();
 const releases = new Map<string, () => void>();
 holds.set("follow-up", new Promise((r) => releases.set("follow-up", r)));
@@ -36,6 +38,8 @@ function script(body: any): ScriptTurn {
         : text("question: finished");
     case "follow-up":
       return turn === 0 ? { ...text("Working on it."), hold: holds.get("follow-up") } : text("follow-up: finished");
+    case "overloaded":
+      return overloaded ? { content: [], error: { status: 529, type: "overloaded_error", message: "Overloaded" } } : text("overloaded: finished");
     case "process":
       return turn === 0 ? bash(`sleep 60 & echo $! > ${marker("sleeper.pid")}; wait`, "Wait a while") : text("process: finished");
   }
@@ -121,6 +125,22 @@ describe("ao worker --agent claude", () => {
     expect(done.summary).toBe("follow-up: finished");
     const later = run.standin.mainRequests().filter((r) => JSON.stringify(r.body.messages).includes("SCENARIO:follow-up"));
     expect(later.some((r) => JSON.stringify(r.body.messages).includes("Please also update the changelog."))).toBe(true);
+  });
+
+  test("the model API overloaded: the attempt fails with Claude's account of it, once; a retry after the failure completes", async () => {
+    const t = await newTask("overloaded");
+    await waitStatus(t.id, "failed");
+    const ev = await events(t.id);
+    const errors = ev.filter((e) => e.type === "error").map((e) => e.data.message);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain("529 Overloaded");
+    expect(ev.find((e) => e.type === "log" && /^claude finished: /.test(e.data.line)).data.line).toMatch(/^claude finished: error, /);
+    expect(ev.at(-1)).toMatchObject({ type: "status", data: { from: "running", to: "failed" } });
+    expect(ev.map((e) => e.seq)).toEqual(ev.map((_, i) => i + 1));
+
+    overloaded = false;
+    expect((await action(t.id, { action: "retry" })).status).toBe(200);
+    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished" });
   });
 
   test("the project's policy allows shell:touch* without asking: a decision by policy", async () => {

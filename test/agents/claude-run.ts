@@ -41,7 +41,9 @@ export function claudeRun(prefix: string, script: (body: any) => ScriptTurn, opt
     const org = await newOrg(run.s);
     run.dataDir = join(run.tmp, "worker");
     await preparedWorker(run.s, org.orgId, run.dataDir);
-    run.worker = startWorker(run.s, run.dataDir, ["--agent", "claude", "--capacity", "4"], { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")) });
+    // One retry of a failed model request, not ten with backoff: a scenario of API errors ends soon.
+    const env = { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")), CLAUDE_CODE_MAX_RETRIES: "1" };
+    run.worker = startWorker(run.s, run.dataDir, ["--agent", "claude", "--capacity", "4"], env);
     // Generous: the worker starts from source on a machine other tests load too.
     await run.worker.waitFor(/agent claude/, 60_000);
     await run.worker.waitFor(/connected as/, 60_000);

@@ -388,6 +388,7 @@ test.each([
     usage() {},
   } as unknown as AgentContext;
   const missing = claudeAgent(join(tmp, "no-such-claude")).start(ctx);
-  expect(await missing.exited).toEqual({ code, signal: null });
+  // The error event is the reason: the attempt adds no "exited with code" of its own.
+  expect(await missing.exited).toEqual({ code, signal: null, reported: true });
   expect(events.find((e) => e.type === "error")!.data.message).toContain("no-such-claude");
 });

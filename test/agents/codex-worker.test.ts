@@ -242,6 +242,23 @@ testWithBwrap("with the system's bubblewrap (Debian's, which Codex prefers to it
   await waitStatus(p, t.id, "completed");
 });
 
+test("the model API failing: the attempt fails with Codex's account of it, once, and a retry after the failure completes", async () => {
+  const p = await project();
+  standIn.push({ items: [], error: { status: 500, type: "server_error", code: null, message: "The server had an error while processing your request." } });
+  const t = await createTaskApi(s, p, { title: "API error", prompt: "Improve sum.js" });
+  await waitStatus(p, t.id, "failed");
+  const ev = await events(p, t.id);
+  // One reason, Codex's, then the status: no "exited with code 1" from an app-server that never exited.
+  expect(ev.filter((e) => e.type === "error")).toHaveLength(1);
+  expect(ev.at(-2)).toMatchObject({ type: "error" });
+  expect(ev.at(-1)).toMatchObject({ type: "status", data: { from: "running", to: "failed" } });
+  expect(ev.map((e) => e.seq)).toEqual(ev.map((_, i) => i + 1));
+
+  standIn.push({ items: [{ message: "Recovered." }] });
+  expect((await action(p, t.id, { action: "retry" })).status).toBe(200);
+  expect(await waitStatus(p, t.id, "completed")).toMatchObject({ attempt: 2, summary: "Recovered." });
+});
+
 test("input on a running task is a follow-up Codex reads in the same turn", async () => {
   const p = await project();
   const g = gate();

@@ -11,6 +11,10 @@ export interface ScriptTurn {
   usage?: { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number };
   /** Holds the answer back until this resolves (to catch the agent mid-request). */
   hold?: Promise<unknown>;
+  /** Answers with an API error instead (the API's error body: 429 rate_limit_error, 500 api_error, 529 overloaded_error). */
+  error?: { status: number; type: string; message: string };
+  /** The stream ends (the connection closed) after this many of its events, without message_stop. */
+  cutAfter?: number;
 }
 
 export interface RecordedRequest {
@@ -94,6 +98,17 @@ export function streamOf(turn: ScriptTurn, model: string): string {
   return out;
 }
 
+/** A body that sends `text`, then fails: the connection drops mid-answer. */
+function cut(text: string) {
+  return new ReadableStream({
+    async start(controller) {
+      controller.enqueue(new TextEncoder().encode(text));
+      await Bun.sleep(50);
+      controller.error(new Error("connection cut"));
+    },
+  });
+}
+
 function notFound() {
   return Response.json({ type: "error", error: { type: "not_found_error", message: "Not found" } }, { status: 404, headers: { "request-id": id("req") } });
 }
@@ -134,7 +149,15 @@ export function startAnthropicStandin(script: Script): AnthropicStandin {
         turn = { content: [{ type: "text", text: "Scripted session" }], usage: { input_tokens: 10, output_tokens: 3 } };
       }
       if (turn.hold) await turn.hold;
+      if (turn.error) {
+        const { status, ...error } = turn.error;
+        return Response.json({ type: "error", error }, { status, headers: { "request-id": id("req"), ...(status === 429 ? { "retry-after": "0" } : {}) } });
+      }
       const model = typeof body.model === "string" ? body.model : STANDIN_MODEL;
+      if (body.stream && turn.cutAfter !== undefined) {
+        const events = streamOf(turn, model).split(/(?<=\n\n)/).slice(0, turn.cutAfter).join("");
+        return new Response(cut(events), { headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": id("req") } });
+      }
       if (body.stream) {
         return new Response(streamOf(turn, model), { headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": id("req") } });
       }

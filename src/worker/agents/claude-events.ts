@@ -124,11 +124,12 @@ export function claudeMapper(workdir: string) {
         } else if (text) {
           out.summary(text);
         }
+        // An API error ends a run with subtype "success" and is_error set: the line says error.
         // Claude's own figures as it reported them, the cost to the millionth the usage record keeps:
         // a line to check the record against, not an amount for a person (src/lib/money.ts).
         out.emit("log", {
           stream: "agent",
-          line: `claude finished: ${event.subtype ?? "?"}, ${event.num_turns ?? "?"} turns, ${event.duration_ms ?? "?"} ms, ${typeof event.total_cost_usd === "number" ? `$${Number(event.total_cost_usd.toFixed(6))}` : "$?"}`,
+          line: `claude finished: ${event.is_error && event.subtype === "success" ? "error" : (event.subtype ?? "?")}, ${event.num_turns ?? "?"} turns, ${event.duration_ms ?? "?"} ms, ${typeof event.total_cost_usd === "number" ? `$${Number(event.total_cost_usd.toFixed(6))}` : "$?"}`,
         });
         return;
       }

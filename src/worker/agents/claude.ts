@@ -15,7 +15,7 @@ import { ClaudeUsage, claudeMapper } from "./claude-events";
 export { mapClaudeEvent } from "./claude-events";
 import { answeredInput, approvalMessage, BOOKKEEPING, QUESTION_TOOL, questionText, toolCallOf } from "./claude-tools";
 import { feedJsonLine } from "./jsonl";
-import type { Agent, AgentContext, AgentRun, Answer } from "./types";
+import type { Agent, AgentContext, AgentExit, AgentRun, Answer } from "./types";
 
 /** Every process below `root` (children, their children…), from `ps`, which Linux and macOS both have. */
 export function descendantsOf(root: number): number[] {
@@ -120,6 +120,8 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
       let replayed = 0;
       let lastResult: Record<string, unknown> | null = null;
       let cancelled = false;
+      /** An error event says why the run failed (AgentExit.reported). */
+      let reported = false;
 
       // Claude Code starts each shell command in a process group of its own: the signal goes to the
       // CLI's group and to every process below it, found before any of them is signalled.
@@ -226,7 +228,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
       inbox.push(ctx.instructions);
       const session = query({ prompt: inbox, options });
 
-      const run = (async () => {
+      const run = (async (): Promise<AgentExit> => {
         try {
           for await (const message of session) {
             const event = message as unknown as Record<string, unknown>;
@@ -235,13 +237,19 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
             if (event.type === "user" && event.isReplay) replayed++;
             if (event.type === "result") {
               lastResult = event;
+              // The mapper put an error result on the timeline as an error event.
+              reported = !!event.is_error || event.subtype !== "success";
               // Done when every message the person sent has been taken in; a follow-up that came
               // while the agent worked gets its own turn (and its own result) after this one.
               if (replayed >= inbox.sent) inbox.close();
             }
           }
         } catch (err) {
-          if (!cancelled) ctx.emit("error", { message: `claude: ${(err as Error).message}` });
+          // After an error result the SDK throws that result's text again: it is on the timeline already.
+          if (!cancelled && !(lastResult as Record<string, unknown> | null)?.is_error) {
+            ctx.emit("error", { message: `claude: ${(err as Error).message}` });
+            reported = true;
+          }
         } finally {
           inbox.close();
           for (const p of waiting.splice(0)) p.settle({ kind: "deny", reason: "the run ended" });
@@ -249,7 +257,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         const exit = await childExit;
         if (exit.signal) return { code: null, signal: exit.signal };
         const ok = lastResult !== null && !lastResult.is_error && lastResult.subtype === "success";
-        return { code: ok ? 0 : exit.code || 1, signal: null };
+        return ok ? { code: 0, signal: null } : { code: exit.code || 1, signal: null, ...(reported ? { reported: true as const } : {}) };
       })();
 
       return {

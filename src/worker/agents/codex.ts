@@ -16,7 +16,7 @@ import { CodexRpc, RpcError } from "./codex-rpc";
 import { helperDirFor, linkSandboxHelper, withHelperDir } from "./codex-helper";
 import { commandCalls, fileCalls, strictest } from "./codex-asks";
 import { codexUsage, mapCodexItem, minusTokens, unwrapShell, type CodexTokens } from "./codex-items";
-import type { Agent, AgentContext, AgentRun, Answer } from "./types";
+import type { Agent, AgentContext, AgentExit, AgentRun, Answer } from "./types";
 
 /** Arguments after `codex app-server` (`--agent-args`), e.g. `-c model="gpt-5.1-codex"`. */
 export const CODEX_DEFAULT_ARGS: string[] = [];
@@ -56,7 +56,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   let threadId: string | null = null;
   let turnId: string | null = null;
   let model: string | null = null;
-  let outcome: { code: number | null; signal: string | null } | null = null;
+  let outcome: AgentExit | null = null;
   let cancelled = false;
   let processExited = false;
   /** Codex's requests waiting their turn: one is put to the policy or a person at a time. */
@@ -76,9 +76,10 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
   let turnStarted = false;
   let lastError: string | null = null;
 
-  const finish = (code: number) => {
+  /** `reported`: an error event already says why it failed. */
+  const finish = (code: number, reported = false) => {
     if (outcome) return;
-    outcome = { code, signal: null };
+    outcome = { code, signal: null, ...(reported ? { reported } : {}) };
     // End of input ends the app-server; one that lingers is stopped.
     proc.end();
     void Promise.race([proc.exited, Bun.sleep(3000)]).then(() => {
@@ -92,14 +93,15 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
     killSandboxHelpers(ctx.workdir);
     rpc.close("codex app-server exited");
     if (outcome) return outcome;
-    if (!cancelled) ctx.emit("error", { message: `codex app-server ${r.signal ? `was killed by ${r.signal}` : `exited with code ${r.code}`} before its turn completed` });
-    return { code: r.code === 0 ? 1 : r.code, signal: r.signal };
+    if (cancelled) return { code: r.code === 0 ? 1 : r.code, signal: r.signal };
+    ctx.emit("error", { message: `codex app-server ${r.signal ? `was killed by ${r.signal}` : `exited with code ${r.code}`} before its turn completed` });
+    return { code: r.code === 0 ? 1 : r.code, signal: r.signal, reported: true as const };
   });
 
   const fail = (err: unknown) => {
     if (outcome || cancelled || processExited) return;
     ctx.emit("error", { message: `codex: ${(err as Error).message}` });
-    finish(1);
+    finish(1, true);
   };
 
   async function boot() {
@@ -198,7 +200,7 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
           const message = String(turn.error?.message ?? "the codex turn failed");
           // Codex sends the error that failed the turn as a notification too: once on the timeline.
           if (message !== lastError) ctx.emit("error", { message });
-          return finish(1);
+          return finish(1, true);
         }
         if (turn.status === "interrupted") return finish(1);
         return void turnDone();

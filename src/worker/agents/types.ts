@@ -50,11 +50,21 @@ export interface AgentContext {
   usage(u: AgentUsage): void;
 }
 
+/** How an agent's run ended: code 0 completes the task, anything else fails it. */
+export interface AgentExit {
+  code: number | null;
+  signal: string | null;
+  /**
+   * The agent's own error event already says why it failed (the model API's error, a CLI that
+   * would not start): the attempt fails without an "exited with code N" of its own beside it.
+   */
+  reported?: true;
+}
+
 export interface AgentRun {
   /** The agent's process (and process group) id. */
   pid: number;
-  /** Exit code of the agent; 0 completes the task, anything else fails it. */
-  exited: Promise<{ code: number | null; signal: string | null }>;
+  exited: Promise<AgentExit>;
   pause(): void;
   resume(): void;
   /** Stops the agent and everything it started. */
