@@ -23,6 +23,9 @@ export function chooseAgents(options: WorkerOptions): Agent[] {
   const names =
     options.agents?.[0] === "auto" ? [...(options.exec ? ["exec"] : []), ...onPath] : (options.agents ?? onPath.slice(0, 1));
   if (names.length === 0) throw new UsageError("no coding agent found on PATH (claude, codex): install one, or run a command with --exec 'COMMAND'");
+  // Named but missing, it would be advertised and fail every task it took.
+  const missing = names.find((n) => n !== "exec" && !onPath.includes(n));
+  if (missing) throw new UsageError(`--agent ${missing}: no ${missing} on PATH (install it, or name the agents this machine has)`);
   return names.map((n) => makeAgent(n, options));
 }
 

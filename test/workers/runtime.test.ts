@@ -106,6 +106,25 @@ describe("options", () => {
     expect(() => parseWorkerOptions(args as string[], {})).toThrow(message);
   });
 
+  test("an agent named by --agent that is not on PATH: the worker says so and exits 2, before it pairs or takes a task", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "ao-worker-noagent-"));
+    try {
+      // A PATH without node_modules/.bin, where the test's claude and codex are.
+      const proc = Bun.spawn([process.execPath, join(root, "src", "main.ts"), "worker", "--server", "http://127.0.0.1:9", "--data-dir", dataDir, "--agent", "exec,codex", "--exec", "true"], {
+        cwd: root,
+        env: { ...process.env, PATH: "/usr/bin:/bin" },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+      expect(err.trim()).toBe("--agent codex: no codex on PATH (install it, or name the agents this machine has)");
+      expect(out).not.toContain("pairing");
+      expect(code).toBe(2);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test("defaults and environment variables", () => {
     const o = parseWorkerOptions(["--server", "http://ao.lan:7070/", "--data-dir", "/tmp/w", "--labels", "Linux, gpu", "--exec", "make"], {});
     expect(o).toMatchObject({ servers: ["http://ao.lan:7070"], dataDir: "/tmp/w", workspace: "/tmp/w/workspace", capacity: 1, labels: ["linux", "gpu"], agent: "exec", exec: "make", killGraceMs: 5000, confine: true });
