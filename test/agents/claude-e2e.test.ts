@@ -15,6 +15,8 @@ setDefaultTimeout(120_000);
 
 /** The model API answers 529 to the "overloaded" scenario while this holds. */
 let overloaded = true;
+/** Answers of the "cut" scenario so far: the first one's stream breaks off mid-text. */
+let cuts = 0;
 const holds = new Map<string, Promise<void>>();
 const releases = new Map<string, () => void>();
 holds.set("follow-up", new Promise((r) => releases.set("follow-up", r)));
@@ -40,6 +42,9 @@ function script(body: any): ScriptTurn {
       return turn === 0 ? { ...text("Working on it."), hold: holds.get("follow-up") } : text("follow-up: finished");
     case "overloaded":
       return overloaded ? { content: [], error: { status: 529, type: "overloaded_error", message: "Overloaded" } } : text("overloaded: finished");
+    case "cut":
+      // message_start, ping, the text block's start and its first half; then the connection drops.
+      return cuts++ === 0 ? { ...text("cut: finished"), cutAfter: 4 } : text("cut: finished");
     case "process":
       return turn === 0 ? bash(`sleep 60 & echo $! > ${marker("sleeper.pid")}; wait`, "Wait a while") : text("process: finished");
   }
@@ -141,6 +146,15 @@ describe("ao worker --agent claude", () => {
     overloaded = false;
     expect((await action(t.id, { action: "retry" })).status).toBe(200);
     expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished" });
+  });
+
+  test("a stream cut in the middle of an answer: Claude Code asks again, the task completes, the broken half is not on the timeline", async () => {
+    const t = await newTask("cut");
+    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 1, summary: "cut: finished" });
+    expect(cuts).toBeGreaterThan(1);
+    const ev = await events(t.id);
+    expect(ev.filter((e) => e.type === "message").map((e) => e.data.text)).toEqual(["cut: finished"]);
+    expect(ev.filter((e) => e.type === "error")).toEqual([]);
   });
 
   test("the project's policy allows shell:touch* without asking: a decision by policy", async () => {
