@@ -139,6 +139,8 @@ describe("ao worker --agent claude", () => {
     const errors = ev.filter((e) => e.type === "error").map((e) => e.data.message);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain("529 Overloaded");
+    // Claude Code words the error as an assistant message of its own too: not Claude's, not on the timeline twice.
+    expect(ev.filter((e) => e.type === "message")).toEqual([]);
     expect(ev.find((e) => e.type === "log" && /^claude finished: /.test(e.data.line)).data.line).toMatch(/^claude finished: error, /);
     expect(ev.at(-1)).toMatchObject({ type: "status", data: { from: "running", to: "failed" } });
     expect(ev.map((e) => e.seq)).toEqual(ev.map((_, i) => i + 1));

@@ -93,6 +93,8 @@ export function claudeMapper(workdir: string) {
         if (event.subtype === "init") out.emit("log", { stream: "agent", line: `claude session ${event.session_id ?? "?"} started (model ${event.model ?? "?"})` });
         return;
       case "assistant":
+        // Claude Code's own wording of a model API error, not the model's: the error result says it.
+        if (event.error && (event.message as { model?: string } | undefined)?.model === "<synthetic>") return;
         for (const b of blocksOf(event)) {
           if (b.type === "text" && b.text) out.emit("message", { role: "assistant", text: b.text });
           else if (b.type === "thinking" && b.thinking) out.emit("log", { stream: "reasoning", line: b.thinking });
