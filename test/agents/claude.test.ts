@@ -348,6 +348,16 @@ describe("claude: questions, follow-ups, the process", () => {
     expect(rec.events.some((e) => e.type === "error")).toBe(false);
   });
 
+  test("a CLI that dies while a person is asked: the run fails, and no decision is put in the person's name", async () => {
+    const { run, rec, nextAsk } = startRun([{ content: [bash("touch made-by-claude.txt")] }, { content: [text("never")] }]);
+    expect((await nextAsk()).kind).toBe("approval");
+    process.kill(run.pid, "SIGKILL");
+    // Failed, with one error saying how (the attempt adds no "killed by SIGKILL" beside it).
+    expect(await run.exited).toEqual({ code: null, signal: "SIGKILL", reported: true });
+    expect(rec.events.filter((e) => e.type === "error").map((e) => e.data.message)).toEqual(["claude: Claude Code process terminated by signal SIGKILL"]);
+    expect(decisions(rec).map((d) => d.by)).toEqual(["built-in rules"]);
+  });
+
   test("a retry that continues resumes the previous attempt's session in the moved checkout", async () => {
     const home = join(tmp, "home-continue");
     const first = join(tmp, "runs-continue", "tsk_c-a1", "work");

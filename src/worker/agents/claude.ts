@@ -99,7 +99,8 @@ class Inbox implements AsyncIterable<SDKUserMessage> {
 interface Pending {
   kind: "approval" | "input";
   message: string;
-  settle(a: Answer): void;
+  /** The person's answer; null: nobody answered (Claude Code withdrew the request, or the run ended). */
+  settle(a: Answer | null): void;
 }
 
 const by = decidedBy;
@@ -138,7 +139,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
 
       /** Queues one thing for the person; only the first is asked, the next once it is answered (or withdrawn). */
       const wait = (kind: Pending["kind"], message: string, signal: AbortSignal) =>
-        new Promise<Answer>((resolve) => {
+        new Promise<Answer | null>((resolve) => {
           const entry: Pending = { kind, message, settle: resolve };
           waiting.push(entry);
           if (waiting.length === 1) ctx.ask(kind, message);
@@ -146,7 +147,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
             const i = waiting.indexOf(entry);
             if (i < 0) return;
             waiting.splice(i, 1);
-            resolve({ kind: "deny", reason: "the request was withdrawn" });
+            resolve(null);
             if (i === 0 && waiting[0]) ctx.ask(waiting[0].kind, waiting[0].message);
           });
         });
@@ -172,7 +173,7 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
       const canUseTool: CanUseTool = async (toolName, input, options): Promise<PermissionResult> => {
         if (toolName === QUESTION_TOOL) {
           const a = await wait("input", questionText(input), options.signal);
-          if (a.kind === "input") return { behavior: "allow", updatedInput: answeredInput(input, a.text) };
+          if (a?.kind === "input") return { behavior: "allow", updatedInput: answeredInput(input, a.text) };
           // The only way out without an answer is the run ending.
           return { behavior: "deny", message: "The person did not answer." };
         }
@@ -183,6 +184,8 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
         const why = known ? { rule: known.decision.rule, by: known.decision.by === "policy" ? "project policy" : "built-in rules" } : { rule: null, by: "Claude Code's own checks", reason: options.decisionReason };
         if (!known) decisionEvent(call, "ask", null, "claude code", options.decisionReason);
         const a = await wait("approval", approvalMessage(call, input, why), options.signal);
+        // Nobody answered: no decision in the person's name.
+        if (!a) return { behavior: "deny", message: "The request was withdrawn before anyone answered." };
         if (a.kind === "approve") {
           decisionEvent(call, "allow", null, "person");
           return { behavior: "allow", updatedInput: input };
@@ -252,12 +255,13 @@ export function claudeAgent(binary = "claude", extraArgs: string[] = []): Agent 
           }
         } finally {
           inbox.close();
-          for (const p of waiting.splice(0)) p.settle({ kind: "deny", reason: "the run ended" });
+          for (const p of waiting.splice(0)) p.settle(null);
         }
         const exit = await childExit;
-        if (exit.signal) return { code: null, signal: exit.signal };
+        const said = reported ? { reported: true as const } : {};
+        if (exit.signal) return { code: null, signal: exit.signal, ...said };
         const ok = lastResult !== null && !lastResult.is_error && lastResult.subtype === "success";
-        return ok ? { code: 0, signal: null } : { code: exit.code || 1, signal: null, ...(reported ? { reported: true as const } : {}) };
+        return ok ? { code: 0, signal: null } : { code: exit.code || 1, signal: null, ...said };
       })();
 
       return {
