@@ -54,6 +54,21 @@ describeBrowser("web: a plan on the task page", () => {
     });
   }, 90_000);
 
+  test("a plan applied elsewhere (the command line, another tab): its tasks show live and Apply plan goes, without a reload", async () => {
+    const t = await task({ title: "Plan the checkout", kind: "plan" });
+    await putInState(s, t.id, "completed", { plan: JSON.stringify(PLAN) });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.member, "Plan the checkout");
+      await page.getByRole("button", { name: "Apply plan" }).waitFor();
+      const applied = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${t.id}/apply-plan`, { token: w.owner.accessToken });
+      expect(applied.status).toBe(201);
+      await page.locator("#plan-children li", { hasText: "Write the API" }).waitFor();
+      await page.getByRole("button", { name: "Apply plan" }).waitFor({ state: "detached" });
+      await expect(page.locator("#plan-children a").allTextContents()).resolves.toEqual(["Add the schema", "Write the API"]);
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
   test("the tasks it made, read again after a reconnect: a change the socket brought while that read was under way stays", async () => {
     const t = await task({ title: "Plan the store", kind: "plan" });
     await putInState(s, t.id, "completed", { plan: JSON.stringify(PLAN) });

@@ -26,14 +26,17 @@ export function Plan({ task, org, path }: { task: Task; org: Org; path: string }
     if (task.kind === "plan") void load();
   }, [task.id]);
   // The tasks it made change status as they run: each newer record replaces its row (the org's
-  // subscription, which the shell holds anyway); after a reconnect they are read again.
+  // subscription, which the shell holds anyway); after a reconnect they are read again. One new
+  // here was made by an apply elsewhere (the command line, another tab): it joins the list, in the
+  // plan's order (ids are time-sortable and a plan's tasks are made in its order).
   useFollow(task.kind === "plan" ? org.id : null, null, {
     subscribed: () => void (children.value && load()),
     task: (t) => {
       const list = children.value;
       if (t.parentId !== task.id || !list) return;
       const i = list.findIndex((c) => c.id === t.id);
-      if (i >= 0 && list[i]!.updatedAt <= t.updatedAt) children.value = list.map((c, j) => (j === i ? t : c));
+      if (i < 0) children.value = [...list, t].sort((a, b) => (a.id < b.id ? -1 : 1));
+      else if (list[i]!.updatedAt <= t.updatedAt) children.value = list.map((c, j) => (j === i ? t : c));
     },
   });
   const proposed = task.kind === "plan" && task.plan && Array.isArray(task.plan.tasks) ? task.plan.tasks : null;
