@@ -136,6 +136,24 @@ describe("refusals", () => {
     expect(await children(id)).toHaveLength(0);
   });
 
+  test("an applied plan is not run again: restart -> 409 conflict, nothing changed (its next plan would not match the tasks made)", async () => {
+    const id = await completedPlan();
+    const made = (await apply(id)).body.tasks.map((t: { id: string }) => t.id);
+    const before = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken });
+    const seq = (await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}/events`, { token: w.owner.accessToken })).body.items.at(-1).seq;
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${id}/actions`, { token: w.member.accessToken, body: { action: "restart" } });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe("conflict");
+    expect(r.body.error.message).toContain("its tasks were created");
+    const after = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}`, { token: w.owner.accessToken });
+    expect(after.body).toEqual(before.body);
+    expect((await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${id}/events?after=${seq}`, { token: w.owner.accessToken })).body.items).toEqual([]);
+    expect((await apply(id)).body.tasks.map((t: { id: string }) => t.id)).toEqual(made);
+    // A plan nobody applied yet may run again.
+    const fresh = await completedPlan();
+    expect((await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${fresh}/actions`, { token: w.member.accessToken, body: { action: "restart" } })).status).toBe(200);
+  });
+
   test("viewer 403, another org 404, another org's token 403, unknown task 404", async () => {
     const id = await completedPlan();
     expect((await apply(id, w.viewer.accessToken)).status).toBe(403);

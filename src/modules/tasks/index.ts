@@ -115,7 +115,7 @@ export default (core: Core) =>
         response: { 200: TaskRecord, ...errors, 409: ErrorBody },
         detail: {
           summary: "Apply an action (pause, resume, cancel, retry, restart, input, approve, deny)",
-          description: "409 invalid_transition with details {status, allowedActions} when the action is not allowed in the task's state; 409 conflict for retry or restart when the task's project is archived (restore it first).",
+          description: "409 invalid_transition with details {status, allowedActions} when the action is not allowed in the task's state; 409 conflict for retry or restart when the task's project is archived (restore it first), or when it is a plan whose tasks were created (apply-plan).",
           tags,
         },
       },

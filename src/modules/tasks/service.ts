@@ -30,6 +30,7 @@ export interface NewTask {
 }
 
 const SELECT_PROJECT = "SELECT archived FROM projects WHERE id = ? AND org_id = ?";
+const SELECT_PLAN_CHILD = "SELECT id FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL LIMIT 1";
 const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
 const SELECT_TASK_OF_ORG = "SELECT * FROM tasks WHERE id = ? AND org_id = ?";
 
@@ -193,6 +194,10 @@ export async function applyAction(core: Core, orgId: string, taskId: string, req
     }
     if (REQUEUES.has(req.action) && (yield* get<{ archived: number }>(SELECT_PROJECT, row.project_id, orgId))?.archived) {
       throw new ApiError(409, "conflict", `the project is archived and runs no more work: restore it first (PATCH {archived: false}) to ${req.action} its tasks`);
+    }
+    // Its tasks are keyed by their place in the plan: a plan run again would propose others.
+    if (REQUEUES.has(req.action) && row.kind === "plan" && (yield* get(SELECT_PLAN_CHILD, row.id))) {
+      throw new ApiError(409, "conflict", `the plan was applied and its tasks were created: make a new plan rather than ${req.action} this one`);
     }
     const budget = yield* budgetAnswer(core, req.action, row, iso());
     const patch = budget ?? actionPatch(req.action, row, iso());
