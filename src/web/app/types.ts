@@ -61,6 +61,8 @@ export interface PullRequest {
   url: string;
   state: string;
   headBranch: string;
+  /** A review task: the review it posted on this pull request. */
+  reviewUrl?: string;
 }
 export interface Usage {
   inputTokens: number;

@@ -24,7 +24,8 @@ export function Changes({ task, path }: { task: Task; path: string }) {
   if (!c && !pr && !artifact) return null;
   return (
     <div class="card" id="changes">
-      <h2 class="first">Changes</h2>
+      {/* A review changes nothing: its card is the pull request it reviewed. */}
+      <h2 class="first">{c || artifact ? "Changes" : "Pull request"}</h2>
       {c ? (
         <p id="changes-summary">
           <strong>
@@ -54,7 +55,7 @@ export function Changes({ task, path }: { task: Task; path: string }) {
       ) : null}
       {pr ? (
         <p id="pull-request">
-          Pull request{" "}
+          {task.kind === "review" ? "Reviewed pull request" : "Pull request"}{" "}
           <a href={safeUrl(pr.url)} rel="noreferrer noopener" target="_blank">
             #{pr.number}
           </a>{" "}
@@ -64,6 +65,14 @@ export function Changes({ task, path }: { task: Task; path: string }) {
           <span class="muted">
             from <code>{pr.headBranch}</code>
           </span>
+          {pr.reviewUrl ? (
+            <>
+              {" · "}
+              <a href={safeUrl(pr.reviewUrl)} rel="noreferrer noopener" target="_blank">
+                the review
+              </a>
+            </>
+          ) : null}
         </p>
       ) : null}
       {artifact ? <DiffView key={artifact.createdAt} path={path} size={artifact.size} /> : null}
