@@ -94,7 +94,20 @@ export function taskDetails(t: Task): string {
   const width = Math.max(...rows.map(([k]) => k.length));
   const body = rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join("\n");
   const prompt = t.prompt.split("\n").map((l) => `  ${l}`).join("\n");
-  return printable(`${t.id}  ${t.title}\n${body}\nprompt:\n${prompt}`);
+  return printable(`${t.id}  ${t.title}\n${body}${proposedText(t)}\nprompt:\n${prompt}`);
+}
+
+/** A completed plan's proposals, one a line: "  2. Write the API [HIGH review main...x]". */
+function proposedText(t: Task): string {
+  if (t.kind !== "plan" || !t.plan?.tasks?.length) return "";
+  const lines = t.plan.tasks.map((raw, i) => {
+    const p = (raw && typeof raw === "object" ? raw : {}) as { title?: unknown; priority?: unknown; kind?: unknown; review?: { base?: unknown; head?: unknown } };
+    const review = p.kind === "review" && p.review ? `review ${String(p.review.base)}...${String(p.review.head)}` : p.kind;
+    const tags = [p.priority, review].filter((x) => typeof x === "string" && x !== "task");
+    return `  ${i + 1}. ${typeof p.title === "string" ? p.title : "(untitled)"}${tags.length ? ` [${tags.join(" ")}]` : ""}`;
+  });
+  const how = t.status === "completed" ? ` (ao task apply-plan ${t.id} creates them)` : "";
+  return `\nproposed${how}:\n${lines.join("\n")}`;
 }
 
 /** Tokens and cost on one line: "$0.42 · 12,000 in, 800 out, 9,000 cache read, 0 cache write · claude-sonnet-4". */

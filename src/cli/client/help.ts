@@ -21,6 +21,7 @@ commands:
   list       list tasks
   show       show one task
   events     print a task's timeline (--follow to keep watching)
+  apply-plan create the tasks a completed plan proposes
   pause, resume, cancel, retry, restart, input, approve, deny
              apply an action to a task
 
@@ -42,12 +43,18 @@ Without a session, AO_SERVER and AO_TOKEN (a personal API token, aot_...) config
                      or approval
   --json             print the task as JSON (with --wait: the final task)`,
 
-  "task list": `usage: ao task list [--status S] [--project P] [--kind K] [--limit N] [--json] [--org ORG]
+  "task list": `usage: ao task list [--status S] [--project P] [--kind K] [--parent ID] [--limit N] [--json] [--org ORG]
 
 Newest first. --status is one of queued, running, paused, needs_input, needs_approval,
-completed, failed, cancelled. --limit defaults to 50.`,
+completed, failed, cancelled. --parent lists the tasks a plan made. --limit defaults to 50.`,
 
   "task show": `usage: ao task show ID [--json] [--org ORG]`,
+
+  "task apply-plan": `usage: ao task apply-plan ID [--json] [--org ORG]
+
+Creates the tasks a completed plan proposes (\`ao task show\` lists them) in the plan's
+project and prints them; run again, it prints the same tasks and creates none.
+  --json     the created tasks as a JSON array`,
 
   "task events": `usage: ao task events ID [--follow] [--after SEQ] [--json] [--org ORG]
 

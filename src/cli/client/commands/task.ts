@@ -1,4 +1,4 @@
-// `ao task create|list|show|events|<action>`.
+// `ao task create|list|show|events|apply-plan|<action>`.
 import { readFileSync } from "node:fs";
 import { flag, oneOf, parse, positiveInt, required, str, type Parsed } from "../args";
 import { connect, type Context } from "../context";
@@ -27,6 +27,8 @@ export function task(args: string[]): Promise<number> {
         return show(rest);
       case "events":
         return events(rest);
+      case "apply-plan":
+        return applyPlan(rest);
       default:
         if ((ACTIONS as readonly string[]).includes(sub)) return action(sub, rest);
         throw new UsageError(`unknown command 'task ${sub}'; run \`ao help task\``);
@@ -148,6 +150,7 @@ async function list(args: string[]): Promise<number | void> {
     status: { type: "string" },
     project: { type: "string" },
     kind: { type: "string" },
+    parent: { type: "string" },
     limit: { type: "string" },
     json: { type: "boolean" },
   });
@@ -157,7 +160,7 @@ async function list(args: string[]): Promise<number | void> {
   const limit = positiveInt("limit", str(p, "limit")) ?? 50;
   const ctx = await connect(str(p, "org"));
   const project = str(p, "project");
-  const query = { status, kind, projectId: project === undefined ? undefined : await projectId(ctx, project) };
+  const query = { status, kind, parentId: str(p, "parent"), projectId: project === undefined ? undefined : await projectId(ctx, project) };
   const tasks: Task[] = [];
   let cursor: string | undefined;
   do {
@@ -210,6 +213,17 @@ async function events(args: string[]): Promise<number | void> {
   } while (cursor);
   if (json) printJson(all);
   else for (const e of all) console.log(timelineLine(e));
+}
+
+/** Creates the tasks a completed plan proposes (the server does it once: again, the same tasks). */
+async function applyPlan(args: string[]): Promise<number | void> {
+  const p = parse(args, { ...ORG, json: { type: "boolean" } }, 1);
+  if (flag(p, "help")) return printHelp("task apply-plan");
+  const id = taskId(p);
+  const ctx = await connect(str(p, "org"));
+  const { tasks } = await ctx.client.request<{ tasks: Task[] }>("POST", `${taskPath(ctx, id)}/apply-plan`);
+  if (flag(p, "json")) printJson(tasks);
+  else console.log(`plan ${id}: ${tasks.length} task${tasks.length === 1 ? "" : "s"}${tasks.length ? `\n${taskRows(tasks)}` : ""}`);
 }
 
 async function action(name: string, args: string[]): Promise<number | void> {
