@@ -136,6 +136,21 @@ describe("refusals", () => {
     expect(await children(id)).toHaveLength(0);
   });
 
+  test("a body with fields -> 400 naming them, nothing created: apply-plan picks no tasks, it applies the whole plan", async () => {
+    const id = await completedPlan();
+    for (const body of [{ tasks: [0, 2] }, { indexes: [1], dryRun: true }]) {
+      const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${id}/apply-plan`, { token: w.member.accessToken, body });
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe("validation_failed");
+      expect(r.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(Object.keys(body).sort());
+    }
+    expect(await children(id)).toHaveLength(0);
+    // An empty object is no request of anything: the plan applies.
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${id}/apply-plan`, { token: w.member.accessToken, body: {} });
+    expect(r.status).toBe(201);
+    expect(await children(id)).toHaveLength(3);
+  });
+
   test("an applied plan is not run again: restart -> 409 conflict, nothing changed (its next plan would not match the tasks made)", async () => {
     const id = await completedPlan();
     const made = (await apply(id)).body.tasks.map((t: { id: string }) => t.id);

@@ -14,6 +14,7 @@ import { knownNames } from "./names";
 import {
   ActionBody,
   AppliedPlan,
+  ApplyPlanBody,
   ArtifactParams,
   CreateTaskBody,
   ErrorBody,
@@ -26,7 +27,7 @@ import {
   documented,
   errorResponses,
 } from "./model";
-import { refuseUnknownFields } from "../../server/strict";
+import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 
 const tags = ["tasks"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
@@ -166,6 +167,9 @@ export default (core: Core) =>
       {
         permission: "task.create",
         params: TaskParams,
+        body: ApplyPlanBody,
+        parse: [parseOptionalJson, "json"],
+        transform: refuseUnknownFields(ApplyPlanBody),
         response: { 200: AppliedPlan, 201: AppliedPlan, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create the tasks a completed plan proposes",
