@@ -21,8 +21,9 @@ export function instructionsFor(claim: ClaimResult): string {
       "## Plan",
       "",
       "Do not change code. Propose the tasks that would carry this out and write them as JSON to",
-      '`$AO_ARTIFACTS_DIR/plan.json`: `{"tasks": [{"title": "...", "prompt": "...", "priority": "MEDIUM", "kind": "task"}]}`',
-      "(priority LOW, MEDIUM, HIGH or URGENT; kind task, review or plan; both optional).",
+      '`$AO_ARTIFACTS_DIR/plan.json`: `{"tasks": [{"title": "...", "prompt": "...", "priority": "MEDIUM", "kind": "task"}, {"title": "...", "prompt": "...", "kind": "review", "review": {"base": "main", "head": "feature/orders"}}]}`',
+      "(at most 100 tasks; priority LOW, MEDIUM, HIGH or URGENT; kind task, review or plan; both optional;",
+      "a review needs `review` with the branch, tag or commit names it compares, `base` and `head`).",
     );
   }
   return parts.join("\n");
