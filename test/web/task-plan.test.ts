@@ -54,6 +54,25 @@ describeBrowser("web: a plan on the task page", () => {
     });
   }, 90_000);
 
+  test("a plan that completes while its page is open: what it proposes and Apply plan show live; a viewer sees no Apply plan", async () => {
+    const t = await task({ title: "Plan the search", kind: "plan" });
+    await putInState(s, t.id, "running");
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.member, "Plan the search");
+      await expect(page.locator("#plan-card").count()).resolves.toBe(0);
+      await putInState(s, t.id, "completed", { plan: JSON.stringify(PLAN) });
+      await page.getByRole("button", { name: "Apply plan" }).waitFor();
+      await expect(page.locator("#plan-tasks li strong").allTextContents()).resolves.toEqual(["Add the schema", "Write the API"]);
+      expect(problems).toEqual([]);
+    });
+    await usePage(browser, async ({ page, problems }) => {
+      await openTask(page, t.id, w.viewer, "Plan the search");
+      await page.locator("#plan-tasks li", { hasText: "Write the API" }).waitFor();
+      await expect(page.locator("#plan-apply").count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+    });
+  }, 90_000);
+
   test("a plan applied elsewhere (the command line, another tab): its tasks show live and Apply plan goes, without a reload", async () => {
     const t = await task({ title: "Plan the checkout", kind: "plan" });
     await putInState(s, t.id, "completed", { plan: JSON.stringify(PLAN) });
