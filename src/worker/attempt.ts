@@ -72,6 +72,23 @@ function listFiles(dir: string, root = dir, out: string[] = []): string[] {
 const MAX_SUMMARY = 20_000;
 const MAX_NEEDS = 10_000;
 
+/** The plan a plan task wrote, or an error message when it wrote none or a malformed one. */
+export function readPlan(artifactsDir: string): TransitionRequest["plan"] | string {
+  const path = join(artifactsDir, "plan.json");
+  if (!existsSync(path)) return "the plan task wrote no $AO_ARTIFACTS_DIR/plan.json";
+  let plan: unknown;
+  try {
+    plan = JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    return `plan.json is not valid JSON: ${(err as Error).message}`;
+  }
+  if (Value.Check(Plan, plan)) return plan;
+  // The agent's author reads this on the task's timeline: say which field, as the server would.
+  const fault = Value.Errors(Plan, plan).First();
+  const where = fault ? `${fault.path.slice(1).replaceAll("/", ".") || "(root)"}: ${fault.message}` : "";
+  return `plan.json does not have the shape {"tasks": [{"title", "prompt", "priority"?, "kind"?, "review"?}]}${where ? ` (${where})` : ""}`;
+}
+
 /** An agent's text as the server takes it: NUL characters (U+0000, not storable) dropped, at most `max` long. */
 export function clipText(raw: string, max: number): string {
   const text = withoutNul(raw);
@@ -265,7 +282,7 @@ export class Attempt {
       const changes = exit.code === 0 && t.kind === "task" ? await this.recordChanges(checkout, artifactsDir) : undefined;
       await this.uploadArtifacts(artifactsDir);
       if (exit.code === 0) {
-        const plan = t.kind === "plan" ? this.readPlan(artifactsDir) : undefined;
+        const plan = t.kind === "plan" ? readPlan(artifactsDir) : undefined;
         if (typeof plan === "string") {
           await this.transition({ to: "failed", error: plan, summary: this.summary });
         } else {
@@ -308,19 +325,6 @@ export class Attempt {
     } catch (err) {
       this.sink.push("error", { message: `could not record the task's changes: ${(err as Error).message}` });
       return undefined;
-    }
-  }
-
-  /** The plan a plan task wrote, or an error message when it wrote none or a malformed one. */
-  private readPlan(artifactsDir: string): TransitionRequest["plan"] | string {
-    const path = join(artifactsDir, "plan.json");
-    if (!existsSync(path)) return "the plan task wrote no $AO_ARTIFACTS_DIR/plan.json";
-    try {
-      const plan = JSON.parse(readFileSync(path, "utf8"));
-      if (!Value.Check(Plan, plan)) return `plan.json does not have the shape {"tasks": [{"title", "prompt", "priority"?, "kind"?}]}`;
-      return plan;
-    } catch (err) {
-      return `plan.json is not valid JSON: ${(err as Error).message}`;
     }
   }
 

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { backoff, HttpError } from "../../src/worker/client";
 import { EventSink, fitEvent, MAX_BATCH_CHARS, MAX_EVENT_CHARS } from "../../src/worker/events";
-import { clipText } from "../../src/worker/attempt";
+import { clipText, readPlan } from "../../src/worker/attempt";
 import { inventory } from "../../src/worker/inventory";
 import { parseWorkerOptions } from "../../src/worker/options";
 import { loadCredential, saveCredential } from "../../src/worker/credential";
@@ -250,6 +250,20 @@ describe("the timeline on its way out", () => {
     expect(long).toEndWith("more characters)");
     // A NUL (an agent printed a binary) is dropped: the server refuses it, as PostgreSQL cannot store it.
     expect(clipText("a\u0000b\u0000", 100)).toBe("ab");
+  });
+
+  test("a plan.json the worker refuses fails the task naming the field at fault, not only the shape expected", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ao-plan-"));
+    const refusal = (plan: unknown) => {
+      writeFileSync(join(dir, "plan.json"), JSON.stringify(plan));
+      return readPlan(dir);
+    };
+    expect(refusal({ tasks: [{ title: "ok", prompt: "p" }, { title: "", prompt: "p" }] })).toContain("tasks.1.title:");
+    expect(refusal({ tasks: [{ title: "t", prompt: "p", priority: "high" }] })).toContain("tasks.0.priority:");
+    expect(refusal({ tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "-x" } }] })).toContain("tasks.0.review.head:");
+    expect(refusal({ steps: [] })).toContain("tasks:");
+    expect(refusal({ tasks: [{ title: "t", prompt: "p" }] })).toEqual({ tasks: [{ title: "t", prompt: "p" }] });
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test("batches stay under the server's body limit; every event arrives once, in order", async () => {
