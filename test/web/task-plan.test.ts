@@ -79,10 +79,15 @@ describeBrowser("web: a plan on the task page", () => {
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.member, "Plan the checkout");
       await page.getByRole("button", { name: "Apply plan" }).waitFor();
+      const restart = page.locator("#action-buttons").getByRole("button", { name: "Restart", exact: true });
+      await restart.waitFor();
       const applied = await s.api("POST", `/orgs/${w.owner.orgId}/tasks/${t.id}/apply-plan`, { token: w.owner.accessToken });
       expect(applied.status).toBe(201);
       await page.locator("#plan-children li", { hasText: "Write the API" }).waitFor();
       await page.getByRole("button", { name: "Apply plan" }).waitFor({ state: "detached" });
+      // An applied plan does not run again (the server answers 409): Restart is not offered.
+      await restart.waitFor({ state: "detached" });
+      await page.locator("#action-withheld", { hasText: "Its tasks were created, so this plan does not run again" }).waitFor();
       await expect(page.locator("#plan-children a").allTextContents()).resolves.toEqual(["Add the schema", "Write the API"]);
       expect(problems).toEqual([]);
     });

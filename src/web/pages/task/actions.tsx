@@ -12,7 +12,13 @@ import { useShortcut } from "../../components/keys";
 import { ErrorText, submit } from "../../components/ui";
 import { BUTTON_CLASS, KEYS, LABELS, PENDING, allowedActions, askFirst, type Action } from "./model";
 
-export function Actions({ task, path, canAct, onTask, pending }: { task: Task; path: string; canAct: boolean; onTask: (t: Task) => void; pending: { value: string | null } }) {
+/** Actions the state allows but the task does not take (an applied plan's restart), and why. */
+export interface Withheld {
+  actions: Action[];
+  why: string;
+}
+
+export function Actions({ task, path, canAct, onTask, pending, withheld }: { task: Task; path: string; canAct: boolean; onTask: (t: Task) => void; pending: { value: string | null }; withheld?: Withheld | null }) {
   const reason = useSignal("");
   const input = useSignal("");
   const error = useSignal<unknown>(null);
@@ -26,7 +32,8 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
   const no = useRef<HTMLButtonElement>(null);
   /** The button to give the focus back to once the question is gone. */
   const backTo = useRef<Action | null>(null);
-  const allowed = allowedActions(task.status);
+  const allowedNow = (status: Task["status"]) => allowedActions(status).filter((a) => !withheld?.actions.includes(a));
+  const allowed = allowedNow(task.status);
   const question = asking.value && allowed.includes(asking.value) ? askFirst(asking.value, task.needs) : null;
   // Stale messages go when the task moves on (another person acted, the agent went on).
   const shownFor = useRef(task.status);
@@ -41,7 +48,7 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
   /** A button or key: an action that cannot be undone asks first, any other acts. */
   const press = (action: Action) => {
     // While a question waits for its answer, the keys do nothing.
-    if (asking.value || acting.value || !allowedActions(task.status).includes(action)) return;
+    if (asking.value || acting.value || !allowedNow(task.status).includes(action)) return;
     if (askFirst(action, task.needs)) asking.value = action;
     else void act(action);
   };
@@ -176,7 +183,11 @@ export function Actions({ task, path, canAct, onTask, pending }: { task: Task; p
             ))}
           </div>
         )}
-        {allowed.length === 0 ? (
+        {withheld && allowedActions(task.status).some((a) => withheld.actions.includes(a)) ? (
+          <p id="action-withheld" class="muted">
+            {withheld.why}
+          </p>
+        ) : allowed.length === 0 ? (
           <p id="action-none" class="muted">
             No action is possible in this state.
           </p>

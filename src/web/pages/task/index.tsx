@@ -13,13 +13,16 @@ import { useFollow } from "../../components/hooks";
 import { costText } from "../../../lib/money";
 import { Time } from "../../components/Time";
 import { ErrorText, LiveLine, Page, Skeleton, StatusBadge } from "../../components/ui";
-import { Actions } from "./actions";
+import { Actions, type Withheld } from "./actions";
 import { Artifacts } from "./artifacts";
 import { Changes } from "./diff";
 import { useTaskInMyOrgs } from "./find";
 import { Plan } from "./plan";
 import { Transcript } from "./transcript";
 import { duration, TERMINAL, tokens, who } from "./model";
+
+/** The server refuses to run an applied plan again (its next run would propose other tasks). */
+const APPLIED_PLAN = { actions: ["restart", "retry"], why: "Its tasks were created, so this plan does not run again: make a new plan instead." } as const satisfies Withheld;
 
 export function TaskPage({ params }: PageProps) {
   const taskId = params.taskId ?? "";
@@ -53,6 +56,8 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
   const timelineError = useSignal<unknown>(null);
   const projectName = useSignal<string | null>(null);
   const pending = useSignal<string | null>(null);
+  /** A plan whose tasks were made: the server refuses to run it again. */
+  const planApplied = useSignal(false);
   const path = `/orgs/${encodeURIComponent(org.id)}/tasks/${encodeURIComponent(initial.id)}`;
   const lastSeq = useRef(0);
   /** Timeline work (fetches and live events) runs one piece at a time, so entries stay in order. */
@@ -173,7 +178,7 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
           ) : null}
         </div>
         <aside class="task-side">
-          <Actions task={t} path={path} canAct={canWrite(org.role)} onTask={apply} pending={pending} />
+          <Actions task={t} path={path} canAct={canWrite(org.role)} onTask={apply} pending={pending} withheld={planApplied.value ? APPLIED_PLAN : null} />
           <div class="card">
             <dl id="task-facts" class="facts">
               <dt>Kind</dt>
@@ -236,7 +241,7 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
             </pre>
           </div>
           <Changes task={t} path={path} />
-          <Plan task={t} org={org} path={path} />
+          <Plan task={t} org={org} path={path} onMade={(n) => (planApplied.value = n > 0)} />
           <div class="card" id="timeline-card">
             <h2 class="first">Session</h2>
             <Transcript events={events.value} />

@@ -8,7 +8,8 @@ import { useBusy, useFollow } from "../../components/hooks";
 import { ErrorText, StatusBadge } from "../../components/ui";
 import { truncate } from "./model";
 
-export function Plan({ task, org, path }: { task: Task; org: Org; path: string }) {
+/** `onMade` hears how many tasks the plan has made, whenever that changes. */
+export function Plan({ task, org, path, onMade }: { task: Task; org: Org; path: string; onMade?: (count: number) => void }) {
   const children = useSignal<Task[] | null>(null);
   const error = useSignal<unknown>(null);
   const [busy, run] = useBusy();
@@ -39,6 +40,8 @@ export function Plan({ task, org, path }: { task: Task; org: Org; path: string }
       else if (list[i]!.updatedAt <= t.updatedAt) children.value = list.map((c, j) => (j === i ? t : c));
     },
   });
+  const madeCount = children.value?.length ?? 0;
+  useEffect(() => onMade?.(madeCount), [madeCount]);
   const proposed = task.kind === "plan" && task.plan && Array.isArray(task.plan.tasks) ? task.plan.tasks : null;
   const made = children.value ?? [];
   if (!proposed && made.length === 0) return null;
