@@ -1,5 +1,6 @@
 // A plan's proposed tasks, Apply plan once it completed, and the tasks it made.
 import { useSignal } from "@preact/signals";
+import { Fragment } from "preact";
 import { useEffect } from "preact/hooks";
 import { api } from "../../app/api";
 import { canWrite } from "../../app/session";
@@ -67,7 +68,12 @@ export function Plan({ task, org, path, onMade }: { task: Task; org: Org; path: 
               return (
                 <li key={i}>
                   <strong>{typeof item.title === "string" ? item.title : "(untitled)"}</strong>
-                  {[item.priority, item.kind].map((x) => (typeof x === "string" ? <span class="badge"> {x}</span> : null))}
+                  {badges(item).map((x) => (
+                    <Fragment key={x}>
+                      {" "}
+                      <span class="badge">{x}</span>
+                    </Fragment>
+                  ))}
                   {typeof item.prompt === "string" ? <p class="muted pre">{truncate(item.prompt, 300)}</p> : null}
                 </li>
               );
@@ -97,4 +103,11 @@ export function Plan({ task, org, path, onMade }: { task: Task; org: Org; path: 
       ) : null}
     </div>
   );
+}
+
+/** What a proposal would be: its priority, its kind and, for a review, the range it reviews. */
+function badges(item: Record<string, unknown>): string[] {
+  const review = item.review as { base?: unknown; head?: unknown } | undefined;
+  const kind = item.kind === "review" && review && typeof review.base === "string" && typeof review.head === "string" ? `review ${review.base} → ${review.head}` : item.kind;
+  return [item.priority, kind].filter((x): x is string => typeof x === "string");
 }
