@@ -41,6 +41,9 @@ const SAVEPOINT_WRITE: Statement = (sql) => sql`SAVEPOINT ao_write`;
 const RELEASE_WRITE: Statement = (sql) => sql`RELEASE SAVEPOINT ao_write`;
 const ROLLBACK_TO_WRITE: Statement = (sql) => sql`ROLLBACK TO SAVEPOINT ao_write`;
 
+/** How long a closing store (and the bus) waits for the queries under way, in seconds. */
+export const CLOSE_WAIT_S = 5;
+
 /** What one program of a writeEach came to: its value, or the error it threw (its writes undone). */
 export type Outcome<T> = { value: T } | { error: unknown };
 
@@ -321,8 +324,13 @@ export class PgStore implements Store {
     return this.sql.notify(channel, payload);
   }
 
+  /**
+   * Waits up to CLOSE_WAIT_S for the queries under way, then ends them: a query that does not end
+   * (waiting on a lock held elsewhere, a database that stopped answering) must not hold a server's
+   * stop, and its SIGTERM, for good.
+   */
   async close() {
-    await this.sql.close();
+    await this.sql.close({ timeout: CLOSE_WAIT_S });
   }
 
   private async exec(conn: Connection, op: Op): Promise<unknown> {

@@ -16,6 +16,7 @@
 //   of envelopes, under PostgreSQL's size limit): one round trip and one notification for many
 //   changes under load, in the same order.
 import type { Logger } from "./core";
+import { CLOSE_WAIT_S } from "../db/pg-store";
 
 export type Handler = (payload: any) => void;
 
@@ -197,7 +198,7 @@ export function postgresBus(url: string, instanceId: string, log: Logger): Bus {
       handlers.clear();
       await sending;
       await subscription.then((s) => s.unlisten()).catch(() => {});
-      await sql.close();
+      await sql.close({ timeout: CLOSE_WAIT_S });
     },
   };
 }

@@ -103,3 +103,21 @@ describe("an unexpected error inside a request", () => {
     expect(JSON.stringify(entry.fields)).not.toContain(cursor);
   });
 });
+
+describe("stopping", () => {
+  test.skipIf(!onPostgres)("a query that does not end (a lock held elsewhere, a stalled database) holds the stop for seconds, not for good", async () => {
+    const s = await startTestServer();
+    let stopped = false;
+    try {
+      const hung = s.core.store.read(get("SELECT pg_sleep(120)")).catch((error: Error) => error);
+      await Bun.sleep(200); // the query is under way
+      const started = performance.now();
+      await s.stop();
+      stopped = true;
+      expect(performance.now() - started).toBeLessThan(15_000);
+      expect(await hung).toBeInstanceOf(Error);
+    } finally {
+      if (!stopped) await s.stop();
+    }
+  }, 30_000);
+});
