@@ -238,6 +238,7 @@ describe("ao task <action>", () => {
   test("bad command lines exit 2", async () => {
     const table: [string[], RegExp][] = [
       [["input", "tsk_x"], /'ao task input' needs --input TEXT/],
+      [["input", "tsk_x", "--input", "  "], /'ao task input' needs --input TEXT/],
       [["pause", "tsk_x", "--input", "x"], /--input goes with 'ao task input'/],
       [["deny", "tsk_x", "--reason", "r".repeat(2001)], /--reason is at most 2,000 characters/],
       [["deny", "tsk_x", "--reason", "😀".repeat(2001)], /--reason is at most 2,000 characters/],

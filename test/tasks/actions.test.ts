@@ -179,6 +179,8 @@ describe("bad requests change nothing", () => {
     ["reason not a string", { action: "cancel", reason: 7 }, 400, "validation_failed"],
     ["input without text", { action: "input" }, 400, "validation_failed"],
     ["input with empty text", { action: "input", input: "" }, 400, "validation_failed"],
+    ["input of only spaces", { action: "input", input: "   " }, 400, "validation_failed"],
+    ["input of only blank lines and tabs", { action: "input", input: "\n\t \r\n" }, 400, "validation_failed"],
   ];
   for (const [name, body, status, code] of cases) {
     test(`${name} -> ${status} ${code}`, async () => {

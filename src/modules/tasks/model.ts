@@ -188,7 +188,7 @@ export const EventPage = t.Object({
 export const ActionBody = t.Object(
   {
     action: Enum(ACTIONS),
-    input: t.Optional(t.String({ maxLength: 100_000, description: "Text handed to the task (action input)" })),
+    input: t.Optional(t.String({ maxLength: 100_000, description: "Text handed to the task (action input; required there, and not blank)" })),
     // The 2,000-character limit counts characters, not UTF-16 units: checked in the service. The
     // schema's bound is the most UTF-16 units 2,000 characters take; every message says 2,000.
     reason: t.Optional(

@@ -189,8 +189,9 @@ export async function applyAction(core: Core, orgId: string, taskId: string, req
         allowedActions: allowedActions(row.status),
       });
     }
-    if (req.action === "input" && (req.input === undefined || req.input === "")) {
-      throw invalid("action input needs a non-empty input", [{ field: "input", message: "required with action input" }]);
+    // Spaces alone would reach the agent as an answer that says nothing.
+    if (req.action === "input" && (req.input === undefined || req.input.trim() === "")) {
+      throw invalid("action input needs an input that is not blank", [{ field: "input", message: req.input === undefined ? "required with action input" : "must not be blank" }]);
     }
     if (REQUEUES.has(req.action) && (yield* get<{ archived: number }>(SELECT_PROJECT, row.project_id, orgId))?.archived) {
       throw new ApiError(409, "conflict", `the project is archived and runs no more work: restore it first (PATCH {archived: false}) to ${req.action} its tasks`);

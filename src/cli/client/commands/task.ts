@@ -232,7 +232,8 @@ async function action(name: string, args: string[]): Promise<number | void> {
   const id = taskId(p);
   const input = str(p, "input");
   const reason = str(p, "reason");
-  if (name === "input" && !input) throw new UsageError("'ao task input' needs --input TEXT");
+  // Blank text is refused by the server too: say so before a request.
+  if (name === "input" && !input?.trim()) throw new UsageError("'ao task input' needs --input TEXT");
   if (name !== "input" && input !== undefined) throw new UsageError("--input goes with 'ao task input'");
   // Characters, as the server counts them (an emoji is one, not two UTF-16 units).
   if (reason !== undefined && [...reason].length > 2000) throw new UsageError("--reason is at most 2,000 characters");
