@@ -134,7 +134,12 @@ describe("ao worker --agent claude", () => {
 
   test("the model API overloaded: the attempt fails with Claude's account of it, once; a retry after the failure completes", async () => {
     const t = await newTask("overloaded");
-    await waitStatus(t.id, "failed");
+    const failed = await waitStatus(t.id, "failed");
+    // The model as the API was asked for it: Claude Code's session start names it with its
+    // context-window marker ("[1m]"), which no answer came to replace.
+    const asked = run.standin.mainRequests().find((r) => JSON.stringify(r.body.messages).includes("SCENARIO:overloaded"))!.body.model;
+    expect(asked).not.toContain("[");
+    expect(failed.usage?.model).toBe(asked);
     const ev = await events(t.id);
     const errors = ev.filter((e) => e.type === "error").map((e) => e.data.message);
     expect(errors).toHaveLength(1);
@@ -147,7 +152,7 @@ describe("ao worker --agent claude", () => {
 
     overloaded = false;
     expect((await action(t.id, { action: "retry" })).status).toBe(200);
-    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished" });
+    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished", usage: { model: asked } });
   });
 
   test("a stream cut in the middle of an answer: Claude Code asks again, the task completes, the broken half is not on the timeline", async () => {

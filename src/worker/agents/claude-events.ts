@@ -25,6 +25,12 @@ function resultText(content: unknown): string {
 const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0);
 
 /**
+ * A model as the API names it: Claude Code's session start adds its context-window marker
+ * ("claude-opus-4-8[1m]"), which the answers' model does not carry; usage is to list one model once.
+ */
+const modelName = (model: string) => model.replace(/\[[^\]]*\]$/, "");
+
+/**
  * The attempt's usage from what Claude Code reports: each API answer's usage as it streams (keyed by
  * message id: the blocks of one answer arrive as several messages carrying the same usage), and the
  * result's totals over every model it used (modelUsage, with the cost it computes). The larger wins,
@@ -38,7 +44,7 @@ export class ClaudeUsage {
 
   /** Takes one message's report; true when the figures changed. */
   add(event: Record<string, unknown>): boolean {
-    if (event.type === "system" && event.subtype === "init" && typeof event.model === "string") this.model ??= event.model;
+    if (event.type === "system" && event.subtype === "init" && typeof event.model === "string") this.model ??= modelName(event.model);
     if (event.type === "assistant") {
       const m = event.message as { id?: string; model?: string; usage?: Usage } | undefined;
       if (!m?.usage || !m.id) return false;
