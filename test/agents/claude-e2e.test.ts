@@ -144,6 +144,8 @@ describe("ao worker --agent claude", () => {
     const errors = ev.filter((e) => e.type === "error").map((e) => e.data.message);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain("529 Overloaded");
+    // The record says why, as its one error does.
+    expect(failed.failureReason).toBe(errors[0]);
     // Claude Code words the error as an assistant message of its own too: not Claude's, not on the timeline twice.
     expect(ev.filter((e) => e.type === "message")).toEqual([]);
     expect(ev.find((e) => e.type === "log" && /^claude finished: /.test(e.data.line)).data.line).toMatch(/^claude finished: error, /);
@@ -152,7 +154,7 @@ describe("ao worker --agent claude", () => {
 
     overloaded = false;
     expect((await action(t.id, { action: "retry" })).status).toBe(200);
-    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished", usage: { model: asked } });
+    expect(await waitStatus(t.id, "completed")).toMatchObject({ attempt: 2, summary: "overloaded: finished", usage: { model: asked }, failureReason: null });
   });
 
   test("a stream cut in the middle of an answer: Claude Code asks again, the task completes, the broken half is not on the timeline", async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { createAdmin, login } from "../helpers/identity";
-import { orgWithProject } from "../workers/helpers";
+import { orgWithProject, until } from "../workers/helpers";
 import { preparedWorker, startWorker, WorkerProcess } from "../e2e/worker-helpers";
 import { newConfigDir, runCli, seedSession } from "./helpers";
 
@@ -27,6 +27,12 @@ case "$AO_TASK_TITLE" in
     echo "about to fail"
     exit 3
     ;;
+  flaky)
+    # Each attempt fails its own way: exit 3, then 4, ...
+    n=$(($(cat "@COUNTS@/$AO_TASK_ID" 2>/dev/null || echo 2) + 1))
+    echo $n > "@COUNTS@/$AO_TASK_ID"
+    exit $n
+    ;;
 esac
 `;
 
@@ -38,7 +44,7 @@ let projectId: string;
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "ao-cli-worker-"));
-  writeFileSync(join(tmp, "agent.sh"), AGENT);
+  writeFileSync(join(tmp, "agent.sh"), AGENT.replaceAll("@COUNTS@", tmp));
   s = await startTestServer({ workerTimeouts: { offerMs: 2000, offlineMs: 1500, heartbeatMs: 300 } });
   const owner = await createAdmin(s);
   const p = await orgWithProject(s, owner);
@@ -91,8 +97,23 @@ describe("ao task create --wait with a real worker", () => {
   test("failed: exit 1, --json gives the final task", async () => {
     const r = await create("broken", "--json");
     expect(r.code).toBe(1);
-    expect(JSON.parse(r.stdout)).toMatchObject({ title: "broken", status: "failed" });
+    expect(JSON.parse(r.stdout)).toMatchObject({ title: "broken", status: "failed", failureReason: "the agent exited with code 3" });
   }, 30_000);
+
+  test("a failed task says why in `ao task show`: its last attempt's error, not an earlier attempt's", async () => {
+    const first = await create("flaky", "--json");
+    expect(first.code).toBe(1);
+    const id = JSON.parse(first.stdout).id as string;
+    expect((await runCli(["task", "show", id], env)).stdout).toMatch(/^status +failed \(attempt 1\)\nreason +the agent exited with code 3\n/m);
+
+    const retried = JSON.parse((await runCli(["task", "retry", id, "--json"], env)).stdout);
+    // Queued again: it has not failed, so there is no reason, though the timeline keeps the old error.
+    expect(retried).toMatchObject({ status: "queued", failureReason: null });
+    await until(async () => JSON.parse((await runCli(["task", "show", id, "--json"], env)).stdout).status === "failed", 20_000, 100);
+    const shown = (await runCli(["task", "show", id], env)).stdout;
+    expect(shown).toMatch(/^status +failed \(attempt 2\)\nreason +the agent exited with code 4\n/m);
+    expect(shown).not.toContain("code 3");
+  }, 40_000);
 });
 
 describe("ao worker --server", () => {

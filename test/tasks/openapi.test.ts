@@ -75,12 +75,12 @@ describe("schemas", () => {
     "createdBy", "summary", "needs", "plan", "artifacts", "createdAt", "updatedAt", "startedAt", "finishedAt",
   ];
 
-  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from; worker, the named workerId; agent, usage, allowanceUsd and waitingReason of issue 10; changes, what an ordinary task changed; pullRequest, its pull request at GitHub), all present in every answer", () => {
+  test("the task record: the fields of SPEC §5 (and source, where an integration's task came from; worker, the named workerId; agent, usage, allowanceUsd and waitingReason of issue 10; failureReason, why a failed task failed; changes, what an ordinary task changed; pullRequest, its pull request at GitHub), all present in every answer", () => {
     const task = doc.paths["/api/v1/orgs/{orgId}/tasks/{taskId}"].get.responses["200"].content["application/json"].schema;
     // The create's answer is the same record (documented there as TypeBox writes it, nullable fields as anyOf).
     const created = doc.paths["/api/v1/orgs/{orgId}/tasks"].post.responses["201"].content["application/json"].schema;
     expect([Object.keys(created.properties).sort(), [...created.required].sort()]).toEqual([Object.keys(task.properties).sort(), [...task.required].sort()]);
-    const extra = ["source", "worker", "agent", "usage", "allowanceUsd", "waitingReason", "changes", "pullRequest"];
+    const extra = ["source", "worker", "agent", "usage", "allowanceUsd", "waitingReason", "failureReason", "changes", "pullRequest"];
     expect(Object.keys(task.properties).sort()).toEqual([...SPEC_TASK_FIELDS, ...extra].sort());
     expect([...task.required].sort()).toEqual([...SPEC_TASK_FIELDS, ...extra].sort());
     expect(task.properties.needs.properties.kind.enum).toEqual(["input", "approval", "budget"]);

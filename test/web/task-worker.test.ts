@@ -88,6 +88,9 @@ describeBrowser("web: answering a real worker's question from the task page", ()
       await page.keyboard.press("d");
       await page.locator("#task-status", { hasText: /^failed/ }).waitFor({ timeout: 20_000 });
       await page.locator("#timeline li[data-type=action]", { hasText: "deny by" }).waitFor();
+      // Why it failed, by the status (the record as the live update brought it), not only down the timeline.
+      await page.locator("#task-failure", { hasText: "the agent exited with code 1" }).waitFor();
+      await expect(shownText(page, "#task-failure")).resolves.toBe("Failed: the agent exited with code 1");
       expect(problems).toEqual([]);
     });
     await until(async () => (await get(id)).summary === "deny not on a Friday", 10_000, 50);

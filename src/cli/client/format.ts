@@ -67,6 +67,8 @@ export function changesText(c: NonNullable<Task["changes"]>): string {
 export function taskDetails(t: Task): string {
   const rows: [string, string][] = [
     ["status", `${t.status}${t.attempt ? ` (attempt ${t.attempt})` : ""}`],
+    // Beside the status it explains, as the task page shows it.
+    ...(t.failureReason ? [["reason", t.failureReason] as [string, string]] : []),
     ["project", t.projectId],
     ["priority", t.priority],
     ["kind", t.kind + (t.review ? ` (${t.review.base}...${t.review.head})` : "")],

@@ -36,6 +36,8 @@ export interface Task {
   usage?: { inputTokens: number; outputTokens: number; cacheReadTokens: number; cacheWriteTokens: number; costUsd: number; model: string | null } | null;
   allowanceUsd?: number | null;
   waitingReason?: string | null;
+  /** Why a failed task failed: its last attempt's last error (servers before it have none). */
+  failureReason?: string | null;
   /** The pull request at GitHub with the task's result (or the one a review task reviewed). */
   pullRequest?: { number: number; url: string; state: string; headBranch: string; repository?: string; draft?: boolean; reviewUrl?: string } | null;
   createdAt: string;

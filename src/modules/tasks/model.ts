@@ -145,6 +145,9 @@ export const TaskRecord = t.Object(
       t.Number({ description: "What the task may cost (all attempts) before a person is asked: the project's policy.budget.perTaskUsd, raised by each approval to go on; null without a per-task budget" }),
     ),
     waitingReason: t.Nullable(t.String({ description: "Why a queued task is not offered, when ao knows: its project is over its daily budget, or no online worker could take it (none online, none for its project, none with its agent or its project's labels); null while it only waits for a free slot" })),
+    failureReason: t.Nullable(
+      t.String({ description: "Why a failed task failed: the message of its last attempt's last error event on the timeline; null in every other state, or when the attempt left no error" }),
+    ),
     createdAt: t.String(),
     updatedAt: t.String(),
     startedAt: t.Nullable(t.String()),

@@ -105,6 +105,7 @@ export function toTaskRecord(row: TaskRow, artifacts: ArtifactInfo[], names: Nam
     usage: null as UsageTotals | null,
     allowanceUsd: null as number | null,
     waitingReason: null as string | null,
+    failureReason: null as string | null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     startedAt: row.started_at,

@@ -96,6 +96,8 @@ export interface Task {
   usage?: Usage | null;
   /** Why a queued task is not offered, when the server can tell (no online worker could take it, say). */
   waitingReason?: string | null;
+  /** Why a failed task failed: the message of its last attempt's last error event. */
+  failureReason?: string | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;

@@ -160,6 +160,11 @@ function TaskView({ org, initial }: { org: Org; initial: Task }) {
               <strong>Waiting:</strong> {t.waitingReason}. <a href={`/workers?org=${encodeURIComponent(org.id)}`}>Workers</a>
             </p>
           ) : null}
+          {t.status === "failed" && t.failureReason ? (
+            <p id="task-failure" class="failure-reason pre">
+              <strong>Failed:</strong> {t.failureReason}
+            </p>
+          ) : null}
           {t.needs ? (
             <div id="task-needs" class={`needs${waiting ? " attention" : ""}`}>
               <strong id="task-needs-kind">{waiting ? `Waiting for your ${t.needs.kind === "input" ? "input" : "approval"}:` : `Asked for ${t.needs.kind === "input" ? "input" : "approval"}:`}</strong>
