@@ -190,6 +190,15 @@ describe("ao worker --agent claude", () => {
     expect((await action(t.id, { action: "cancel" })).status).toBe(200);
     await until(() => !alive(sleeper) && !alive(agentPid), 15_000, 100);
     await waitStatus(t.id, "cancelled");
+    // The shell call was running when the person cancelled: its result can never come (the
+    // worker's lease is gone), so the timeline closes it rather than show it running for good.
+    const stopped = await events(t.id);
+    const call = stopped.find((e) => e.type === "tool" && e.data.status === "started" && e.data.name === "Bash")!;
+    const closing = stopped.filter((e) => e.type === "tool" && e.data.id === call.data.id && e.seq > call.seq);
+    expect(closing.map((e) => e.data)).toEqual([{ id: call.data.id, name: "Bash", input: call.data.input, output: "stopped: the task was cancelled", status: "interrupted" }]);
+    const cancelledAt = stopped.find((e) => e.type === "status" && e.data.to === "cancelled")!;
+    expect(closing[0].seq).toBeLessThan(cancelledAt.seq);
+    expect(stopped.map((e) => e.seq)).toEqual(stopped.map((_, i) => i + 1));
 
     // A retry continues: the next attempt resumes the cancelled attempt's Claude session.
     const before = run.standin.mainRequests().length;

@@ -8,6 +8,7 @@ import type { Priority, TaskKind, TaskStatus } from "../../db/schema";
 import { ACTION_TABLE, BUDGET_ANSWERS, TERMINAL, allowedActions, isAllowed, type Action } from "./machine";
 import { money, taskBudget } from "../usage/service";
 import { PRIORITY_RANK, type TaskRow } from "./record";
+import { interruptedCalls } from "./interrupted";
 import { get, type Q } from "../../db/query";
 import { changeTask, commitChange, publishChanges, txChangeTask, txInsertTask, type EventActor, type EventInput, type TaskChange, type TaskPatch } from "./store";
 
@@ -215,6 +216,10 @@ export async function applyAction(core: Core, orgId: string, taskId: string, req
         },
       },
     ];
+    // A held attempt stops here (an ended one keeps its lease, and said its last): what it was running will not report back.
+    if (!TERMINAL.has(row.status) && row.lease_token_hash !== null && patch.lease_token_hash === null) {
+      events.push(...(yield* interruptedCalls(row, `stopped: the task was ${req.action === "restart" ? "restarted" : "cancelled"}`)));
+    }
     if (patch.status && patch.status !== row.status) events.push({ type: "status", actor, data: { from: row.status, to: patch.status } });
     return { patch, events };
   });
