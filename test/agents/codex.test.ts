@@ -326,6 +326,49 @@ test("a Codex that does not report ao's permission profile gets no turn: the att
   expect(standIn.requests).toHaveLength(0);
 });
 
+test("a turn Codex ends as interrupted (not through ao's cancel): one error event says so, and the attempt fails", async () => {
+  standIn = startOpenAIStandIn();
+  // The model is still thinking when the turn is interrupted.
+  standIn.push({ items: [{ message: "Never finished." }], hold: new Promise(() => {}) });
+  const dir = join(tmp, `case-${++n}`);
+  mkdirSync(dir, { recursive: true });
+  // The real codex, with someone else on its line: once the turn has started, the wrapper asks
+  // Codex to interrupt it (turn/interrupt, as an IDE's stop button does) and keeps the answer to itself.
+  const wrapper = join(dir, "interrupted-codex");
+  const proxy = `
+    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    void (async () => {
+      for await (const chunk of Bun.stdin.stream()) p.stdin.write(chunk);
+      p.stdin.end();
+    })();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of p.stdout) {
+      buf += decoder.decode(chunk, { stream: true });
+      for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        let m = null;
+        try { m = JSON.parse(line); } catch {}
+        if (m?.id === "someone-else") continue;
+        if (m?.method === "turn/started") {
+          p.stdin.write(JSON.stringify({ id: "someone-else", method: "turn/interrupt", params: { threadId: m.params.threadId, turnId: m.params.turn.id } }) + "\\n");
+        }
+        process.stdout.write(line + "\\n");
+      }
+    }
+    process.exit(await p.exited);
+  `;
+  writeFileSync(wrapper, `#!${process.execPath}\n${proxy}`, { mode: 0o755 });
+  const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn });
+  const run = codexAgent(wrapper).start(ctx);
+  runs.push(run);
+  // Reported: the attempt adds no generic "the agent exited with code 1" beside it.
+  expect(await run.exited).toEqual({ code: 1, signal: null, reported: true });
+  expect(ctx.events.filter((e) => e.type === "error").map((e) => e.data.message)).toEqual(["the codex turn was interrupted before it completed"]);
+  expect(ctx.summaries).toEqual([]);
+});
+
 test("pause stops the real process group, resume continues it, cancel ends it", async () => {
   let release!: () => void;
   standIn = startOpenAIStandIn();

@@ -202,7 +202,12 @@ export function startCodex(ctx: AgentContext, binary: string, extraArgs: string[
           if (message !== lastError) ctx.emit("error", { message });
           return finish(1, true);
         }
-        if (turn.status === "interrupted") return finish(1);
+        if (turn.status === "interrupted") {
+          // ao stops a turn by ending the app-server, never by turn/interrupt: one it did not stop says so.
+          if (cancelled) return finish(1);
+          ctx.emit("error", { message: "the codex turn was interrupted before it completed" });
+          return finish(1, true);
+        }
         return void turnDone();
       }
       case "item/started":
