@@ -30,7 +30,7 @@ export function refuseUnknownFields(schema: TObject) {
     if (unknown.length === 0) return;
     throw invalid(
       `unknown field${unknown.length > 1 ? "s" : ""} in the request body: ${unknown.join(", ")}`,
-      unknown.map((field) => ({ field, message: `unknown field; expected one of ${Object.keys(propertiesAt(schema, field)).join(", ")}` })),
+      unknown.map((field) => ({ field, message: expectedFields(Object.keys(propertiesAt(schema, field))) })),
     );
   };
   refusers.add(refuse);
@@ -38,6 +38,8 @@ export function refuseUnknownFields(schema: TObject) {
 }
 
 const refusers = new WeakSet<object>();
+
+const expectedFields = (names: string[]) => (names.length ? `unknown field; expected one of ${names.join(", ")}` : "unknown field; this request takes no body fields");
 
 /**
  * Whether a route's transform hook is one refuseUnknownFields made: for the audit of every route
@@ -91,3 +93,13 @@ export async function parseOptionalJson({ request }: { request: Request }): Prom
     throw invalid("the body is not valid JSON");
   }
 }
+
+/**
+ * The body of an action route that takes none (approve, rotate-secret, redeliver, apply-plan...):
+ * an empty or absent body is accepted, a field is refused rather than ignored, since a caller who
+ * sends one ({"tasks": [0, 2]}, {"dryRun": true}) expects it to change what happens.
+ *
+ *   .post("/x/approve", handler, { ...noBody, permission: "worker.approve" })
+ */
+export const NoBody = t.Optional(strictObject({}, { description: "No fields: an empty or absent body" }));
+export const noBody = { body: NoBody, parse: [parseOptionalJson, "json"] as [typeof parseOptionalJson, "json"], transform: refuseUnknownFields(NoBody) };

@@ -227,7 +227,7 @@ describe("POST /api/v1/admin/backup", () => {
   test("listed in the OpenAPI document with its error answers", async () => {
     const doc = (await s.api("GET", "/openapi.json")).body;
     const op = doc.paths["/api/v1/admin/backup"].post;
-    expect(Object.keys(op.responses).sort()).toEqual(["200", "401", "403", "500", "501", "507"]);
+    expect(Object.keys(op.responses).sort()).toEqual(["200", "400", "401", "403", "500", "501", "507"]);
     expect(op.responses["200"].content["application/x-tar"]).toBeDefined();
   });
 });

@@ -33,7 +33,7 @@ afterAll(() => s.stop());
 
 async function snapshot() {
   const q = (sql: string) => s.core.store.read(all(sql));
-  const tables = ["tasks", "projects", "repositories", "workers", "integrations"].map((t) => q(`SELECT * FROM ${t} ORDER BY id`));
+  const tables = ["tasks", "projects", "repositories", "workers", "integrations", "users", "sessions", "codehost_states"].map((t) => q(`SELECT * FROM ${t} ORDER BY 1, 2`));
   return JSON.stringify(await Promise.all([...tables, q("SELECT * FROM task_events ORDER BY task_id, seq")]));
 }
 
@@ -73,6 +73,63 @@ describe("unknown fields that would silently change the outcome", () => {
     expect(r.body.priority).toBe("HIGH");
     const w = await s.api("PATCH", `/orgs/${owner.orgId}/workers/${ids.workerId}`, { token: owner.accessToken, body: { labels: ["gpu"] } });
     expect(w.status).toBe(200);
+  });
+});
+
+// Routes that act on their path alone: a field is a request the route would not honour (approve
+// with a role, redeliver to another URL), so it is refused before anything happens.
+const actions: [string, (i: typeof ids, org: string) => string][] = [
+  ["apply-plan", (i, org) => `/orgs/${org}/tasks/${i.taskId}/apply-plan`],
+  ["worker approve", (i, org) => `/orgs/${org}/workers/${i.workerId}/approve`],
+  ["integration rotate-secret", (i, org) => `/orgs/${org}/integrations/${i.integrationId}/rotate-secret`],
+  ["integration redeliver", (i, org) => `/orgs/${org}/integrations/${i.integrationId}/deliveries/dlv_x/redeliver`],
+  ["completion webhook rotate-secret", (_i, org) => `/orgs/${org}/plugins/completion-webhook/rotate-secret`],
+  ["completion webhook redeliver", (_i, org) => `/orgs/${org}/plugins/completion-webhook/deliveries/dlv_x/redeliver`],
+  ["codehost sync", (_i, org) => `/orgs/${org}/codehost/sync`],
+  ["codehost installations", (_i, org) => `/orgs/${org}/codehost/installations`],
+  ["codehost user", (_i, org) => `/orgs/${org}/codehost/user`],
+  ["logout", () => "/auth/logout"],
+  ["2fa setup", () => "/me/2fa/setup"],
+  ["admin backup", () => "/admin/backup"],
+];
+
+describe("action routes that take no body refuse one with fields", () => {
+  test.each(actions)("%s: 400 naming the fields, nothing done", async (_name, path) => {
+    const before = await snapshot();
+    const r = await s.api("POST", path(ids, owner.orgId), { token: owner.accessToken, body: { dryRun: true, role: "admin" } });
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+    expect(r.body.error.message).toBe("unknown fields in the request body: dryRun, role");
+    expect(r.body.error.details).toEqual([
+      { field: "dryRun", message: "unknown field; this request takes no body fields" },
+      { field: "role", message: "unknown field; this request takes no body fields" },
+    ]);
+    expect(await snapshot()).toBe(before);
+    // Credentials first: without them the same body is a 401.
+    expect((await s.api("POST", path(ids, owner.orgId), { body: { dryRun: true } })).status).toBe(401);
+  });
+
+  test("an empty or absent body still acts", async () => {
+    const org = owner.orgId;
+    const rotate = `/orgs/${org}/integrations/${ids.integrationId}/rotate-secret`;
+    const first = await s.api("POST", rotate, { token: owner.accessToken });
+    const second = await s.api("POST", rotate, { token: owner.accessToken, body: {} });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(second.body.secret).not.toBe(first.body.secret);
+    expect((await s.api("POST", `/orgs/${org}/workers/${ids.workerId}/approve`, { token: owner.accessToken, body: {} })).status).toBe(200);
+    expect((await s.api("POST", "/me/2fa/setup", { token: owner.accessToken, body: {} })).body.secret).toBeString();
+    const other = await s.api("POST", "/auth/login", { body: { email: owner.email, password: owner.password } });
+    expect((await s.api("POST", "/auth/logout", { token: other.body.accessToken, body: {} })).status).toBe(204);
+    expect((await s.api("GET", "/me", { token: other.body.accessToken })).status).toBe(401);
+  });
+
+  test("the OpenAPI document says they take no fields", async () => {
+    const doc = (await s.api("GET", "/openapi.json")).body;
+    for (const [name, path] of actions) {
+      const at = path({ projectId: "{projectId}", repositoryId: "", taskId: "{taskId}", workerId: "{workerId}", integrationId: "{id}" }, "{orgId}").replace("dlv_x", "{deliveryId}");
+      const schema = doc.paths[`/api/v1${at}`]?.post?.requestBody?.content?.["application/json"]?.schema;
+      expect({ name, additionalProperties: schema?.additionalProperties, properties: schema?.properties }).toEqual({ name, additionalProperties: false, properties: {} });
+    }
   });
 });
 

@@ -13,7 +13,7 @@ import { CodeBody, CreatedToken, CreateTokenBody, Me, RecoveryCodes, RenameBody,
 import { listSessions, renameUser, revokeAllSessions } from "./sessions";
 import { renamed } from "./people";
 import { PageQuery, pageOfSchema } from "../orgs/model";
-import { refuseUnknownFields } from "../../server/strict";
+import { noBody, refuseUnknownFields } from "../../server/strict";
 import { errorAnswers, noContentDoc } from "../../server/errors";
 
 export default (core: Core) => {
@@ -102,7 +102,8 @@ export default (core: Core) => {
     )
     .post("/me/2fa/setup", async ({ principal }) => core.store.write(setupTwoFactor(core, await me(principal.userId))), {
       auth: "session",
-      response: { 200: TwoFactorSetup, ...errorAnswers(401, 403, 409) },
+      ...noBody,
+      response: { 200: TwoFactorSetup, ...errorAnswers(400, 401, 403, 409) },
       detail: { summary: "Start two-factor enrolment: a TOTP secret (enforced only after enable)", description: "409 when already enabled." },
     })
     .post(

@@ -15,7 +15,7 @@ import { OrgView } from "../orgs/model";
 import deviceRoutes from "./device-routes";
 import accountRoutes from "./account-routes";
 import adminRoutes from "./admin-routes";
-import { refuseUnknownFields, parseOptionalJson } from "../../server/strict";
+import { noBody, refuseUnknownFields, parseOptionalJson } from "../../server/strict";
 
 export default (core: Core) => {
   // Made now, so that it counts the other servers' failures from the start (PostgreSQL).
@@ -80,7 +80,7 @@ export default (core: Core) => {
         clearRefreshCookie(core, cookie);
         return noContent();
       },
-      { auth: "session", detail: { summary: "Sign out: revokes the caller's session family", responses: noContentDoc("Signed out", 401, 403) } },
+      { auth: "session", ...noBody, detail: { summary: "Sign out: revokes the caller's session family", responses: noContentDoc("Signed out", 400, 401, 403) } },
     )
     .get("/setup", async () => ({ required: await core.store.read(setupPending()) }), {
       response: SetupState,

@@ -3,6 +3,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { ApiError, ErrorBody } from "../../server/errors";
+import { noBody } from "../../server/strict";
 import { BackupError, POSTGRES_BACKUP, prepareBackup } from "./service";
 
 export default (core: Core) =>
@@ -45,6 +46,7 @@ export default (core: Core) =>
     },
     {
       auth: "admin",
+      ...noBody,
       detail: {
         summary: "Back up the instance (tar archive)",
         description:
@@ -53,6 +55,7 @@ export default (core: Core) =>
           200: { description: "the archive", content: { "application/x-tar": { schema: { type: "string", format: "binary" } } } },
           ...Object.fromEntries(
             [
+              [400, "validation_failed (a body with fields: it takes none)"],
               [401, "unauthorized"],
               [403, "forbidden (not an instance administrator's session)"],
               [500, "backup_failed (the data directory cannot be read)"],

@@ -5,7 +5,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { errorAnswers } from "../../server/errors";
-import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
+import { noBody, parseOptionalJson, refuseUnknownFields } from "../../server/strict";
 import { onTaskCompletedWithBranch } from "../tasks/results";
 import { findTask } from "../tasks/store";
 import { finishManifest, startManifest } from "./app";
@@ -88,7 +88,8 @@ export default (core: Core) => {
     .post("/orgs/:orgId/codehost/installations", ({ orgId, principal }) => core.store.write(startInstallation(core, orgId, principal.userId)), {
       permission: "settings.manage",
       params: OrgParams,
-      response: { 200: LinkAnswer, ...errorAnswers(401, 403, 404, 409) },
+      ...noBody,
+      response: { 200: LinkAnswer, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {
         summary: "A link to install the app on a GitHub account",
         description: "GitHub returns the browser to /api/v1/codehost/installations/callback, which connects the installation to this organization and syncs its repositories. 409 without an app.",
@@ -98,7 +99,8 @@ export default (core: Core) => {
     .post("/orgs/:orgId/codehost/user", ({ orgId, principal }) => startUserConnection(core, orgId, principal.userId), {
       permission: "member",
       params: OrgParams,
-      response: { 200: LinkAnswer, ...errorAnswers(401, 403, 404, 409) },
+      ...noBody,
+      response: { 200: LinkAnswer, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: {
         summary: "A link to authorize the app with your own GitHub account (OAuth web flow)",
         description: "Needed to create repositories in your personal account. The state is bound to you, single use, and expires after 10 minutes.",
@@ -108,7 +110,8 @@ export default (core: Core) => {
     .post("/orgs/:orgId/codehost/sync", ({ orgId }) => syncOrg(core, orgId), {
       permission: "settings.manage",
       params: OrgParams,
-      response: { 200: SyncAnswer, ...errorAnswers(401, 403, 404, 409, 502, 503) },
+      ...noBody,
+      response: { 200: SyncAnswer, ...errorAnswers(400, 401, 403, 404, 409, 502, 503) },
       detail: {
         summary: "Sync now: the app's installations and every page of their repositories",
         description: "502 when GitHub refuses, 503 with Retry-After when it answers 5xx or its rate limit is reached.",

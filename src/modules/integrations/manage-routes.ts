@@ -19,7 +19,7 @@ import {
   PluginRecord,
   PluginWithSecret,
 } from "./model";
-import { refuseUnknownFields } from "../../server/strict";
+import { noBody, refuseUnknownFields } from "../../server/strict";
 import { errorAnswers, noContentDoc } from "../../server/errors";
 
 const OrgParams = t.Object({ orgId: t.String() });
@@ -70,7 +70,8 @@ export const manageRoutes = (core: Core) =>
     .post("/orgs/:orgId/integrations/:id/rotate-secret", ({ orgId, params }) => core.store.write(rotateIntegrationSecret(core, orgId, params.id)), {
       permission: "settings.manage",
       params: IntegrationParams,
-      response: { 200: IntegrationWithSecret, ...errorAnswers(401, 403, 404, 409) },
+      ...noBody,
+      response: { 200: IntegrationWithSecret, ...errorAnswers(400, 401, 403, 404, 409) },
       detail: { summary: "New secret, in this answer only; the old one stops at once (409 for the GitHub app's integration)", tags },
     })
     .delete(
@@ -116,7 +117,8 @@ export const manageRoutes = (core: Core) =>
       {
         permission: "settings.manage",
         params: DeliveryParams,
-        response: { 202: DeliveryRecord, ...errorAnswers(401, 403, 404, 409) },
+        ...noBody,
+        response: { 202: DeliveryRecord, ...errorAnswers(400, 401, 403, 404, 409) },
         detail: { summary: "Send a callback again now, with the same X-Svc-Delivery id and body", tags },
       },
     )
@@ -156,7 +158,8 @@ export const manageRoutes = (core: Core) =>
     .post("/orgs/:orgId/plugins/completion-webhook/rotate-secret", ({ orgId }) => core.store.write(rotatePluginSecret(core, orgId)), {
       permission: "settings.manage",
       params: OrgParams,
-      response: { 200: PluginWithSecret, ...errorAnswers(401, 403, 404) },
+      ...noBody,
+      response: { 200: PluginWithSecret, ...errorAnswers(400, 401, 403, 404) },
       detail: { summary: "New secret for the completion webhook, in this answer only", tags },
     })
     .get("/orgs/:orgId/plugins/completion-webhook/deliveries", ({ orgId, query }) => core.store.read(listDeliveries(core, orgId, "completion_webhook", query)), {
@@ -182,7 +185,8 @@ export const manageRoutes = (core: Core) =>
       {
         permission: "settings.manage",
         params: PluginDeliveryParams,
-        response: { 202: DeliveryRecord, ...errorAnswers(401, 403, 404, 409) },
+        ...noBody,
+        response: { 202: DeliveryRecord, ...errorAnswers(400, 401, 403, 404, 409) },
         detail: { summary: "Send a completion webhook callback again now, with the same delivery id", tags },
       },
     );

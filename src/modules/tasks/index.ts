@@ -14,7 +14,6 @@ import { knownNames } from "./names";
 import {
   ActionBody,
   AppliedPlan,
-  ApplyPlanBody,
   ArtifactParams,
   CreateTaskBody,
   ErrorBody,
@@ -27,7 +26,7 @@ import {
   documented,
   errorResponses,
 } from "./model";
-import { parseOptionalJson, refuseUnknownFields } from "../../server/strict";
+import { noBody, refuseUnknownFields } from "../../server/strict";
 
 const tags = ["tasks"];
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
@@ -167,9 +166,8 @@ export default (core: Core) =>
       {
         permission: "task.create",
         params: TaskParams,
-        body: ApplyPlanBody,
-        parse: [parseOptionalJson, "json"],
-        transform: refuseUnknownFields(ApplyPlanBody),
+        // The whole plan is applied: a pick of tasks or a dry run is refused, not ignored.
+        ...noBody,
         response: { 200: AppliedPlan, 201: AppliedPlan, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create the tasks a completed plan proposes",

@@ -204,9 +204,6 @@ export const ActionBody = t.Object(
 export const TaskParams = t.Object({ orgId: t.String(), taskId: t.String() });
 export const ArtifactParams = t.Object({ orgId: t.String(), taskId: t.String(), name: t.String() });
 export const AppliedPlan = t.Object({ tasks: t.Array(TaskRecord) });
-// No fields: apply-plan creates every task the plan proposes. A field (a pick of tasks, a dry
-// run) is refused rather than ignored, since the whole plan would be applied.
-export const ApplyPlanBody = t.Optional(t.Object({}, { additionalProperties: false, description: "No fields: the whole plan is applied" }));
 
 /**
  * Documents answers in the OpenAPI document (detail.responses) without Elysia validating each

@@ -4,7 +4,7 @@ import type { Core } from "../../server/core";
 import { authPlugin } from "../../server/auth";
 import { ErrorBody, PageQuery, PatchWorkerBody, WorkerPage, WorkerParams, WorkerRecord, errors } from "./model";
 import { approveWorker, getWorker, listWorkers, revokeWorker, updateWorker } from "./service";
-import { refuseUnknownFields } from "../../server/strict";
+import { noBody, refuseUnknownFields } from "../../server/strict";
 
 const tags = ["workers"];
 
@@ -38,6 +38,7 @@ export default (core: Core) =>
     .post("/orgs/:orgId/workers/:workerId/approve", ({ orgId, params, actor }) => approveWorker(core, orgId, params.workerId, actor.id), {
       permission: "worker.approve",
       params: WorkerParams,
+      ...noBody,
       response: { 200: WorkerRecord, ...errors, 409: ErrorBody },
       detail: { summary: "Approve a worker (organizations with requireWorkerApproval)", description: "Idempotent. 409 for a revoked worker.", tags },
     })
