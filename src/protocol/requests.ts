@@ -107,6 +107,8 @@ export const PlanItem = T.Object({
   priority: T.Optional(T.Union([T.Literal("LOW"), T.Literal("MEDIUM"), T.Literal("HIGH"), T.Literal("URGENT")])),
   kind: T.Optional(T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")])),
   review: T.Optional(T.Object({ base: RefName(), head: RefName() })),
+  /** The agent to run it with; none: the plan's own agent (or, if the plan named none, the project's choice). */
+  agent: T.Optional(T.Union(AGENT_NAMES.map((a) => T.Literal(a)))),
 });
 export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
 export type Plan = Static<typeof Plan>;

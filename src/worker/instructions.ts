@@ -21,9 +21,10 @@ export function instructionsFor(claim: ClaimResult): string {
       "## Plan",
       "",
       "Do not change code. Propose the tasks that would carry this out and write them as JSON to",
-      '`$AO_ARTIFACTS_DIR/plan.json`: `{"tasks": [{"title": "...", "prompt": "...", "priority": "MEDIUM", "kind": "task"}, {"title": "...", "prompt": "...", "kind": "review", "review": {"base": "main", "head": "feature/orders"}}]}`',
+      '`$AO_ARTIFACTS_DIR/plan.json`: `{"tasks": [{"title": "...", "prompt": "...", "priority": "MEDIUM", "kind": "task"}, {"title": "...", "prompt": "...", "kind": "review", "review": {"base": "main", "head": "feature/orders"}, "agent": "codex"}]}`',
       "(at most 100 tasks; priority LOW, MEDIUM, HIGH or URGENT; kind task, review or plan; both optional;",
-      "a review needs `review` with the branch, tag or commit names it compares, `base` and `head`).",
+      "a review needs `review` with the branch, tag or commit names it compares, `base` and `head`;",
+      "`agent` claude, codex or exec is optional: without it a task runs with the agent this plan runs with).",
     );
   }
   return parts.join("\n");

@@ -22,8 +22,8 @@ const PLAN = {
   ],
 };
 
-async function completedPlan(plan: unknown = PLAN, projectId = w.project.id) {
-  const t = await makeTask(s, w.owner, projectId, { kind: "plan", title: "Plan the feature" });
+async function completedPlan(plan: unknown = PLAN, projectId = w.project.id, extra: Record<string, unknown> = {}) {
+  const t = await makeTask(s, w.owner, projectId, { kind: "plan", title: "Plan the feature", ...extra });
   await putInState(s, t.id, "completed", { plan: JSON.stringify(plan) });
   return t.id as string;
 }
@@ -89,6 +89,18 @@ describe("apply a plan", () => {
       (e: unknown) => e,
     );
     expect(isUniqueViolation(error)).toBe(true);
+  });
+
+  test("the tasks take the plan's agent, unless one names its own; a plan that names none leaves them to the project's choice", async () => {
+    const plan = { tasks: [{ title: "Write it", prompt: "p" }, { title: "Review it", prompt: "p", agent: "claude" }] };
+    const withAgent = await apply(await completedPlan(plan, w.project.id, { agent: "codex" }));
+    expect(withAgent.status).toBe(201);
+    expect(withAgent.body.tasks.map((t: { agent: string | null }) => t.agent)).toEqual(["codex", "claude"]);
+    const withoutAgent = await apply(await completedPlan(plan));
+    expect(withoutAgent.body.tasks.map((t: { agent: string | null }) => t.agent)).toEqual([null, "claude"]);
+    // The plan as the API shows it keeps the item's agent, so a person sees it before applying.
+    const shown = await s.api("GET", `/orgs/${w.owner.orgId}/tasks/${withAgent.body.tasks[0].parentId}`, { token: w.viewer.accessToken });
+    expect(shown.body.plan.tasks[1].agent).toBe("claude");
   });
 
   test("an empty plan applies to nothing: 200 {tasks: []}", async () => {
@@ -184,8 +196,8 @@ describe("refusals", () => {
 
 describe("parsePlan (what a worker may report)", () => {
   test("normalises a good plan", () => {
-    expect(parsePlan({ tasks: [{ title: " t ", prompt: "p", kind: "review", review: { base: "main", head: "x" } }] })).toEqual({
-      tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x" } }],
+    expect(parsePlan({ tasks: [{ title: " t ", prompt: "p", kind: "review", review: { base: "main", head: "x" }, agent: "codex" }] })).toEqual({
+      tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x" }, agent: "codex" }],
     });
   });
   test("a title an agent wrote over several lines, or with escapes, is made one line", () => {
@@ -200,6 +212,7 @@ describe("parsePlan (what a worker may report)", () => {
     ["a title of 201", { tasks: [{ title: "x".repeat(201), prompt: "p" }] }],
     ["a bad priority", { tasks: [{ title: "t", prompt: "p", priority: "high" }] }],
     ["a bad kind", { tasks: [{ title: "t", prompt: "p", kind: "epic" }] }],
+    ["an unknown agent", { tasks: [{ title: "t", prompt: "p", agent: "gpt" }] }],
     ["a review without refs", { tasks: [{ title: "t", prompt: "p", kind: "review" }] }],
     ["101 tasks", { tasks: Array.from({ length: 101 }, () => ({ title: "t", prompt: "p" })) }],
   ];

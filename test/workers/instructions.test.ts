@@ -20,5 +20,8 @@ test("a plan's instructions show a plan.json the worker and the server accept, w
   const plan = JSON.parse(example!);
   expect(Value.Check(Plan, plan)).toBe(true);
   expect(parsePlan(plan).tasks.find((t) => t.kind === "review")?.review).toEqual({ base: "main", head: "feature/orders" });
+  // An item may name its agent (else it takes the plan's): the example shows one, and it is kept.
+  expect(parsePlan(plan).tasks.map((t) => t.agent)).toContain("codex");
+  expect(text).toContain("`agent`");
   expect(text).toContain("a review needs `review`");
 });

@@ -244,6 +244,7 @@ describe("leases, events and transitions", () => {
       ["blank title", { tasks: [{ ...item, title: "   " }] }, "plan.tasks.0.title"],
       ["review without refs", { tasks: [item, { ...item, kind: "review" }] }, "plan.tasks.1.review"],
       ["unknown priority", { tasks: [{ ...item, priority: "SOON" }] }, "plan.tasks.0.priority"],
+      ["unknown agent", { tasks: [{ ...item, agent: "gpt" }] }, "plan.tasks.0.agent"],
       ["too many tasks", { tasks: Array.from({ length: 101 }, () => item) }, "plan.tasks"],
     ];
     for (const [name, plan, field] of cases) {
@@ -253,11 +254,11 @@ describe("leases, events and transitions", () => {
     }
     const t = await s.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token });
     expect(t.body).toMatchObject({ status: "running", plan: null });
-    const ok = await tr({ tasks: [{ ...item, title: "  padded  ", prompt: "do\u0000 it" }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" } }] });
+    const ok = await tr({ tasks: [{ ...item, title: "  padded  ", prompt: "do\u0000 it" }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" }, agent: "claude" }] });
     expect(ok.status).toBe(200);
     const applied = await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/apply-plan`, { token: p.token });
     expect(applied.status).toBe(201);
-    expect(applied.body.tasks.map((x: any) => [x.title, x.kind])).toEqual([["padded", "task"], ["check", "review"]]);
+    expect(applied.body.tasks.map((x: any) => [x.title, x.kind, x.agent])).toEqual([["padded", "task", null], ["check", "review", "claude"]]);
     // An agent's NUL (not storable on PostgreSQL) is dropped from the prompt, not a reason to refuse the plan.
     expect((await s.api("GET", `/orgs/${p.orgId}/tasks/${applied.body.tasks[0].id}`, { token: p.token })).body.prompt).toBe("do it");
     c.close();

@@ -262,6 +262,8 @@ describe("the timeline on its way out", () => {
     expect(refusal({ tasks: [{ title: "t", prompt: "p", priority: "high" }] })).toContain("tasks.0.priority:");
     expect(refusal({ tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "-x" } }] })).toContain("tasks.0.review.head:");
     expect(refusal({ steps: [] })).toContain("tasks:");
+    expect(refusal({ tasks: [{ title: "t", prompt: "p", agent: "gpt" }] })).toContain("tasks.0.agent:");
+    expect(refusal({ tasks: [{ title: "t", prompt: "p", agent: "codex" }] })).toEqual({ tasks: [{ title: "t", prompt: "p", agent: "codex" }] });
     expect(refusal({ tasks: [{ title: "t", prompt: "p" }] })).toEqual({ tasks: [{ title: "t", prompt: "p" }] });
     rmSync(dir, { recursive: true, force: true });
   });

@@ -171,7 +171,7 @@ export default (core: Core) =>
         response: { 200: AppliedPlan, 201: AppliedPlan, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create the tasks a completed plan proposes",
-          description: "201 {tasks} the first time, 200 with the same tasks afterwards. 400 when the task is not a plan, 409 when it is not completed.",
+          description: "201 {tasks} the first time, 200 with the same tasks afterwards. Each task runs with its item's agent, else the plan's. 400 when the task is not a plan, 409 when it is not completed.",
           tags,
         },
       },

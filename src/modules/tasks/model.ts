@@ -43,6 +43,7 @@ export const PlanItem = t.Object({
   priority: t.Optional(Priority),
   kind: t.Optional(Kind),
   review: t.Optional(Review),
+  agent: t.Optional(Enum(AGENT_NAMES)),
 });
 
 export const ArtifactInfo = t.Object({
@@ -122,7 +123,7 @@ export const TaskRecord = t.Object(
         { description: "What the task waits for. budget (status needs_approval): it passed its cost allowance; approve raises the allowance by the project's perTaskUsd, deny cancels the task" },
       ),
     ),
-    plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes" })),
+    plan: t.Nullable(t.Object({ tasks: t.Array(t.Unknown()) }, { description: "Set when a plan task completes: the tasks it proposes, each {title, prompt, priority?, kind?, review?, agent?}" })),
     source: t.Nullable(t.Record(t.String(), t.Unknown(), { description: "Where the task came from (integration, delivery)" })),
     pullRequest: t.Nullable(
       t.Object(

@@ -12,6 +12,7 @@ import { txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
 import { oneLine, withoutNul } from "../../lib/text";
 import { all, isUniqueViolation, type Q } from "../../db/query";
+import { AGENT_NAMES, type AgentName } from "../../protocol/requests";
 
 export interface PlanItem {
   title: string;
@@ -19,15 +20,17 @@ export interface PlanItem {
   priority?: Priority;
   kind?: TaskKind;
   review?: { base: string; head: string };
+  agent?: AgentName;
 }
 
 export const MAX_PLAN_TASKS = 100;
 const PRIORITIES = new Set(["LOW", "MEDIUM", "HIGH", "URGENT"]);
 const KINDS = new Set(["task", "review", "plan"]);
+const AGENTS = new Set<string>(AGENT_NAMES);
 const isText = (v: unknown, max: number) => typeof v === "string" && v.trim().length > 0 && v.length <= max;
 
 /**
- * Checks a plan as a worker reports it ({tasks: [{title, prompt, priority?, kind?, review?}]}),
+ * Checks a plan as a worker reports it ({tasks: [{title, prompt, priority?, kind?, review?, agent?}]}),
  * returning the normalised plan, or throwing 400 validation_failed with the faulty fields.
  */
 export function parsePlan(value: unknown): { tasks: PlanItem[] } {
@@ -46,6 +49,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
     if (!isText(prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
     if (item.priority !== undefined && !PRIORITIES.has(item.priority as string)) problems.push({ field: `${at}.priority`, message: "LOW, MEDIUM, HIGH or URGENT" });
     if (item.kind !== undefined && !KINDS.has(item.kind as string)) problems.push({ field: `${at}.kind`, message: "task, review or plan" });
+    if (item.agent !== undefined && !AGENTS.has(item.agent as string)) problems.push({ field: `${at}.agent`, message: AGENT_NAMES.join(", ") });
     const review = item.review as { base?: unknown; head?: unknown } | undefined;
     const reviewOk = review !== undefined && isText(review?.base, 255) && isText(review?.head, 255);
     if (item.kind === "review" && !reviewOk) problems.push({ field: `${at}.review`, message: "{base, head} required with kind review" });
@@ -56,6 +60,7 @@ export function parsePlan(value: unknown): { tasks: PlanItem[] } {
       ...(item.priority !== undefined ? { priority: item.priority as Priority } : {}),
       ...(item.kind !== undefined ? { kind: item.kind as TaskKind } : {}),
       ...(item.kind === "review" && reviewOk ? { review: { base: String(review!.base), head: String(review!.head) } } : {}),
+      ...(item.agent !== undefined ? { agent: item.agent as AgentName } : {}),
     };
   });
   if (problems.length) throw invalid("the plan is not valid", problems);
@@ -89,6 +94,8 @@ function* applyOnce(core: Core, orgId: string, planId: string, actor: Actor): Q<
     changes.push(
       yield* txCreateTask(core, orgId, {
         ...item,
+        // The plan's agent carries to its tasks (a plan run with codex proposes work for codex).
+        agent: item.agent ?? plan.agent,
         projectId: plan.project_id,
         createdBy: { type: "plan", id: planId },
         parentId: planId,
