@@ -41,12 +41,17 @@ export async function prepareCheckout(claim: ClaimResult, runDir: string, runsDi
   const workdir = join(runDir, "work");
   rmSync(workdir, { recursive: true, force: true });
   mkdirSync(runDir, { recursive: true });
+  const repo = claim.project.repositories[0];
+  // The server refuses such a review, but its project's repositories may have gone since: with
+  // nothing checked out, the agent would "review" an empty directory and complete.
+  if (claim.task.kind === "review" && !repo) {
+    throw new Error("a review task needs a repository to review, and the project has none: add one to the project, then restart the task");
+  }
   const kept = keptDir(runsDir, claim.task.id);
   if (claim.runMode === "continue" && existsSync(kept)) {
     renameSync(kept, workdir);
     return { workdir, repository: existsSync(join(workdir, ".git")), env: {}, note: "continuing in the previous attempt's checkout" };
   }
-  const repo = claim.project.repositories[0];
   if (!repo) {
     mkdirSync(workdir, { recursive: true });
     return { workdir, repository: false, env: {}, note: "the project has no repository: an empty directory" };

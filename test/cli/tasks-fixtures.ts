@@ -1,5 +1,5 @@
 // What the `ao task` tests share: a real server, its admin signed in through a session file (as
-// `ao login` leaves one) and a project "Web Shop"; tasks made over the API and moved along
+// `ao login` leaves one) and a project "Web Shop" with a repository; tasks made over the API and moved along
 // through the server's task store as a worker would.
 import { expect } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
@@ -29,7 +29,8 @@ export async function startTaskCli(): Promise<TaskCli> {
   const dir = newConfigDir();
   seedSession(dir, s.url, { ...(await login(s, owner.email)), email: owner.email, orgId: owner.orgId });
   const env = { AO_CONFIG_DIR: dir };
-  const p = await s.api("POST", `/orgs/${owner.orgId}/projects`, { body: { name: "Web Shop" }, token: owner.accessToken });
+  // With a repository: a review needs one to review.
+  const p = await s.api("POST", `/orgs/${owner.orgId}/projects`, { body: { name: "Web Shop", repositories: [{ url: "https://example.com/acme/shop.git" }] }, token: owner.accessToken });
   expect(p.status).toBe(201);
   const projectId: string = p.body.id;
   return {

@@ -40,7 +40,14 @@ describe("created", () => {
     });
   });
 
-  test("kind review with base and head; kind plan", async () => {
+  test("kind review with base and head (400 while the project has no repository to review, nothing created); kind plan", async () => {
+    const before = await countTasksOf(s, ci.id);
+    const bare = await send(task({ kind: "review", review: { base: "main", head: "feature/x" } }));
+    expect(bare.status).toBe(400);
+    expect(bare.body.error).toMatchObject({ code: "validation_failed", details: [{ field: "kind", message: "review needs a project with a repository" }] });
+    expect(await countTasksOf(s, ci.id)).toBe(before);
+    const added = await s.api("POST", `/orgs/${w.owner.orgId}/projects/${w.projectId}/repositories`, { token: w.owner.accessToken, body: { url: "https://example.com/acme/ci.git" } });
+    expect(added.status).toBe(201);
     const review = await send(task({ kind: "review", review: { base: "main", head: "feature/x" } }));
     expect(review.status).toBe(201);
     expect(JSON.parse((await taskRow(s, review.body.taskId)).review)).toEqual({ base: "main", head: "feature/x" });

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
+import { FAST, ProtocolClient, addRepositoryRow, createTaskApi, makeWorker, orgWithProject, workerApi } from "../workers/helpers";
 import { makeIntegration, svcSignature } from "../integrations/fixtures";
 import { all } from "../../src/db/query";
 
@@ -56,7 +56,10 @@ describe("tasks", () => {
   });
 
   test("a review with its range, and a task without one, are still created", async () => {
-    expect((await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: p.token, body: task({ kind: "review", review: { base: "main", head: "fix" } }) })).status).toBe(201);
+    const reviewed = await orgWithProject(s, p.session);
+    await addRepositoryRow(s, p.orgId, reviewed.projectId, "https://example.test/a/reviewed.git");
+    const review = task({ kind: "review", review: { base: "main", head: "fix" }, projectId: reviewed.projectId });
+    expect((await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: p.token, body: review })).status).toBe(201);
     expect((await s.api("POST", `/orgs/${p.orgId}/tasks`, { token: p.token, body: task({ kind: "task" }) })).status).toBe(201);
   });
 

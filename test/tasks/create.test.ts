@@ -9,9 +9,12 @@ import { TaskRecord } from "../../src/modules/tasks/model";
 
 let s: TestServer;
 let w: World;
+/** A project with a repository, for reviews (w.project has none). */
+let reviewed: { id: string };
 beforeAll(async () => {
   s = await startTestServer();
   w = await makeWorld(s);
+  reviewed = await makeProject(s, w.owner, "reviewed", { repositories: [{ url: "https://example.com/acme/app.git" }] });
 });
 afterAll(() => s.stop());
 
@@ -58,7 +61,7 @@ describe("create a task", () => {
   test("review and plan kinds, priorities", async () => {
     const review = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, {
       token: w.member.accessToken,
-      body: { ...base(), kind: "review", review: { base: "main", head: "feature/x" }, priority: "HIGH" },
+      body: { ...base(), projectId: reviewed.id, kind: "review", review: { base: "main", head: "feature/x" }, priority: "HIGH" },
     });
     expect(review.status).toBe(201);
     expect(review.body).toMatchObject({ kind: "review", review: { base: "main", head: "feature/x" }, priority: "HIGH" });
@@ -79,7 +82,7 @@ describe("create a task", () => {
   // The create's answer is documented but not checked by Elysia on the way out (for speed): this
   // checks it against the schema of the OpenAPI document, for each kind and kind of caller.
   test("every create answers a task record as the OpenAPI document describes it, without other fields", async () => {
-    const bodies = [base(), { ...base(), kind: "review", review: { base: "main", head: "feature/y" } }, { ...base(), kind: "plan", priority: "URGENT" }];
+    const bodies = [base(), { ...base(), projectId: reviewed.id, kind: "review", review: { base: "main", head: "feature/y" } }, { ...base(), kind: "plan", priority: "URGENT" }];
     for (const body of bodies) {
       for (const token of [w.owner.accessToken, w.ownerToken]) {
         const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token, body });
@@ -177,6 +180,18 @@ describe("create a task", () => {
     const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: "{not json" });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe("validation_failed");
+  });
+
+  test("a review in a project without a repository: 400 naming kind and why, nothing created (it would review nothing)", async () => {
+    const before = await taskCount();
+    const r = await s.api("POST", `/orgs/${w.owner.orgId}/tasks`, { token: w.owner.accessToken, body: { ...base(), kind: "review", review: { base: "main", head: "feature/x" } } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toEqual({
+      code: "validation_failed",
+      message: "a review task needs a repository to review, and the project has none: add one to the project first",
+      details: [{ field: "kind", message: "review needs a project with a repository" }],
+    });
+    expect(await taskCount()).toBe(before);
   });
 
   test("an archived project takes no new tasks: 409 conflict", async () => {

@@ -163,6 +163,22 @@ describe("refusals", () => {
     expect(await children(id)).toHaveLength(3);
   });
 
+  test("a plan proposing a review in a project without a repository -> 400 naming the review items, nothing created; applied once the project has one", async () => {
+    const project = await makeProject(s, w.owner, `bare-${Math.random().toString(36).slice(2, 8)}`);
+    const review = { title: "Review it", prompt: "p", kind: "review", review: { base: "main", head: "feature/x" } };
+    const id = await completedPlan({ tasks: [{ title: "Write it", prompt: "p" }, review, review] }, project.id);
+    const r = await apply(id);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe("validation_failed");
+    expect(r.body.error.message).toBe("the plan proposes a review, and its project has no repository to review: add one to the project, then apply the plan");
+    expect(r.body.error.details).toEqual([1, 2].map((i) => ({ field: `plan.tasks.${i}.kind`, message: "review needs a project with a repository" })));
+    expect(await children(id)).toHaveLength(0);
+    const added = await s.api("POST", `/orgs/${w.owner.orgId}/projects/${project.id}/repositories`, { token: w.owner.accessToken, body: { url: "https://example.com/acme/app.git" } });
+    expect(added.status).toBe(201);
+    expect((await apply(id)).status).toBe(201);
+    expect(await children(id)).toHaveLength(3);
+  });
+
   test("an applied plan is not run again: restart -> 409 conflict, nothing changed (its next plan would not match the tasks made)", async () => {
     const id = await completedPlan();
     const made = (await apply(id)).body.tasks.map((t: { id: string }) => t.id);

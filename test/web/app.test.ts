@@ -304,7 +304,8 @@ describeBrowser("web: the app", () => {
     // An organization of its own, so that the pictures show only what they are meant to.
     const org = (await s.api("POST", "/orgs", { token: w.owner.accessToken, body: { name: "acme" } })).body as { id: string };
     const as = { orgId: org.id, accessToken: w.owner.accessToken };
-    const [shop, docs] = [await makeProject(s, as, "shop"), await makeProject(s, as, "docs")];
+    // shop has a repository: its review needs one.
+    const [shop, docs] = [await makeProject(s, as, "shop", { repositories: [{ url: "https://example.com/acme/shop.git" }] }), await makeProject(s, as, "docs")];
     const make = (project: { id: string }) => (title: string, extra: Record<string, unknown> = {}) => makeTask(s, as, project.id, { title, ...extra }) as Promise<{ id: string }>;
     const early = [await make(docs)("Document the backup and restore steps"), await make(shop)("Show prices with the currency of the shop")];
     putInState(s, early[0]!.id, "completed");

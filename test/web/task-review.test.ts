@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test";
 import type { Browser } from "playwright-core";
 import type { TestServer } from "../helpers/server";
-import { makeTask, putInState, type World } from "../tasks/fixtures";
+import { makeProject, makeTask, putInState, type World } from "../tasks/fixtures";
 import { storeArtifact } from "../../src/modules/tasks/artifacts";
 import { changeTask } from "../../src/modules/tasks/store";
 import { describeBrowser, openTaskPage, usePage, worldSuite } from "./browser";
@@ -18,7 +18,12 @@ describeBrowser("web: a review task on the task page", () => {
   let w: World;
   worldSuite((up) => ({ s, browser, w } = up));
 
-  const review = async (title: string) => ((await makeTask(s, w.owner, w.project.id, { title, kind: "review", review: REVIEW })) as { id: string }).id;
+  // A project with a repository (a review needs one), made once.
+  let reviewed: Promise<{ id: string }> | undefined;
+  const review = async (title: string) => {
+    reviewed ??= makeProject(s, w.owner, "reviewed", { repositories: [{ url: "https://example.com/acme/orders.git" }] });
+    return ((await makeTask(s, w.owner, (await reviewed).id, { title, kind: "review", review: REVIEW })) as { id: string }).id;
+  };
 
   test("completed: its range, summary and report; the review it posted on the pull request links there as soon as it is posted", async () => {
     const id = await review("Review the orders branch");

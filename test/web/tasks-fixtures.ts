@@ -12,14 +12,14 @@ export type Task = { id: string; projectId: string; title: string; status: strin
 /** The helpers, given the suite's server and world once they are up. */
 export function tasksKit(up: () => { s: TestServer; w: World }) {
   let n = 0;
-  /** A new organization of `who` (the owner by default) with projects named `projects`. */
+  /** A new organization of `who` (the owner by default) with projects named `projects`, each with a repository (a review needs one). */
   async function freshOrg(projects: string[], who?: Session) {
     const { s, w } = up();
     const owner = who ?? w.owner;
     const org = (await s.api("POST", "/orgs", { token: owner.accessToken, body: { name: `tasks-${++n}` } })).body as { id: string; name: string };
     const as = { orgId: org.id, accessToken: owner.accessToken };
     const made: { id: string; name: string }[] = [];
-    for (const name of projects) made.push(await makeProject(s, as, name));
+    for (const name of projects) made.push(await makeProject(s, as, name, { repositories: [{ url: `https://example.com/acme/${encodeURIComponent(name)}.git` }] }));
     return { org, as, projects: made };
   }
   const listed = async (as: { orgId: string; accessToken: string }, query = "") =>

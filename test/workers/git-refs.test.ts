@@ -15,14 +15,18 @@ describe("the server refuses refs git would not take", () => {
   let s: TestServer;
   let owner: Session;
   let projectId: string;
+  /** With a repository: a review needs one. */
+  let reviewedId: string;
   beforeAll(async () => {
     s = await startTestServer();
     owner = await createAdmin(s);
     projectId = (await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: "refs" } })).body.id;
+    const reviewed = await s.api("POST", `/orgs/${owner.orgId}/projects`, { token: owner.accessToken, body: { name: "reviewed", repositories: [{ url: "https://example.com/a/reviewed.git" }] } });
+    reviewedId = reviewed.body.id;
   });
   afterAll(() => s.stop());
 
-  const review = (base: string, head: string) => ({ projectId, title: "r", prompt: "p", kind: "review", review: { base, head } });
+  const review = (base: string, head: string) => ({ projectId: reviewedId, title: "r", prompt: "p", kind: "review", review: { base, head } });
   const count = async () => (await s.core.store.read(get<{ n: number }>("SELECT count(*) AS n FROM tasks")))!.n;
 
   test.each([
@@ -61,7 +65,7 @@ describe("the server refuses refs git would not take", () => {
   test("a repository branch starting with - is refused", async () => {
     const r = await s.api("POST", `/orgs/${owner.orgId}/projects/${projectId}/repositories`, { token: owner.accessToken, body: { url: "https://example.com/a/b.git", branch: "-b" } });
     expect(r.status).toBe(400);
-    expect(await s.core.store.read(get("SELECT count(*) AS n FROM repositories"))).toEqual({ n: 0 });
+    expect(await s.core.store.read(get("SELECT count(*) AS n FROM repositories WHERE project_id = ?", projectId))).toEqual({ n: 0 });
   });
 });
 
@@ -102,5 +106,14 @@ describe("the worker hands refs to git after --", () => {
     expect(head).toBe(await gitOk(["rev-parse", "feature"], origin));
     expect(await gitOk(["rev-parse", "refs/ao/base"], out.workdir)).toBe(await gitOk(["rev-parse", "main"], origin));
     expect(out.env).toMatchObject({ AO_REVIEW_HEAD: "feature", AO_REVIEW_HEAD_SHA: head });
+  });
+
+  test("a review whose project has no repository fails saying so, instead of running in an empty directory with nothing to review", async () => {
+    const bare = { ...claim("main", "feature"), project: { ...claim("main", "feature").project, repositories: [] } };
+    const runDir = join(dir, "run-bare");
+    await expect(prepareCheckout(bare, runDir, join(dir, "runs"))).rejects.toThrow(
+      "a review task needs a repository to review, and the project has none: add one to the project, then restart the task",
+    );
+    expect(existsSync(join(runDir, "work"))).toBe(false);
   });
 });

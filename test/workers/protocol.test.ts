@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { addMember, newOrg } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
+import { FAST, ProtocolClient, addRepositoryRow, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 import { LEASE_HEADER } from "../../src/protocol/requests";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -256,6 +256,7 @@ describe("leases, events and transitions", () => {
     expect(t.body).toMatchObject({ status: "running", plan: null });
     const ok = await tr({ tasks: [{ ...item, title: "  padded  ", prompt: "do\u0000 it" }, { title: "check", prompt: "look", kind: "review", review: { base: "main", head: "x" }, agent: "claude" }] });
     expect(ok.status).toBe(200);
+    await addRepositoryRow(s, p.orgId, p.projectId, "https://example.test/a/planned.git"); // the review needs one
     const applied = await s.api("POST", `/orgs/${p.orgId}/tasks/${task.id}/apply-plan`, { token: p.token });
     expect(applied.status).toBe(201);
     expect(applied.body.tasks.map((x: any) => [x.title, x.kind, x.agent])).toEqual([["padded", "task", null], ["check", "review", "claude"]]);

@@ -66,7 +66,7 @@ export default (core: Core) =>
           summary: "Create a task",
           description:
             "projectId, title (1..200) and prompt (1..100000) are required; kind review needs review {base, head} (ignored for other kinds). " +
-            "400 validation_failed (field projectId) when the project is not one of this organization's; 409 conflict when it is archived.",
+            "400 validation_failed (field projectId) when the project is not one of this organization's, (field kind) for a review in a project without a repository to review; 409 conflict when it is archived.",
           tags,
           responses: { ...documented({ 201: [TaskRecord, "The created task"], 409: [ErrorBody, "conflict"] }), ...errorResponses },
         },
@@ -171,7 +171,7 @@ export default (core: Core) =>
         response: { 200: AppliedPlan, 201: AppliedPlan, ...errors, 409: ErrorBody },
         detail: {
           summary: "Create the tasks a completed plan proposes",
-          description: "201 {tasks} the first time, 200 with the same tasks afterwards. Each task runs with its item's agent, else the plan's. 400 when the task is not a plan, 409 when it is not completed.",
+          description: "201 {tasks} the first time, 200 with the same tasks afterwards. Each task runs with its item's agent, else the plan's. 400 when the task is not a plan, or when it proposes a review and its project has no repository (fields plan.tasks.N.kind; nothing is created); 409 when it is not completed.",
           tags,
         },
       },

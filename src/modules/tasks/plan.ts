@@ -8,7 +8,7 @@ import type { Priority, TaskKind } from "../../db/schema";
 import { toTaskRecord, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
 import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
-import { txCreateTask } from "./service";
+import { hasRepository, REVIEW_NEEDS_REPOSITORY, txCreateTask } from "./service";
 import { artifactsByTask } from "./list";
 import { oneLine, withoutNul } from "../../lib/text";
 import { all, isUniqueViolation, type Q } from "../../db/query";
@@ -88,6 +88,14 @@ function* applyOnce(core: Core, orgId: string, planId: string, actor: Actor): Q<
     throw conflict("the completed plan carries no valid task list", err instanceof ApiError ? err.details : undefined);
   }
   const have = new Set((yield* all<TaskRow>(SELECT_CHILDREN, planId)).map((c) => c.plan_index));
+  // Checked for the whole plan first: a review among its tasks would otherwise refuse it naming only `kind`.
+  const reviews = items.flatMap((item, index) => (item.kind === "review" && !have.has(index) ? [index] : []));
+  if (reviews.length > 0 && !(yield* hasRepository(plan.project_id))) {
+    throw invalid(
+      "the plan proposes a review, and its project has no repository to review: add one to the project, then apply the plan",
+      reviews.map((index) => ({ field: `plan.tasks.${index}.kind`, message: REVIEW_NEEDS_REPOSITORY })),
+    );
+  }
   const changes: TaskChange[] = [];
   for (const [index, item] of items.entries()) {
     if (have.has(index)) continue;

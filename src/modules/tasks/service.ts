@@ -31,6 +31,7 @@ export interface NewTask {
 }
 
 const SELECT_PROJECT = "SELECT archived FROM projects WHERE id = ? AND org_id = ?";
+const SELECT_REPOSITORY = "SELECT id FROM repositories WHERE project_id = ? LIMIT 1";
 const SELECT_PLAN_CHILD = "SELECT id FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL LIMIT 1";
 const SELECT_POLICY = "SELECT policy FROM projects WHERE id = ?";
 const SELECT_TASK_OF_ORG = "SELECT * FROM tasks WHERE id = ? AND org_id = ?";
@@ -55,6 +56,13 @@ export function checkKindAndReview(kind: string | undefined, review: unknown, fi
   }
 }
 
+/** Whether the project has a repository: a review runs in a checkout of it, and without one would review nothing. */
+export function* hasRepository(projectId: string): Q<boolean> {
+  return Boolean(yield* get(SELECT_REPOSITORY, projectId));
+}
+
+export const REVIEW_NEEDS_REPOSITORY = "review needs a project with a repository";
+
 /** Creates a task inside the write that runs it; publish the change after commit. */
 export function* txCreateTask(core: Core, orgId: string, input: NewTask): Q<TaskChange> {
   checkKindAndReview(input.kind, input.review);
@@ -63,6 +71,9 @@ export function* txCreateTask(core: Core, orgId: string, input: NewTask): Q<Task
   if (project.archived) throw new ApiError(409, "conflict", "the project is archived and takes no new tasks");
   if (input.title.trim() === "") throw invalid("title must not be blank", [{ field: "title", message: "1..200 characters, not only spaces" }]);
   const kind = input.kind ?? "task";
+  if (kind === "review" && !(yield* hasRepository(input.projectId))) {
+    throw invalid("a review task needs a repository to review, and the project has none: add one to the project first", [{ field: "kind", message: REVIEW_NEEDS_REPOSITORY }]);
+  }
   const priority = input.priority ?? "MEDIUM";
   const id = newId("tsk");
   return yield* txInsertTask(
