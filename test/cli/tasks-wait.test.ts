@@ -41,6 +41,19 @@ describe("--wait and --follow", () => {
     ]);
   });
 
+  test("a plan that completes: exit 0, ending with what it proposes and how to create them, as ao task show lists them", async () => {
+    const { cli, id } = await createWaiting("will plan", "--kind", "plan");
+    await cli.waitFor(/^#1 /m);
+    await move(id, "running");
+    const plan = { tasks: [{ title: "Add the schema", prompt: "p", priority: "HIGH" }, { title: "Review it", prompt: "p", kind: "review", review: { base: "main", head: "feature/x" } }] };
+    await move(id, "completed", { summary: "two steps", plan: JSON.stringify(plan), finished_at: new Date().toISOString() });
+    const r = await cli.done;
+    expect(r.code).toBe(0);
+    const ending = [`task ${id} completed: two steps`, `proposed (ao task apply-plan ${id} creates them):`, "  1. Add the schema [HIGH]", "  2. Review it [review main...feature/x]", ""].join("\n");
+    expect(r.stdout).toEndWith(ending);
+    expect((await ao("task", "show", id)).stdout).toContain(ending.split("\n").slice(1).join("\n"));
+  });
+
   test("cancelled: exit 1", async () => {
     const { cli, id } = await createWaiting("will be cancelled");
     await cli.waitFor(/^#1 /m);

@@ -99,8 +99,8 @@ export function taskDetails(t: Task): string {
   return printable(`${t.id}  ${t.title}\n${body}${proposedText(t)}\nprompt:\n${prompt}`);
 }
 
-/** A completed plan's proposals, one a line: "  2. Write the API [HIGH review main...x]". */
-function proposedText(t: Task): string {
+/** A completed plan's proposals, one a line: "  2. Write the API [HIGH review main...x]" (ao task show, create --wait). */
+export function proposedText(t: Task): string {
   if (t.kind !== "plan" || !t.plan?.tasks?.length) return "";
   const lines = t.plan.tasks.map((raw, i) => {
     const p = (raw && typeof raw === "object" ? raw : {}) as { title?: unknown; priority?: unknown; kind?: unknown; review?: { base?: unknown; head?: unknown } };

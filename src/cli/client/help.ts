@@ -40,7 +40,7 @@ Without a session, AO_SERVER and AO_TOKEN (a personal API token, aot_...) config
   --kind review      needs --base and --head (the refs to review)
   --wait             follow the task live and print its timeline; exit 0 when it
                      completes, 1 when it fails or is cancelled, 3 when it needs input
-                     or approval
+                     or approval; a completed plan ends with the tasks it proposes
   --json             print the task as JSON (with --wait: the final task)`,
 
   "task list": `usage: ao task list [--status S] [--project P] [--kind K] [--parent ID] [--limit N] [--json] [--org ORG]

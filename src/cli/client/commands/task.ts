@@ -4,7 +4,7 @@ import { flag, oneOf, parse, positiveInt, required, str, type Parsed } from "../
 import { connect, type Context } from "../context";
 import { CliError, EXIT, UsageError } from "../errors";
 import { followTask } from "../follow";
-import { attentionHint, printable, taskDetails, taskRows, timelineLine } from "../format";
+import { attentionHint, printable, proposedText, taskDetails, taskRows, timelineLine } from "../format";
 import { printHelp, printJson, run } from "../run";
 import { ACTIONS, AGENT_NAMES, KINDS, NEEDS_ATTENTION, PRIORITIES, TASK_STATUSES, TERMINAL, type Page, type Task, type TaskEvent } from "../types";
 
@@ -139,7 +139,7 @@ async function wait(ctx: Context, id: string, json: boolean): Promise<number> {
   });
   if (json) printJson(final);
   else if (NEEDS_ATTENTION.has(final.status)) console.log(attentionHint(final));
-  else console.log(printable(`task ${final.id} ${final.status}${final.summary ? `: ${final.summary}` : ""}`));
+  else console.log(printable(`task ${final.id} ${final.status}${final.summary ? `: ${final.summary}` : ""}${proposedText(final)}`));
   if (final.status === "completed") return EXIT.ok;
   return NEEDS_ATTENTION.has(final.status) ? EXIT.attention : EXIT.failed;
 }
