@@ -15,7 +15,7 @@ afterAll(() => s.stop());
 const PLAN = {
   tasks: [
     { title: "Add the schema", prompt: "Create the table.", priority: "HIGH" },
-    { title: "Write the API", prompt: "Routes for it." },
+    { title: "Write the API", prompt: "Routes for it.", agent: "codex" },
     { title: "Review the branch", prompt: "Look at it.", kind: "review", review: { base: "main", head: "feature/orders" } },
   ],
 };
@@ -35,7 +35,7 @@ describe("ao task and plans", () => {
       [
         `proposed (ao task apply-plan ${id} creates them):`,
         "  1. Add the schema [HIGH]",
-        "  2. Write the API",
+        "  2. Write the API [codex]",
         "  3. Review the branch [review main...feature/orders]",
       ].join("\n"),
     );

@@ -60,12 +60,12 @@ describeBrowser("web: a plan on the task page", () => {
     await usePage(browser, async ({ page, problems }) => {
       await openTask(page, t.id, w.member, "Plan the search");
       await expect(page.locator("#plan-card").count()).resolves.toBe(0);
-      const review = { title: "Review the branch", prompt: "Look at it.", kind: "review", review: { base: "main", head: "feature/search" } };
+      const review = { title: "Review the branch", prompt: "Look at it.", kind: "review", review: { base: "main", head: "feature/search" }, agent: "codex" };
       await putInState(s, t.id, "completed", { plan: JSON.stringify({ tasks: [...PLAN.tasks, review] }) });
       await page.getByRole("button", { name: "Apply plan" }).waitFor();
       await expect(page.locator("#plan-tasks li strong").allTextContents()).resolves.toEqual(["Add the schema", "Write the API", "Review the branch"]);
-      // What each would be: its priority, kind and, for a review, the range it reviews.
-      await expect(page.locator("#plan-tasks li .badge").allTextContents()).resolves.toEqual(["HIGH", "review main → feature/search"]);
+      // What each would be: its priority, kind and, for a review, the range it reviews; the agent it names.
+      await expect(page.locator("#plan-tasks li .badge").allTextContents()).resolves.toEqual(["HIGH", "review main → feature/search", "codex"]);
       expect(problems).toEqual([]);
     });
     await usePage(browser, async ({ page, problems }) => {

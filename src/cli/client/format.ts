@@ -99,13 +99,13 @@ export function taskDetails(t: Task): string {
   return printable(`${t.id}  ${t.title}\n${body}${proposedText(t)}\nprompt:\n${prompt}`);
 }
 
-/** A completed plan's proposals, one a line: "  2. Write the API [HIGH review main...x]" (ao task show, create --wait). */
+/** A completed plan's proposals, one a line: "  2. Write the API [HIGH review main...x codex]" (ao task show, create --wait). */
 export function proposedText(t: Task): string {
   if (t.kind !== "plan" || !t.plan?.tasks?.length) return "";
   const lines = t.plan.tasks.map((raw, i) => {
-    const p = (raw && typeof raw === "object" ? raw : {}) as { title?: unknown; priority?: unknown; kind?: unknown; review?: { base?: unknown; head?: unknown } };
+    const p = (raw && typeof raw === "object" ? raw : {}) as { title?: unknown; priority?: unknown; kind?: unknown; review?: { base?: unknown; head?: unknown }; agent?: unknown };
     const review = p.kind === "review" && p.review ? `review ${String(p.review.base)}...${String(p.review.head)}` : p.kind;
-    const tags = [p.priority, review].filter((x) => typeof x === "string" && x !== "task");
+    const tags = [p.priority, review, p.agent].filter((x) => typeof x === "string" && x !== "task");
     return `  ${i + 1}. ${typeof p.title === "string" ? p.title : "(untitled)"}${tags.length ? ` [${tags.join(" ")}]` : ""}`;
   });
   const how = t.status === "completed" ? ` (ao task apply-plan ${t.id} creates them)` : "";

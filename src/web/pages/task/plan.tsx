@@ -105,9 +105,9 @@ export function Plan({ task, org, path, onMade }: { task: Task; org: Org; path: 
   );
 }
 
-/** What a proposal would be: its priority, its kind and, for a review, the range it reviews. */
+/** What a proposal would be: its priority, its kind and, for a review, the range it reviews; the agent it names. */
 function badges(item: Record<string, unknown>): string[] {
   const review = item.review as { base?: unknown; head?: unknown } | undefined;
   const kind = item.kind === "review" && review && typeof review.base === "string" && typeof review.head === "string" ? `review ${review.base} → ${review.head}` : item.kind;
-  return [item.priority, kind].filter((x): x is string => typeof x === "string");
+  return [item.priority, kind, item.agent].filter((x): x is string => typeof x === "string");
 }
