@@ -142,8 +142,14 @@ describe("the seed's answers", () => {
     expect((await send("issue_comment", edited)).body.status).toBe("ignored");
   });
 
-  test("pull_request labeled -> review task with base and head", async () => {
+  test("pull_request labeled -> review task with base and head (400 naming why while the project has no repository, no task)", async () => {
     const payload = example("pull_request", "labeled");
+    const before = await countTasksOf(s, gh.id);
+    const bare = await send("pull_request", payload);
+    expect([bare.status, bare.body.error.code, bare.body.error.details]).toEqual([400, "validation_failed", [{ field: "kind", message: "review needs a project with a repository" }]]);
+    expect(await countTasksOf(s, gh.id)).toBe(before);
+    const added = await s.api("POST", `/orgs/${w.owner.orgId}/projects/${w.projectId}/repositories`, { token: w.owner.accessToken, body: { url: "https://github.com/acme/app.git" } });
+    expect(added.status).toBe(201);
     const r = await send("pull_request", payload);
     expect(r.status).toBe(201);
     const row = await taskRow(s, r.body.taskId);

@@ -19,6 +19,8 @@ beforeAll(async () => {
   s = await startTestServer();
   w = await makeWorld(s);
   gl = await makeIntegration(s, w.owner, { kind: "gitlab", name: "GitLab", projectId: w.projectId });
+  // A merge request's review task needs a repository in the project to review.
+  expect((await s.api("POST", `/orgs/${w.owner.orgId}/projects/${w.projectId}/repositories`, { token: w.owner.accessToken, body: { url: "https://gitlab.example.com/acme/app.git" } })).status).toBe(201);
 });
 afterAll(() => s.stop());
 
