@@ -287,16 +287,18 @@ test("a turn the model API fails: one error event with Codex's account of it, an
   expect(ctx.summaries).toEqual([]);
 });
 
-test("a Codex that does not report ao's permission profile gets no turn: the attempt fails and says why", async () => {
-  standIn = startOpenAIStandIn();
-  standIn.push({ items: [{ message: "Never asked." }] });
-  const dir = join(tmp, `case-${++n}`);
-  mkdirSync(dir, { recursive: true });
-  // The real codex, its answers passed through a filter that drops the thread's active profile, as
-  // a Codex too old for permission profiles reports none.
-  const oldCodex = join(dir, "old-codex");
-  const filter = `
-    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "inherit", stdout: "pipe", stderr: "inherit" });
+/**
+ * The real codex behind a script of that name: ao's requests pass through to it, and each line
+ * Codex writes runs `perLine` first (JavaScript with `line` to change, `continue` to drop it,
+ * and `p`, the codex process, to write to).
+ */
+function codexBehind(path: string, perLine: string): string {
+  const source = `
+    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    void (async () => {
+      for await (const chunk of Bun.stdin.stream()) p.stdin.write(chunk);
+      p.stdin.end();
+    })();
     const decoder = new TextDecoder();
     let buf = "";
     for await (const chunk of p.stdout) {
@@ -304,19 +306,32 @@ test("a Codex that does not report ao's permission profile gets no turn: the att
       for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
         let line = buf.slice(0, i);
         buf = buf.slice(i + 1);
-        try {
-          const m = JSON.parse(line);
-          if (m.result && "activePermissionProfile" in m.result) {
-            delete m.result.activePermissionProfile;
-            line = JSON.stringify(m);
-          }
-        } catch {}
+        ${perLine}
         process.stdout.write(line + "\\n");
       }
     }
     process.exit(await p.exited);
   `;
-  writeFileSync(oldCodex, `#!${process.execPath}\n${filter}`, { mode: 0o755 });
+  writeFileSync(path, `#!${process.execPath}\n${source}`, { mode: 0o755 });
+  return path;
+}
+
+test("a Codex that does not report ao's permission profile gets no turn: the attempt fails and says why", async () => {
+  standIn = startOpenAIStandIn();
+  standIn.push({ items: [{ message: "Never asked." }] });
+  const dir = join(tmp, `case-${++n}`);
+  mkdirSync(dir, { recursive: true });
+  // The real codex, its answers passed through a filter that drops the thread's active profile, as
+  // a Codex too old for permission profiles reports none.
+  const oldCodex = codexBehind(join(dir, "old-codex"), `
+    try {
+      const m = JSON.parse(line);
+      if (m.result && "activePermissionProfile" in m.result) {
+        delete m.result.activePermissionProfile;
+        line = JSON.stringify(m);
+      }
+    } catch {}
+  `);
   const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn });
   const run = codexAgent(oldCodex).start(ctx);
   runs.push(run);
@@ -334,32 +349,14 @@ test("a turn Codex ends as interrupted (not through ao's cancel): one error even
   mkdirSync(dir, { recursive: true });
   // The real codex, with someone else on its line: once the turn has started, the wrapper asks
   // Codex to interrupt it (turn/interrupt, as an IDE's stop button does) and keeps the answer to itself.
-  const wrapper = join(dir, "interrupted-codex");
-  const proxy = `
-    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
-    void (async () => {
-      for await (const chunk of Bun.stdin.stream()) p.stdin.write(chunk);
-      p.stdin.end();
-    })();
-    const decoder = new TextDecoder();
-    let buf = "";
-    for await (const chunk of p.stdout) {
-      buf += decoder.decode(chunk, { stream: true });
-      for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        let m = null;
-        try { m = JSON.parse(line); } catch {}
-        if (m?.id === "someone-else") continue;
-        if (m?.method === "turn/started") {
-          p.stdin.write(JSON.stringify({ id: "someone-else", method: "turn/interrupt", params: { threadId: m.params.threadId, turnId: m.params.turn.id } }) + "\\n");
-        }
-        process.stdout.write(line + "\\n");
-      }
+  const wrapper = codexBehind(join(dir, "interrupted-codex"), `
+    let m = null;
+    try { m = JSON.parse(line); } catch {}
+    if (m?.id === "someone-else") continue;
+    if (m?.method === "turn/started") {
+      p.stdin.write(JSON.stringify({ id: "someone-else", method: "turn/interrupt", params: { threadId: m.params.threadId, turnId: m.params.turn.id } }) + "\\n");
     }
-    process.exit(await p.exited);
-  `;
-  writeFileSync(wrapper, `#!${process.execPath}\n${proxy}`, { mode: 0o755 });
+  `);
   const ctx = recordingContext({ workdir: checkout(join(dir, "work")), home: join(dir, "codex-home"), standIn });
   const run = codexAgent(wrapper).start(ctx);
   runs.push(run);
