@@ -352,8 +352,7 @@ describe("claude: questions, follow-ups, the process", () => {
     const { run, rec, nextAsk } = startRun([{ content: [bash("touch made-by-claude.txt")] }, { content: [text("never")] }]);
     expect((await nextAsk()).kind).toBe("approval");
     process.kill(run.pid, "SIGKILL");
-    // Failed, with one error saying how (the attempt adds no "killed by SIGKILL" beside it).
-    expect(await run.exited).toEqual({ code: null, signal: "SIGKILL", reported: true });
+    expect(await run.exited).toEqual({ code: null, signal: "SIGKILL", reported: true }); // one error says how
     expect(rec.events.filter((e) => e.type === "error").map((e) => e.data.message)).toEqual(["claude: Claude Code process terminated by signal SIGKILL"]);
     expect(decisions(rec).map((d) => d.by)).toEqual(["built-in rules"]);
   });
@@ -398,7 +397,6 @@ test.each([
     usage() {},
   } as unknown as AgentContext;
   const missing = claudeAgent(join(tmp, "no-such-claude")).start(ctx);
-  // The error event is the reason: the attempt adds no "exited with code" of its own.
-  expect(await missing.exited).toEqual({ code, signal: null, reported: true });
+  expect(await missing.exited).toEqual({ code, signal: null, reported: true }); // its error event is the reason
   expect(events.find((e) => e.type === "error")!.data.message).toContain("no-such-claude");
 });

@@ -70,3 +70,32 @@ export function checkout(dir: string): string {
   sh(dir, "git", "commit", "-q", "-m", "initial commit");
   return dir;
 }
+
+/**
+ * The real codex behind a script of that name: ao's requests pass through to it, and each line
+ * Codex writes runs `perLine` first (JavaScript with `line` to change, `continue` to drop it,
+ * and `p`, the codex process, to write to).
+ */
+export function codexBehind(path: string, perLine: string): string {
+  const source = `
+    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    void (async () => {
+      for await (const chunk of Bun.stdin.stream()) p.stdin.write(chunk);
+      p.stdin.end();
+    })();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for await (const chunk of p.stdout) {
+      buf += decoder.decode(chunk, { stream: true });
+      for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
+        let line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        ${perLine}
+        process.stdout.write(line + "\\n");
+      }
+    }
+    process.exit(await p.exited);
+  `;
+  writeFileSync(path, `#!${process.execPath}\n${source}`, { mode: 0o755 });
+  return path;
+}

@@ -11,7 +11,7 @@ import type { AgentRun } from "../../src/worker/agents/types";
 import { startOpenAIStandIn, type OpenAIStandIn } from "../helpers/openai-standin";
 import { alive } from "../e2e/worker-helpers";
 import { argvOf, processState } from "../helpers/processes";
-import { checkout, CODEX_BIN, recordingContext } from "./codex-helpers";
+import { checkout, CODEX_BIN, codexBehind, recordingContext } from "./codex-helpers";
 
 let tmp: string;
 let standIn: OpenAIStandIn;
@@ -286,35 +286,6 @@ test("a turn the model API fails: one error event with Codex's account of it, an
   expect(errors).toEqual(["Codex ran out of room in the model's context window. Start a new thread or clear earlier history before retrying."]);
   expect(ctx.summaries).toEqual([]);
 });
-
-/**
- * The real codex behind a script of that name: ao's requests pass through to it, and each line
- * Codex writes runs `perLine` first (JavaScript with `line` to change, `continue` to drop it,
- * and `p`, the codex process, to write to).
- */
-function codexBehind(path: string, perLine: string): string {
-  const source = `
-    const p = Bun.spawn([${JSON.stringify(CODEX_BIN)}, ...process.argv.slice(2)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
-    void (async () => {
-      for await (const chunk of Bun.stdin.stream()) p.stdin.write(chunk);
-      p.stdin.end();
-    })();
-    const decoder = new TextDecoder();
-    let buf = "";
-    for await (const chunk of p.stdout) {
-      buf += decoder.decode(chunk, { stream: true });
-      for (let i = buf.indexOf("\\n"); i >= 0; i = buf.indexOf("\\n")) {
-        let line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        ${perLine}
-        process.stdout.write(line + "\\n");
-      }
-    }
-    process.exit(await p.exited);
-  `;
-  writeFileSync(path, `#!${process.execPath}\n${source}`, { mode: 0o755 });
-  return path;
-}
 
 test("a Codex that does not report ao's permission profile gets no turn: the attempt fails and says why", async () => {
   standIn = startOpenAIStandIn();

@@ -210,14 +210,11 @@ describe("retries and failures", () => {
     await complete(taskId);
     await rx.waitFor(2, 5000);
     const log = await eventually(async () => ((await deliveries(integration.id))[0]?.status === "succeeded" ? await deliveries(integration.id) : null));
-    // Two tries, unless a loaded machine let the prompt second answer run past the 300 ms too.
-    expect(log[0].attempts).toBeGreaterThanOrEqual(2);
+    expect(log[0].attempts).toBeGreaterThanOrEqual(2); // 3 when a loaded machine's second answer ran past 300 ms too
     const first = await s.core.store.read(get<any>("SELECT * FROM delivery_tries WHERE delivery_id = ? AND attempt = 1", log[0].id));
     expect(first).toMatchObject({ outcome: "retrying", status_code: null });
     expect(first.error).toContain("timed out after 300 ms");
-    // The retry came after the timeout (300 ms) and the backoff (100 ms), give or take how late a
-    // loaded machine saw the first request arrive.
-    expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(300);
+    expect(rx.requests[1].at - rx.requests[0].at).toBeGreaterThanOrEqual(300); // the timeout, then 100 ms' backoff less arrival lag
   });
 
   test("redirects are not followed: a 302 is a failed try, the Location never hears from us", async () => {
