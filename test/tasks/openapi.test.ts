@@ -125,6 +125,22 @@ describe("schemas", () => {
     expect(Object.keys(body.properties).sort()).toEqual(["branch", "fromProjectId", "name", "repositoryId", "url"]);
   });
 
+  test("an integer is an integer everywhere: no answer, body or parameter documents one as a string", () => {
+    // Elysia's t.Integer is "a string of format integer, default 0, or an integer" (to coerce a query's
+    // text); answers documented with it would make a client generated from the document take a string.
+    const strings: string[] = [];
+    const walk = (node: unknown, at: string) => {
+      if (!node || typeof node !== "object") return;
+      const n = node as Record<string, unknown>;
+      if (n.type === "string" && n.format === "integer") strings.push(at);
+      for (const [k, v] of Object.entries(n)) walk(v, `${at}/${k}`);
+    };
+    walk(doc.paths, "");
+    expect(strings).toEqual([]);
+    const attempt = doc.paths["/api/v1/orgs/{orgId}/tasks/{taskId}"].get.responses["200"].content["application/json"].schema.properties.attempt;
+    expect(attempt).toMatchObject({ type: "integer" });
+  });
+
   test("the project record: SPEC §8's fields", () => {
     const project = doc.paths["/api/v1/orgs/{orgId}/projects/{projectId}"].get.responses["200"].content["application/json"].schema;
     expect(Object.keys(project.properties).sort()).toEqual(["archived", "createdAt", "id", "knowledge", "name", "orgId", "policy", "repositories", "updatedAt"]);

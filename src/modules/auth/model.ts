@@ -3,6 +3,7 @@ import { t } from "elysia";
 import { RoleSchema } from "../orgs/model";
 import { strictObject } from "../../server/strict";
 import { Line } from "../../lib/text";
+import { Int } from "../../server/answer-schemas";
 
 export const Email = t.String({ format: "email", maxLength: 254, description: "compared case-insensitively" });
 /** At least 8 characters; the upper bound keeps hashing cheap to refuse. */
@@ -25,7 +26,7 @@ export const LoginBody = t.Object({
 
 export const TokenPair = t.Object({
   accessToken: t.String(),
-  expiresIn: t.Integer({ description: "Seconds the access token lasts: 900" }),
+  expiresIn: Int({ description: "Seconds the access token lasts: 900" }),
   refreshToken: t.Optional(t.String({ description: "absent with x-client: web (then set as the ao_refresh cookie)" })),
   user: UserView,
 });
@@ -42,8 +43,8 @@ export const DeviceStart = t.Object({
   userCode: t.String({ description: "XXXX-XXXX from BCDFGHJKLMNPQRSTVWXZ; matched case- and dash-insensitively" }),
   verificationUri: t.String(),
   verificationUriComplete: t.String(),
-  expiresIn: t.Integer(),
-  intervalSec: t.Integer(),
+  expiresIn: Int(),
+  intervalSec: Int(),
 });
 export const DevicePollBody = t.Object({ deviceCode: t.String({ minLength: 1, maxLength: 200 }) });
 export const UserCodeBody = t.Object({ userCode: t.String({ minLength: 1, maxLength: 20 }) });

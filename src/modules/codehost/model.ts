@@ -4,6 +4,7 @@ import { MAX_LIMIT } from "../tasks/cursor";
 import { Project } from "../projects/model";
 import { Matching } from "../../lib/text";
 import type { StringOptions } from "@sinclair/typebox";
+import { Int } from "../../server/answer-schemas";
 
 export const OrgParams = t.Object({ orgId: t.String() });
 
@@ -11,11 +12,11 @@ export const OrgParams = t.Object({ orgId: t.String() });
 const GitHubLogin = (options: StringOptions) => Matching("^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$", "a GitHub login: letters, digits and -, starting with a letter or digit, up to 39 characters", options);
 
 export const Installation = t.Object({
-  id: t.Integer({ description: "GitHub's installation id" }),
-  account: t.Object({ login: t.String(), type: t.String({ description: "Organization or User" }), id: t.Integer() }),
+  id: Int({ description: "GitHub's installation id" }),
+  account: t.Object({ login: t.String(), type: t.String({ description: "Organization or User" }), id: Int() }),
   repositorySelection: t.String({ description: "all or selected" }),
   suspended: t.Boolean(),
-  repositories: t.Integer({ description: "Repositories recorded at the last sync" }),
+  repositories: Int({ description: "Repositories recorded at the last sync" }),
   syncedAt: t.Nullable(t.String()),
 });
 
@@ -26,7 +27,7 @@ export const CodehostStatus = t.Object(
         slug: t.String(),
         name: t.String(),
         htmlUrl: t.String(),
-        appId: t.Integer(),
+        appId: Int(),
         ownedByThisOrg: t.Boolean({ description: "This organization created the app (and owns its webhook integration)" }),
         integrationId: t.Nullable(t.String({ description: "The github integration receiving the app's webhooks (only to the owning org)" })),
       }),
@@ -70,13 +71,13 @@ export const SetupQuery = t.Object(
 
 export const SyncAnswer = t.Object({
   installations: t.Array(Installation),
-  repositories: t.Integer({ description: "Repositories recorded across this organization's installations" }),
-  unclaimed: t.Integer({ description: "Installations of the app bound to no organization yet (installed without ao's setup link)" }),
+  repositories: Int({ description: "Repositories recorded across this organization's installations" }),
+  unclaimed: Int({ description: "Installations of the app bound to no organization yet (installed without ao's setup link)" }),
 });
 
 export const CodehostRepository = t.Object({
-  id: t.Integer({ description: "GitHub's repository id" }),
-  installationId: t.Integer(),
+  id: Int({ description: "GitHub's repository id" }),
+  installationId: Int(),
   fullName: t.String(),
   private: t.Boolean(),
   cloneUrl: t.String({ description: "Add it to a project with POST /orgs/:orgId/projects/:id/repositories {url: cloneUrl}" }),

@@ -3,6 +3,7 @@ import { t, type Static } from "elysia";
 import { Line, Text } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 import { strictObject } from "../../server/strict";
+import { Int } from "../../server/answer-schemas";
 
 export const IntegrationKind = t.Union([t.Literal("github"), t.Literal("gitlab"), t.Literal("signed_json")]);
 
@@ -73,14 +74,14 @@ export type PluginRecord = Static<typeof PluginRecord>;
 export const PluginWithSecret = t.Composite([PluginRecord, t.Object({ secret: t.String({ description: "Shown only now" }) })]);
 
 export const DeliveryTry = t.Object({
-  attempt: t.Integer({ description: "1, 2, 3... over the delivery's whole life, redeliveries included" }),
+  attempt: Int({ description: "1, 2, 3... over the delivery's whole life, redeliveries included" }),
   at: t.String({ description: "When the try ended" }),
   outcome: t.Union([t.Literal("succeeded"), t.Literal("retrying"), t.Literal("failed")], {
     description: "succeeded (2xx); retrying (another try is scheduled); failed (no more tries: gave up, 410 Gone, or a refused target)",
   }),
-  statusCode: t.Nullable(t.Integer({ description: "The receiver's HTTP status; null when there was no answer" })),
+  statusCode: t.Nullable(Int({ description: "The receiver's HTTP status; null when there was no answer" })),
   error: t.Nullable(t.String({ description: "Why it failed: the status, a timeout, a connection error, a refused target" })),
-  latencyMs: t.Nullable(t.Integer({ description: "From sending to the answer (or the timeout)" })),
+  latencyMs: t.Nullable(Int({ description: "From sending to the answer (or the timeout)" })),
 });
 export type DeliveryTry = Static<typeof DeliveryTry>;
 
@@ -93,10 +94,10 @@ export const DeliveryRecord = t.Object({
   taskId: t.String(),
   event: t.Union([t.Literal("completed"), t.Literal("failed"), t.Literal("needs_attention")]),
   status: DeliveryStatus,
-  attempts: t.Integer(),
-  lastStatusCode: t.Nullable(t.Integer()),
+  attempts: Int(),
+  lastStatusCode: t.Nullable(Int()),
   lastError: t.Nullable(t.String()),
-  latencyMs: t.Nullable(t.Integer()),
+  latencyMs: t.Nullable(Int()),
   nextAttemptAt: t.Nullable(t.String()),
   lastAttemptAt: t.Nullable(t.String()),
   deliveredAt: t.Nullable(t.String()),

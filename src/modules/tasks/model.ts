@@ -8,6 +8,7 @@ import { ErrorBody } from "../../server/errors";
 import { Line, Text } from "../../lib/text";
 import { RefName } from "../../lib/refname";
 import { AGENT_NAMES } from "../../protocol/requests";
+import { Int } from "../../server/answer-schemas";
 
 /** A string enum with no default: t.UnionEnum defaults to its first value, which would fill absent fields. */
 export function Enum<const T extends readonly [string, ...string[]]>(values: T, options: { description?: string } = {}) {
@@ -49,9 +50,9 @@ export const PlanItem = t.Object({
 export const ArtifactInfo = t.Object({
   name: t.String(),
   contentType: t.String(),
-  size: t.Integer(),
+  size: Int(),
   createdAt: t.String(),
-  attempt: t.Integer({ description: "The attempt that uploaded it (the task's attempt then): an artifact of an earlier attempt stays until one of the same name replaces it" }),
+  attempt: Int({ description: "The attempt that uploaded it (the task's attempt then): an artifact of an earlier attempt stays until one of the same name replaces it" }),
 });
 
 /** A name for people to read, looked up when the record is read; null when its row is gone. */
@@ -68,10 +69,10 @@ const Actor = t.Object(
 
 export const Usage = t.Object(
   {
-    inputTokens: t.Integer(),
-    outputTokens: t.Integer(),
-    cacheReadTokens: t.Integer(),
-    cacheWriteTokens: t.Integer(),
+    inputTokens: Int(),
+    outputTokens: Int(),
+    cacheReadTokens: Int(),
+    cacheWriteTokens: Int(),
     costUsd: t.Number({ description: "US dollars, as the agent reports it" }),
     model: t.Nullable(t.String({ description: "The model most recently reported" })),
   },
@@ -89,7 +90,7 @@ export const TaskRecord = t.Object(
     kind: Kind,
     review: t.Nullable(ReviewRecord),
     status: Status,
-    attempt: t.Integer({ description: "How many runs on a worker this task has had" }),
+    attempt: Int({ description: "How many runs on a worker this task has had" }),
     workerId: t.Nullable(t.String()),
     worker: t.Nullable(t.Object({ id: t.String(), name: Name }, { description: "The worker of the current attempt (workerId, named)" })),
     parentId: t.Nullable(t.String({ description: "The plan task that proposed this task" })),
@@ -101,9 +102,9 @@ export const TaskRecord = t.Object(
     changes: t.Nullable(
       t.Object(
         {
-          files: t.Integer(),
-          additions: t.Integer(),
-          deletions: t.Integer(),
+          files: Int(),
+          additions: Int(),
+          deletions: Int(),
           branch: t.Nullable(t.String({ description: "ao/<taskId>; null when the task changed nothing" })),
           commit: t.Nullable(t.String()),
           base: t.Nullable(t.String({ description: "The commit the task started from" })),
@@ -128,7 +129,7 @@ export const TaskRecord = t.Object(
     pullRequest: t.Nullable(
       t.Object(
         {
-          number: t.Integer(),
+          number: Int(),
           url: t.String(),
           state: Enum(["open", "closed", "merged"]),
           headBranch: t.String(),
@@ -158,7 +159,7 @@ export const TaskRecord = t.Object(
 );
 
 export const TaskEvent = t.Object({
-  seq: t.Integer({ description: "1, 2, 3... per task, no gaps" }),
+  seq: Int({ description: "1, 2, 3... per task, no gaps" }),
   type: t.String({ description: "status, action, log, message, tool, artifact, error, plan; pull_request and review (the GitHub app: opened, merged, closed, reopened, posted, backing_off, failed)" }),
   at: t.String(),
   actor: t.Optional(Actor),

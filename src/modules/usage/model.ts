@@ -1,13 +1,14 @@
 // Schemas of the usage routes (issue 10).
 import { t } from "elysia";
+import { Int } from "../../server/answer-schemas";
 
 export { ErrorBody } from "../../server/errors";
 
 const Amounts = {
-  inputTokens: t.Integer(),
-  outputTokens: t.Integer(),
-  cacheReadTokens: t.Integer(),
-  cacheWriteTokens: t.Integer(),
+  inputTokens: Int(),
+  outputTokens: Int(),
+  cacheReadTokens: Int(),
+  cacheWriteTokens: Int(),
   costUsd: t.Number({ description: "US dollars, as the agents reported it" }),
 };
 
@@ -20,7 +21,7 @@ export const ProjectUsage = t.Object({
   projectId: t.String(),
   from: t.String({ description: "YYYY-MM-DD" }),
   to: t.String({ description: "YYYY-MM-DD" }),
-  totals: t.Object({ ...Amounts, tasks: t.Integer({ description: "Tasks that used anything in the period" }) }),
+  totals: t.Object({ ...Amounts, tasks: Int({ description: "Tasks that used anything in the period" }) }),
   days: t.Array(t.Object({ day: t.String({ description: "YYYY-MM-DD (UTC)" }), ...Amounts }), { description: "Every day of the period, oldest first (zeros on days without usage)" }),
 });
 

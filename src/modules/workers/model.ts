@@ -7,6 +7,7 @@ export { ErrorBody } from "../../server/errors";
 import { ErrorBody } from "../../server/errors";
 import { Line } from "../../lib/text";
 import { pageOfSchema } from "../orgs/model";
+import { Int } from "../../server/answer-schemas";
 export const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody };
 
 const Id = t.String({ minLength: 1, maxLength: 64 });
@@ -39,7 +40,7 @@ export const WorkerRecord = t.Object({
   agents: t.Array(Agent, { description: "The agents the worker runs (ao worker --agent), in its order of preference, with their versions: a task that names an agent is offered only to workers listing it" }),
   providers: t.Array(t.String(), { description: "Names of API-key variables present on the worker, never values" }),
   version: t.Nullable(t.String()),
-  capacity: t.Integer(),
+  capacity: Int(),
   lastSeenAt: t.Nullable(t.String()),
   runningTaskIds: t.Array(t.String()),
   approvedAt: t.Nullable(t.String()),
@@ -96,7 +97,7 @@ export const ReadinessRun = t.Object({
   repositoryId: t.String(),
   workerId: t.String(),
   status: t.UnionEnum(["queued", "running", "completed", "failed"]),
-  score: t.Nullable(t.Integer({ description: "0..100, the weighted share of checks passed" })),
+  score: t.Nullable(Int({ description: "0..100, the weighted share of checks passed" })),
   checks: t.Array(t.Object({ id: t.String(), passed: t.Boolean(), detail: t.String() })),
   report: t.Nullable(t.String({ description: "Markdown" })),
   error: t.Nullable(t.String()),

@@ -30,6 +30,7 @@ import { presenceOf } from "./presence";
 import { workerRecord } from "./service";
 import { workerAuthPlugin } from "./worker-auth";
 import { ApiError } from "../../server/errors";
+import { Int } from "../../server/answer-schemas";
 
 const tags = ["worker protocol"];
 const TaskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) });
@@ -94,7 +95,7 @@ export default (core: Core) =>
       worker: true,
       params: TaskParams,
       body: elysiasOwn(TransitionRequest),
-      response: { 200: t.Object({ status: t.String(), attempt: t.Integer() }), ...errors, 409: ErrorBody },
+      response: { 200: t.Object({ status: t.String(), attempt: Int() }), ...errors, 409: ErrorBody },
       detail: {
         summary: "Report where the attempt went",
         description: "Through the worker transitions of the state machine. 409 conflict (details.reason stale_lease) for another attempt's lease.",
@@ -134,7 +135,7 @@ export default (core: Core) =>
         parse: "none",
         params: t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }), name: t.String({ minLength: 1, maxLength: 200 }) }),
         response: {
-          201: t.Object({ name: t.String(), contentType: t.String(), size: t.Integer(), createdAt: t.String() }),
+          201: t.Object({ name: t.String(), contentType: t.String(), size: Int(), createdAt: t.String() }),
           ...errors,
           409: ErrorBody,
           413: ErrorBody,
@@ -150,7 +151,7 @@ export default (core: Core) =>
     .post("/worker/repos", ({ worker, body }) => core.store.write(reportRepos(core, worker, body)), {
       worker: true,
       body: ReposReport,
-      response: { 200: t.Object({ known: t.Integer(), discovered: t.Integer() }), 400: ErrorBody, 401: ErrorBody },
+      response: { 200: t.Object({ known: Int(), discovered: Int() }), 400: ErrorBody, 401: ErrorBody },
       detail: { summary: "Report the git repositories in the workspace (the full list)", tags },
     })
     .post("/worker/clones/:repositoryId", ({ worker, params, body }) => core.store.write(reportClone(core, worker, params.repositoryId, body)), {
