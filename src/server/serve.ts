@@ -180,7 +180,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       if (stopped) return;
       stopped = true;
       await server!.stop(true);
-      for (const fn of core.onClose.reverse()) await fn();
+      await stopModules(core);
       await core.bus.close();
       if (checkpointer) await checkpointer.stop();
       if (core.sqlite) {
@@ -191,6 +191,26 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await core.store.close();
     },
   };
+}
+
+/** How long a stop waits, in all, for the modules' work under way (then the database's close ends it). */
+const STOP_WAIT_MS = 5_000;
+
+/**
+ * Runs the modules' stops (core.onClose), last registered first. They wait for their work under way
+ * (worker requests, the callback relay's pass), which waits for the database: on PostgreSQL a query
+ * blocked by a lock held elsewhere would hold the stop until the lock went. So after STOP_WAIT_MS the
+ * stops still running are no longer waited for (the later ones are still called); closing the
+ * database then ends their queries, their transactions rolled back, and a worker asks again when it
+ * reconnects.
+ */
+async function stopModules(core: Core) {
+  let timer: Timer | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), STOP_WAIT_MS)));
+  let left = 0;
+  for (const fn of core.onClose.reverse()) if ((await Promise.race([Promise.resolve(fn()).then(() => "done" as const), late])) === "late") left++;
+  clearTimeout(timer);
+  if (left) core.log.warn("stopped without waiting longer for work under way: the database's close ends it", { stops: left, waitedMs: STOP_WAIT_MS });
 }
 
 /**

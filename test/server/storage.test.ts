@@ -3,11 +3,13 @@
 // `internal` without its message, logged with the path but not the query string.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
-import { addMember, createAdmin, type Session } from "../helpers/identity";
+import { addMember, createAdmin, newOrg, type Session } from "../helpers/identity";
 import { all, get, isForeignKeyViolation, run } from "../../src/db/query";
 import { chmodSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SQL } from "bun";
+import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject } from "../workers/helpers";
 
 let s: TestServer;
 let admin: Session;
@@ -120,4 +122,36 @@ describe("stopping", () => {
       if (!stopped) await s.stop();
     }
   }, 30_000);
+
+  test.skipIf(!onPostgres)("a worker's request waiting on a lock held elsewhere holds the stop for seconds, not until the lock goes", async () => {
+    const s = await startTestServer({ workerTimeouts: FAST });
+    const outside = new SQL(s.core.config.databaseUrl!, { max: 2 });
+    const holder = await outside.reserve();
+    let stopped = false;
+    try {
+      const p = await orgWithProject(s, await newOrg(s));
+      const w = await makeWorker(s, p.orgId);
+      const c = await ProtocolClient.connect(s, w.credential, { capacity: 1 });
+      const task = await createTaskApi(s, p);
+      const offer = await c.next("offer", (m) => m.taskId === task.id);
+      // Another client (an operator's psql, say) holds the task's row; the claim waits for it.
+      await holder`BEGIN`;
+      await holder`SELECT id FROM tasks WHERE id = ${task.id} FOR UPDATE`;
+      c.send({ type: "request", id: 1, op: "claim", taskId: task.id, body: { offerId: offer.offerId } });
+      // Let go in any case, so that a stop that waits for the lock ends (and fails the check below).
+      const letGo = setTimeout(() => void holder`ROLLBACK`.catch(() => {}), 25_000);
+      const waiting = async () => (await outside`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)[0].n as number;
+      while ((await waiting()) === 0) await Bun.sleep(20);
+      const started = performance.now();
+      await s.stop();
+      stopped = true;
+      clearTimeout(letGo);
+      expect(performance.now() - started).toBeLessThan(15_000);
+    } finally {
+      await holder`ROLLBACK`;
+      holder.release();
+      if (!stopped) await s.stop();
+      await outside.close();
+    }
+  }, 60_000);
 });
