@@ -19,7 +19,7 @@ const DOCUMENTATION = {
       "Request bodies are JSON (Content-Type application/json, in any case, parameters allowed) with a Content-Length, at most 1 MiB (artifact uploads and inbound hooks excepted): " +
       "411 length_required without a length, 413 payload_too_large past it, 415 unsupported_media_type for another type; " +
       "a JSON body is UTF-8: other bytes are 400 validation_failed and nothing is written. " +
-      "A query parameter an operation does not list is 400 validation_failed naming it and the ones it takes, after the credential check (GitHub's redirects back to ao excepted); so is a repeated one, and an integer in anything but decimal digits. " +
+      "A query parameter an operation does not list is 400 validation_failed naming it and the ones it takes, after the credential check (GitHub's redirects back to ao excepted; /metrics and the WebSocket upgrades, which take none, included; the web app's pages, not in this document, take any and ignore what they do not read); so is a repeated one, and an integer in anything but decimal digits. " +
       "Past the connections one client address may hold: 429 rate_limited.",
   },
   components: {

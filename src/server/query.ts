@@ -1,4 +1,4 @@
-// Query strings read strictly, on every route under /api/v1. Elysia reads an integer parameter with
+// Query strings read strictly, on every route. Elysia reads an integer parameter with
 // Number(): "1e1", "10.0", "+10", "0x10" and " 10" were all taken as a number. It keeps the last of a
 // repeated parameter: ?limit=1&limit=2 listed 2, ?status=a&status=b filtered on b alone. And it drops
 // a parameter the route does not declare: ?status=failed on a delivery log listed every delivery, and
@@ -7,8 +7,10 @@
 // most once, and a parameter the route does not declare is refused (a route without a query schema
 // declares none). Each is 400 validation_failed naming the parameters; an unknown one's message names
 // those the route takes. Left alone: a route whose query schema is open (additionalProperties: true:
-// GitHub's browser redirects, where GitHub picks the parameters), and one that checks its query
-// itself after a credential this check cannot see (checkedByRoute: an inbound hook's signature).
+// GitHub's browser redirects, where GitHub picks the parameters, and the web app's pages, whose
+// router reads what it knows and ignores the rest, as any page does), and one that checks its query
+// itself after a credential this check cannot see (checkedByRoute: an inbound hook's signature, the
+// metrics token). The WebSocket upgrades never reach the routes: sockets.ts refuses their query.
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ApiError, invalidRequest } from "./errors";
 import { fieldMessage } from "./field-messages";
@@ -95,8 +97,11 @@ function unknownParameter(rule: QueryRule): string {
 /** For a route that checks its own query (checkedByRoute): the refusal of this request's, or null. */
 export const ownQueryRefusal = (request: Request, schema: TObject): ApiError | null => queryRefusal(request.url, queryRule(schema));
 
-/** The routes whose query is checked: the API's (not the web app's pages, nor /metrics, which hides itself). */
-const isChecked = (route: RouteLike) => route.path.startsWith("/api/v1/") && !ownChecks.has(route.hooks?.query as object);
+/** The refusal of any query parameter at all, for what takes none and has no route (a WebSocket upgrade), or null. */
+export const anyQueryRefusal = (request: Request): ApiError | null => queryRefusal(request.url, queryRule(undefined));
+
+/** The routes whose query is checked here: all but those that check their own (checkedByRoute). */
+const isChecked = (route: RouteLike) => !ownChecks.has(route.hooks?.query as object);
 
 /**
  * For a global transform hook: the refusal of a routed request's query, or null. Routes are looked

@@ -2,6 +2,8 @@
 // protocol socket. Each path registers one handler; ws.data.path picks it.
 import type { Server, ServerWebSocket } from "bun";
 import { guarded, type Logger } from "./core";
+import { errorResponse } from "./errors";
+import { anyQueryRefusal } from "./query";
 
 export const MAX_FRAME_BYTES = 1024 * 1024;
 
@@ -34,6 +36,11 @@ export class Sockets {
     const handler = this.handlers.get(path)!;
     const data = await handler.upgrade(request, server);
     if (data instanceof Response) return data;
+    // No socket takes a query parameter (a credential goes in the Authorization header, or the live
+    // socket's first message: never in an address that proxies log), refused as the API's routes
+    // refuse one they do not take: 400 after the credential, when the upgrade carries one.
+    const refused = anyQueryRefusal(request);
+    if (refused) return errorResponse(refused);
     if (server.upgrade(request, { data: { ...data, path, clientAddress } })) return undefined;
     return new Response(JSON.stringify({ error: { code: "validation_failed", message: "expected a WebSocket upgrade" } }), {
       status: 400,

@@ -77,7 +77,9 @@ describe("who may scrape", () => {
 
   test("documented in the OpenAPI document with its error answers", async () => {
     const doc = (await s.api("GET", "/openapi.json")).body;
-    expect(Object.keys(doc.paths["/metrics"].get.responses).sort()).toEqual(["200", "401", "404"]);
+    expect(Object.keys(doc.paths["/metrics"].get.responses).sort()).toEqual(["200", "400", "401", "404"]);
+    // It takes no query parameter (unknown-queries-elsewhere.test.ts).
+    expect((doc.paths["/metrics"].get.parameters ?? []).filter((p: { in: string }) => p.in === "query")).toEqual([]);
   });
 });
 

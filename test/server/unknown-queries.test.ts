@@ -91,7 +91,7 @@ describe("a parameter the route does not take", () => {
 describe("every route under /api/v1", () => {
   // GitHub's browser redirects take what GitHub adds, and an inbound hook checks its query after its
   // signature (both tested below). The live socket's route only documents it: its upgrades and
-  // other requests are answered before the routes (test/live).
+  // other requests are answered before the routes (unknown-queries-elsewhere.test.ts, test/live).
   const LEFT_OUT = new Set([
     "GET /api/v1/codehost/app/callback",
     "GET /api/v1/codehost/installations/callback",

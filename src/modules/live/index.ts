@@ -129,8 +129,15 @@ export default (core: Core) => {
           "An org's subscribers also get {type: worker.updated, orgId, worker} when one of its workers is paired, connects, goes or is changed; a queued task's",
           "subscribers get its task.updated again then (its waitingReason may have changed).",
           "Codes: validation_failed, unauthorized (the socket is closed with 4401), forbidden, not_found.",
+          "The upgrade takes no query parameter (a token goes in the header or the first message, never in the address): one is 400 validation_failed naming it,",
+          "after the Authorization header's check when it has one.",
         ].join(" "),
-        responses: { 101: { description: "Switching protocols" }, 400: { description: "Not a WebSocket upgrade" }, 401: { description: "Bad credential" } },
+        responses: {
+          101: { description: "Switching protocols" },
+          400: { description: "Not a WebSocket upgrade, or a query parameter" },
+          401: { description: "Bad credential" },
+          403: { description: "A worker credential" },
+        },
       },
     },
   );

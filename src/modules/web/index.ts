@@ -5,7 +5,11 @@ import type { Core } from "../../server/core";
 import { APP_PATHS, appResponse, assetResponse, contentSecurityPolicy, notFoundPage } from "../../web";
 import { MAX_ARTIFACT_NAME } from "../tasks/artifacts";
 
-const hidden = { detail: { hide: true } };
+// Any query: the HTML is the same whatever it is, and the browser's router reads the parameters it
+// knows (org, view, status, projectId, kind, code, token; app, installation, connection, refused on
+// /github) and ignores the rest, as pages do: a link carrying a tracking parameter or a cache buster
+// still opens its page. An asset ignores its query likewise.
+const hidden = { query: t.Object({}, { additionalProperties: true }), detail: { hide: true } };
 // A path parameter is an id (the API's are at most 64 characters) or an artifact's name: anything
 // longer is no page.
 const param = (name: string) => t.String({ minLength: 1, maxLength: name === "name" ? MAX_ARTIFACT_NAME : 64 });
@@ -35,7 +39,9 @@ export default (core: Core) => {
     // `/tasks/:taskId` is the link of the callbacks' `url` (SPEC §9); the page finds the task's organization itself,
     // as `/tasks/:taskId/artifacts/:name` does (a task page's artifact link opened in a new tab).
     // Elysia's route methods add to the instance itself (the answer only carries the route's type).
-    app.get(path, ({ request }) => appResponse(request, csp), names.length ? { params: t.Object(Object.fromEntries(names.map((n) => [n, param(n)]))), ...hidden } : hidden);
+    const page = ({ request }: { request: Request }) => appResponse(request, csp);
+    if (names.length) app.get(path, page, { params: t.Object(Object.fromEntries(names.map((n) => [n, param(n)]))), ...hidden });
+    else app.get(path, page, hidden);
   }
   return app.get(
     "/assets/:name",
