@@ -86,7 +86,7 @@ export default (core: Core) => {
         response: { 201: RepositoryChange, ...errors, 409: ErrorBody },
         detail: {
           summary: "Add a repository ({url}) or move one in ({fromProjectId, repositoryId})",
-          description: "The first repository of a project becomes its primary. A moved repository keeps its id.",
+          description: "The first repository of a project becomes its primary. A moved repository keeps its id. 409 conflict when it is the last repository of fromProjectId and reviews of that project are unfinished (details {unfinishedReviews}): each reviews a checkout of it.",
           tags,
         },
       },
@@ -113,7 +113,7 @@ export default (core: Core) => {
         detail: {
           summary: "Remove a repository from the project",
           description:
-            "Answers {project (without it), repository (the one removed)}. Removing the primary makes the next one added primary. Tasks keep their record; workers' clones of it are no longer tracked. 409 conflict when the project is archived.",
+            "Answers {project (without it), repository (the one removed)}. Removing the primary makes the next one added primary. Tasks keep their record; workers' clones of it are no longer tracked. 409 conflict when the project is archived, or when this is its last repository and reviews of the project are unfinished (details {unfinishedReviews}): each reviews a checkout of it.",
           tags,
         },
       },
@@ -128,7 +128,12 @@ export default (core: Core) => {
         parse: [parseOptionalJson, "json"],
         transform: refuseUnknownFields(SplitBody),
         response: { 201: SplitResult, ...errors, 409: ErrorBody },
-        detail: { summary: "Move the repository into a new project of its own", description: "Answers {project (the new one), from}.", tags },
+        detail: {
+          summary: "Move the repository into a new project of its own",
+          description:
+            "Answers {project (the new one), from}. 409 conflict when it is the project's last repository and reviews of the project are unfinished (details {unfinishedReviews}): each reviews a checkout of it.",
+          tags,
+        },
       },
     );
 };

@@ -1,7 +1,8 @@
 // Repositories of a project (SPEC §8): add, move in, rename / change branch / make primary, split, remove.
 // Invariant: a project that has repositories has exactly one primary (the first one added, until
 // another is made primary); moving or splitting one out fixes the primaries on both sides. The
-// partial unique index repositories_one_primary guards it in the database.
+// partial unique index repositories_one_primary guards it in the database. A project with
+// unfinished reviews keeps its last repository (assertNotLastForReviews).
 import { and, asc, eq, ne } from "drizzle-orm";
 import type { Core } from "../../server/core";
 import { conflict, invalid, notFound } from "../../server/errors";
@@ -11,6 +12,7 @@ import { iso } from "../../lib/time";
 import { isBranchName, parseGitUrl } from "./urls";
 import { normalizeRepoUrl } from "../../protocol/repo-url";
 import { exec, row, rows, run, type Q } from "../../db/query";
+import { unfinishedReviews } from "../tasks/service";
 import {
   getProject,
   insertProject,
@@ -58,6 +60,22 @@ function* urlsOf(core: Core, projectId: string): Q<string[]> {
 function assertNewUrl(urls: string[], url: string, field: string) {
   const same = normalizeRepoUrl(url);
   if (urls.some((u) => normalizeRepoUrl(u) === same)) throw conflict("this project already has a repository with this URL", { field });
+}
+
+/**
+ * Refuses to take the project's last repository away (`how`: removed, moved...) while reviews of the
+ * project are unfinished: each runs in a checkout of it, and a worker fails one in a project without
+ * any. Counted in the write that would take it, so a review created meanwhile either counts or is
+ * refused itself for want of a repository (txCreateTask).
+ */
+function* assertNotLastForReviews(core: Core, project: ProjectRow, how: string): Q<void> {
+  if ((yield* urlsOf(core, project.id)).length > 1) return;
+  const n = yield* unfinishedReviews(project.orgId, project.id);
+  if (n === 0) return;
+  const reviews = n === 1 ? "1 unfinished review of this project needs" : `${n} unfinished reviews of this project need`;
+  throw conflict(`${reviews} a repository to review, and this is its last one: it cannot be ${how} until they finish or are cancelled, or another repository is added`, {
+    unfinishedReviews: n,
+  });
 }
 
 const touch = (core: Core, projectId: string, now: string) => exec(core.db.update(projects).set({ updatedAt: now }).where(eq(projects.id, projectId)));
@@ -154,6 +172,7 @@ export function moveRepository(core: Core, orgId: string, projectId: string, inp
       if (source.id === target.id) throw conflict("the repository is already in this project");
       const targetUrls = yield* urlsOf(core, target.id);
       assertNewUrl(targetUrls, repo.url, "repositoryId");
+      yield* assertNotLastForReviews(core, source, "moved to another project");
       const now = iso();
       yield* exec(core.db.update(repositories).set({ projectId: target.id, primary: targetUrls.length === 0, updatedAt: now }).where(eq(repositories.id, repo.id)));
       yield* ensurePrimary(core, source.id);
@@ -204,7 +223,8 @@ export function updateRepository(
 /**
  * Removes a repository from the project; the next oldest becomes primary when it was the
  * primary. Tasks never point at a repository (they run in whatever the primary is when they
- * start), so they keep their record; the workers' clone records of it go with it.
+ * start), so they keep their record, but the last one stays while reviews need it; the workers'
+ * clone records of it go with it.
  */
 export function removeRepository(core: Core, orgId: string, projectId: string, repositoryId: string): Q<Change> {
   return refusingDuplicates(
@@ -212,6 +232,7 @@ export function removeRepository(core: Core, orgId: string, projectId: string, r
       const p = yield* projectRow(core, orgId, projectId);
       assertLive(p);
       const repo = yield* repositoryRow(core, p.id, repositoryId);
+      yield* assertNotLastForReviews(core, p, "removed");
       yield* exec(core.db.delete(repositories).where(eq(repositories.id, repo.id)));
       // Found on a worker and accepted into this project: listed as discovered again while a worker has it.
       yield* run("UPDATE discovered_repositories SET status = 'new', repository_id = NULL WHERE repository_id = ? AND status = 'accepted'", repo.id);
@@ -243,6 +264,7 @@ export function splitRepository(core: Core, orgId: string, projectId: string, re
       const p = yield* projectRow(core, orgId, projectId);
       assertLive(p);
       const repo = yield* repositoryRow(core, p.id, repositoryId);
+      yield* assertNotLastForReviews(core, p, "split into a project of its own");
       const fresh = yield* insertProject(core, orgId, { name: input.name ?? (yield* freeName(core, orgId, repo.name)), policy: p.policy });
       const now = iso();
       yield* exec(core.db.update(repositories).set({ projectId: fresh.id, primary: true, updatedAt: now }).where(eq(repositories.id, repo.id)));

@@ -63,6 +63,13 @@ export function* hasRepository(projectId: string): Q<boolean> {
 
 export const REVIEW_NEEDS_REPOSITORY = "review needs a project with a repository";
 
+const COUNT_UNFINISHED_REVIEWS = `SELECT COUNT(*) AS n FROM tasks WHERE org_id = ? AND project_id = ? AND kind = 'review' AND status NOT IN (${[...TERMINAL].map((s) => `'${s}'`).join(", ")})`;
+
+/** How many reviews of the project are not finished: each still needs a repository to check out (hasRepository). */
+export function* unfinishedReviews(orgId: string, projectId: string): Q<number> {
+  return (yield* get<{ n: number }>(COUNT_UNFINISHED_REVIEWS, orgId, projectId))?.n ?? 0;
+}
+
 /** Creates a task inside the write that runs it; publish the change after commit. */
 export function* txCreateTask(core: Core, orgId: string, input: NewTask): Q<TaskChange> {
   checkKindAndReview(input.kind, input.review);
