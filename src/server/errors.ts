@@ -1,6 +1,6 @@
 // The SPEC's error format: {"error": {"code", "message", "details"?}} on every non-2xx answer.
 import { t } from "elysia";
-import { fieldMessage } from "./field-messages";
+import { fieldMessage } from "../lib/field-messages";
 export class ApiError extends Error {
   constructor(
     public readonly status: number,
@@ -19,7 +19,7 @@ export class ApiError extends Error {
 
 /**
  * A detail of validation_failed from a schema error (TypeBox's, also inside Elysia's): the field
- * as a dotted path, and what it accepts in words (field-messages.ts).
+ * as a dotted path, and what it accepts in words (lib/field-messages.ts).
  */
 export function fieldError(e: { path?: string; message?: string; schema?: unknown; type?: number; value?: unknown }, fallbackField = "(root)") {
   return {

@@ -13,7 +13,7 @@
 // metrics token). The WebSocket upgrades never reach the routes: sockets.ts refuses their query.
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { ApiError, invalidRequest } from "./errors";
-import { fieldMessage } from "./field-messages";
+import { fieldMessage } from "../lib/field-messages";
 import { routeTable, type RouteLike } from "./route-table";
 import type { TObject } from "@sinclair/typebox";
 

@@ -2,8 +2,8 @@
 // one of LOW, MEDIUM, HIGH, URGENT", "must be a string: one line of 1 to 200 characters"), instead of
 // TypeBox's "Expected kind 'UnionEnum'" or "Expected union value".
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { LINE_MESSAGE, TEXT_MESSAGE } from "../lib/text";
-import { REF_MESSAGE } from "../lib/refname";
+import { LINE_MESSAGE, TEXT_MESSAGE } from "./text";
+import { REF_MESSAGE } from "./refname";
 
 type Schema = Record<string, any>;
 
