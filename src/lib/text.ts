@@ -55,6 +55,21 @@ export const Storable = (maxLength: number, options: StringOptions = {}) =>
  */
 export const Matching = (pattern: string, words: string, options: StringOptions = {}) => Type.String({ ...options, pattern, "x-accepts": words });
 
+/**
+ * A title from elsewhere (an agent's plan) that is taken through oneLine: 1..maxLength characters
+ * as written, of which oneLine must leave something (not only spaces, control characters, escapes).
+ */
+export const MadeOneLine = (maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, format: "made-one-line", "x-accepts": `1 to ${maxLength} characters, not only spaces and control characters (made one line)` });
+
+FormatRegistry.Set("made-one-line", (text) => oneLine(text).length > 0);
+
+/** A free text from elsewhere (an agent's plan) that is taken through withoutNul: 1..maxLength characters, not only whitespace and NULs. */
+export const MadeStorable = (maxLength: number) =>
+  Type.String({ minLength: 1, maxLength, format: "made-storable", "x-accepts": `1 to ${maxLength} characters, not only spaces and line breaks (NUL characters are dropped)` });
+
+FormatRegistry.Set("made-storable", (text) => withoutNul(text).trim().length > 0);
+
 /** A free text such as a prompt: 1..maxLength characters, not only whitespace. */
 export const Text = (maxLength: number, options: StringOptions = {}) =>
   Type.String({ ...options, minLength: 1, maxLength, format: "text", description: [options.description, "not only whitespace, no NUL characters"].filter(Boolean).join("; ") });

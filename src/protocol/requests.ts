@@ -1,7 +1,8 @@
 // The worker protocol's HTTP requests and answers (all under /api/v1/worker). State changes go
 // over HTTP so they get a status code and can be retried; the socket only carries signals.
 import { Type as T, type Static } from "@sinclair/typebox";
-import { Line, Matching, Storable } from "../lib/text";
+import { Line, MadeOneLine, MadeStorable, Matching, Storable } from "../lib/text";
+import { compiledOnFirstUse } from "../lib/checks";
 import { RefName } from "../lib/refname";
 
 const LABEL_WORDS = "lower-case letters, digits and . _ : -, starting with a letter or digit, up to 50 characters";
@@ -101,17 +102,53 @@ export const Needs = T.Object({
   kind: T.Optional(T.Literal("budget")),
 });
 
+/** The most tasks a plan may propose. */
+const MAX_PLAN_TASKS = 100;
+
+/**
+ * One task a plan proposes, as a worker reports it: the one definition the worker (its agent's
+ * plan.json) and the server (the transition, apply-plan) check. The server takes the title through
+ * oneLine and the prompt through withoutNul, so the schema allows what they mend.
+ */
 export const PlanItem = T.Object({
-  title: T.String({ minLength: 1, maxLength: 200 }),
-  prompt: T.String({ minLength: 1, maxLength: 100_000 }),
+  title: MadeOneLine(200),
+  prompt: MadeStorable(100_000),
   priority: T.Optional(T.Union([T.Literal("LOW"), T.Literal("MEDIUM"), T.Literal("HIGH"), T.Literal("URGENT")])),
   kind: T.Optional(T.Union([T.Literal("task"), T.Literal("review"), T.Literal("plan")])),
+  /** Required with kind review and only with it: a rule across fields, checked by planProblems. */
   review: T.Optional(T.Object({ base: RefName(), head: RefName() })),
   /** The agent to run it with; none: the plan's own agent (or, if the plan named none, the project's choice). */
   agent: T.Optional(T.Union(AGENT_NAMES.map((a) => T.Literal(a)))),
 });
-export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: 100 }) });
+export type PlanItem = Static<typeof PlanItem>;
+export const Plan = T.Object({ tasks: T.Array(PlanItem, { maxItems: MAX_PLAN_TASKS }) });
 export type Plan = Static<typeof Plan>;
+
+/**
+ * A fault of a plan: where (a JSON pointer such as /tasks/1/review) and, for the schema's own, the
+ * TypeBox error that lib/field-messages.ts puts in words.
+ */
+export type PlanProblem = { path: string; message: string; type?: number; schema?: unknown; value?: unknown };
+
+const checkPlan = compiledOnFirstUse(Plan);
+
+/**
+ * What is wrong with a plan (none: it is good): Plan's errors, and the rule across fields a schema
+ * cannot say, that `review` goes with kind review and only with it.
+ */
+export function planProblems(value: unknown): PlanProblem[] {
+  const problems: PlanProblem[] = [...checkPlan().Errors(value)];
+  const tasks = (value as { tasks?: unknown } | null)?.tasks;
+  if (!Array.isArray(tasks)) return problems;
+  for (const [i, item] of tasks.entries()) {
+    if (typeof item !== "object" || item === null) continue;
+    const { kind, review } = item as { kind?: unknown; review?: unknown };
+    const path = `/tasks/${i}/review`;
+    if (kind === "review" && review === undefined) problems.push({ path, message: "is required with kind review: {base, head}" });
+    if (kind !== "review" && review !== undefined) problems.push({ path, message: "only with kind review" });
+  }
+  return problems;
+}
 
 /** What an ordinary task changed in its primary repository, reported with to = completed. */
 const CommitId = Matching("^[0-9a-f]{40}([0-9a-f]{24})?$", "a commit id: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits");

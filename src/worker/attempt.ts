@@ -2,9 +2,8 @@
 // the final transition, cleanup. A stale lease or a cancel stops the agent and reports nothing.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync } from "node:fs";
 import { join, relative } from "node:path";
-import { Value } from "@sinclair/typebox/value";
 import type { Control } from "../protocol/messages";
-import { Plan, type ClaimResult, type TransitionRequest } from "../protocol/requests";
+import { PlanItem, planProblems, type ClaimResult, type Plan, type TransitionRequest } from "../protocol/requests";
 import { commitTaskChanges } from "./changes";
 import { prepareCheckout, keptDir, type Checkout } from "./checkout";
 import { HttpError, type WorkerClient } from "./client";
@@ -16,6 +15,7 @@ import type { Agent, AgentRun, AgentUsage, Answer } from "./agents/types";
 import { BudgetGuard, UsageReporter } from "./usage";
 import { usd } from "../lib/money";
 import { withoutNul } from "../lib/text";
+import { fieldMessage } from "../lib/field-messages";
 import type { Confine } from "./confine";
 
 export interface AttemptDeps {
@@ -82,12 +82,22 @@ export function readPlan(artifactsDir: string): TransitionRequest["plan"] | stri
   } catch (err) {
     return `plan.json is not valid JSON: ${(err as Error).message}`;
   }
-  if (Value.Check(Plan, plan)) return plan;
-  // The agent's author reads this on the task's timeline: say which field, as the server would.
-  const fault = Value.Errors(Plan, plan).First();
-  const where = fault ? `${fault.path.slice(1).replaceAll("/", ".") || "(root)"}: ${fault.message}` : "";
-  return `plan.json does not have the shape {"tasks": [{"title", "prompt", "priority"?, "kind"?, "review"?}]}${where ? ` (${where})` : ""}`;
+  const problems = planProblems(plan);
+  if (problems.length === 0) return plan as Plan;
+  // The agent's author reads this on the task's timeline: say which fields, in the server's words.
+  const faults = new Map<string, string>();
+  for (const p of problems) {
+    const field = p.path.slice(1).replaceAll("/", ".") || "(root)";
+    if (!faults.has(field)) faults.set(field, fieldMessage(p));
+  }
+  const said = [...faults].slice(0, 3).map(([field, message]) => `${field}: ${message}`);
+  return `plan.json does not have the shape ${PLAN_SHAPE} (${said.join("; ")}${faults.size > 3 ? "; ..." : ""})`;
 }
+
+/** {"tasks": [{"title", "prompt", "priority"?, ...}]}, from the schema. */
+const PLAN_SHAPE = `{"tasks": [{${Object.keys(PlanItem.properties)
+  .map((k) => `"${k}"${(PlanItem.required as string[]).includes(k) ? "" : "?"}`)
+  .join(", ")}}]}`;
 
 /** An agent's text as the server takes it: NUL characters (U+0000, not storable) dropped, at most `max` long. */
 export function clipText(raw: string, max: number): string {

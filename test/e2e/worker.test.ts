@@ -270,12 +270,13 @@ describe("a paired worker runs tasks", () => {
     const plan = await createTaskApi(s, p, { title: "plan", kind: "plan" });
     const planned = await waitStatus(p, plan.id, "completed");
     expect(planned.plan.tasks.map((x: any) => x.title)).toEqual(["step one", "step two"]);
-    // A plan the server cannot apply fails the task with the reason (not a task stuck running).
+    // A plan the server cannot apply fails the task with the reason (not a task stuck running): the
+    // worker checks plan.json with the server's own check, so it names the fault itself.
     const bad = await createTaskApi(s, p, { title: "badplan", kind: "plan" });
     expect(await waitStatus(p, bad.id, "failed")).toMatchObject({ plan: null });
     const refusal = (await events(p, bad.id)).find((e) => e.type === "error")?.data.message;
-    expect(refusal).toContain("the server refused the result");
-    expect(refusal).toContain("plan.tasks.0.review");
+    expect(refusal).toContain("plan.json");
+    expect(refusal).toContain("tasks.0.review: is required with kind review");
     // A failed attempt keeps its checkout for a retry that continues; at most 20 are kept, the oldest go.
     const keptRoot = join(dataDir, "runs", "kept");
     mkdirSync(keptRoot, { recursive: true });

@@ -38,15 +38,6 @@ export const CreateTaskBody = t.Object(
   { additionalProperties: false },
 );
 
-export const PlanItem = t.Object({
-  title: t.String(),
-  prompt: t.String(),
-  priority: t.Optional(Priority),
-  kind: t.Optional(Kind),
-  review: t.Optional(Review),
-  agent: t.Optional(Enum(AGENT_NAMES)),
-});
-
 export const ArtifactInfo = t.Object({
   name: t.String(),
   contentType: t.String(),

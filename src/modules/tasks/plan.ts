@@ -2,9 +2,9 @@
 // Idempotent: each child is keyed by (parent_id, plan_index), unique in the database, and the
 // whole apply runs in one IMMEDIATE transaction, so parallel calls yield one set of children.
 import type { Core } from "../../server/core";
-import { ApiError, conflict, invalid, notFound } from "../../server/errors";
+import { Value } from "@sinclair/typebox/value";
+import { ApiError, conflict, fieldErrors, invalid, invalidRequest, notFound } from "../../server/errors";
 import type { Actor } from "../auth/principal";
-import type { Priority, TaskKind } from "../../db/schema";
 import { toTaskRecord, type TaskRecord, type TaskRow } from "./record";
 import { resolveNames, taskRefs } from "./names";
 import { findTask, publishChanges, txChangeTask, type TaskChange } from "./store";
@@ -12,59 +12,19 @@ import { hasRepository, REVIEW_NEEDS_REPOSITORY, txCreateTask } from "./service"
 import { artifactsByTask } from "./list";
 import { oneLine, withoutNul } from "../../lib/text";
 import { all, isUniqueViolation, type Q } from "../../db/query";
-import { AGENT_NAMES, type AgentName } from "../../protocol/requests";
-
-export interface PlanItem {
-  title: string;
-  prompt: string;
-  priority?: Priority;
-  kind?: TaskKind;
-  review?: { base: string; head: string };
-  agent?: AgentName;
-}
-
-export const MAX_PLAN_TASKS = 100;
-const PRIORITIES = new Set(["LOW", "MEDIUM", "HIGH", "URGENT"]);
-const KINDS = new Set(["task", "review", "plan"]);
-const AGENTS = new Set<string>(AGENT_NAMES);
-const isText = (v: unknown, max: number) => typeof v === "string" && v.trim().length > 0 && v.length <= max;
+import { Plan, planProblems, type PlanItem } from "../../protocol/requests";
 
 /**
- * Checks a plan as a worker reports it ({tasks: [{title, prompt, priority?, kind?, review?, agent?}]}),
- * returning the normalised plan, or throwing 400 validation_failed with the faulty fields.
+ * A plan as a worker reports it, checked against the protocol's Plan (400 validation_failed naming
+ * each field at fault, as the transition's body) and made storable: each title one line, NUL
+ * characters dropped from each prompt, fields Plan does not name dropped.
  */
-export function parsePlan(value: unknown): { tasks: PlanItem[] } {
-  const problems: { field: string; message: string }[] = [];
-  const tasks = (value as { tasks?: unknown } | null)?.tasks;
-  if (!Array.isArray(tasks)) throw invalid("the plan must be {tasks: [...]}", [{ field: "plan.tasks", message: "must be an array" }]);
-  if (tasks.length > MAX_PLAN_TASKS) problems.push({ field: "plan.tasks", message: `at most ${MAX_PLAN_TASKS} tasks` });
-  const out: PlanItem[] = tasks.map((raw, i) => {
-    const item = (raw ?? {}) as Record<string, unknown>;
-    const at = `plan.tasks.${i}`;
-    // An agent's title may carry a newline or a stray escape: made one line rather than refused.
-    const title = typeof item.title === "string" ? oneLine(item.title) : "";
-    if (!title || title.length > 200) problems.push({ field: `${at}.title`, message: "1..200 characters on one line" });
-    // A NUL in an agent's prompt (PostgreSQL's text cannot hold one) is dropped rather than refused.
-    const prompt = typeof item.prompt === "string" ? withoutNul(item.prompt) : item.prompt;
-    if (!isText(prompt, 100_000)) problems.push({ field: `${at}.prompt`, message: "1..100000 characters" });
-    if (item.priority !== undefined && !PRIORITIES.has(item.priority as string)) problems.push({ field: `${at}.priority`, message: "LOW, MEDIUM, HIGH or URGENT" });
-    if (item.kind !== undefined && !KINDS.has(item.kind as string)) problems.push({ field: `${at}.kind`, message: "task, review or plan" });
-    if (item.agent !== undefined && !AGENTS.has(item.agent as string)) problems.push({ field: `${at}.agent`, message: AGENT_NAMES.join(", ") });
-    const review = item.review as { base?: unknown; head?: unknown } | undefined;
-    const reviewOk = review !== undefined && isText(review?.base, 255) && isText(review?.head, 255);
-    if (item.kind === "review" && !reviewOk) problems.push({ field: `${at}.review`, message: "{base, head} required with kind review" });
-    if (item.kind !== "review" && review !== undefined && review !== null) problems.push({ field: `${at}.review`, message: "only with kind review" });
-    return {
-      title,
-      prompt: String(prompt ?? ""),
-      ...(item.priority !== undefined ? { priority: item.priority as Priority } : {}),
-      ...(item.kind !== undefined ? { kind: item.kind as TaskKind } : {}),
-      ...(item.kind === "review" && reviewOk ? { review: { base: String(review!.base), head: String(review!.head) } } : {}),
-      ...(item.agent !== undefined ? { agent: item.agent as AgentName } : {}),
-    };
-  });
-  if (problems.length) throw invalid("the plan is not valid", problems);
-  return { tasks: out };
+export function parsePlan(value: unknown): Plan {
+  const problems = planProblems(value);
+  if (problems.length) throw invalidRequest("body", fieldErrors(problems.map((p) => ({ ...p, path: `/plan${p.path}` }))));
+  const plan = Value.Clean(Plan, structuredClone(value)) as Plan;
+  // An agent's title may carry a newline or a stray escape, its prompt a NUL (PostgreSQL's text cannot hold one): mended, not refused.
+  return { tasks: plan.tasks.map((item) => ({ ...item, title: oneLine(item.title), prompt: withoutNul(item.prompt) })) };
 }
 
 const SELECT_CHILDREN = "SELECT * FROM tasks WHERE parent_id = ? AND plan_index IS NOT NULL ORDER BY plan_index";
