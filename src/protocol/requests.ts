@@ -147,7 +147,9 @@ export function planProblems(value: unknown): PlanProblem[] {
     if (kind === "review" && review === undefined) problems.push({ path, message: "is required with kind review: {base, head}" });
     if (kind !== "review" && review !== undefined) problems.push({ path, message: "only with kind review" });
   }
-  return problems;
+  // Item by item, as a person fixes them (the schema's errors came first, the rule's after).
+  const index = (p: PlanProblem) => Number(p.path.match(/^\/tasks\/(\d+)/)?.[1] ?? -1);
+  return problems.sort((a, b) => index(a) - index(b));
 }
 
 /** What an ordinary task changed in its primary repository, reported with to = completed. */
