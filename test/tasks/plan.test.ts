@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { makeProject, makeTask, makeWorld, putInState, type World } from "./fixtures";
 import { parsePlan } from "../../src/modules/tasks/plan";
+import type { ApiError } from "../../src/server/errors";
 import { all, get, isUniqueViolation, run } from "../../src/db/query";
 
 let s: TestServer;
@@ -219,6 +220,31 @@ describe("parsePlan (what a worker may report)", () => {
   test("a title an agent wrote over several lines, or with escapes, is made one line", () => {
     expect(parsePlan({ tasks: [{ title: " Add\n\tthe cache \u001b[31mnow\u001b[0m\u001b]0;title\u0007\r\n", prompt: "p" }] }).tasks[0]!.title).toBe("Add the cache now");
   });
+  test("drops the fields the plan schema does not name, an item's and its refs' alike", () => {
+    const plan = { notes: "n", tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x", extra: 1 }, description: "d" }] };
+    expect(parsePlan(plan)).toEqual({ tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "x" } }] });
+    expect(plan.tasks[0]!.description).toBe("d"); // the caller's value is left as it was
+  });
+  test("a refusal is the SPEC's 400 naming each item's field at fault and saying what it takes", () => {
+    let refusal: unknown;
+    try {
+      parsePlan({ tasks: [{ title: "\n\t", prompt: "p" }, { title: "t", prompt: "p", review: { base: "main", head: "x" } }, { title: "t", prompt: "p", priority: "SOON" }] });
+    } catch (err) {
+      refusal = (err as ApiError).toBody();
+    }
+    const title = "must be 1 to 200 characters, not only spaces and control characters (made one line)";
+    expect(refusal).toEqual({
+      error: {
+        code: "validation_failed",
+        message: `the request body is invalid: plan.tasks.0.title ${title}; plan.tasks.1.review only with kind review; plan.tasks.2.priority must be one of LOW, MEDIUM, HIGH, URGENT`,
+        details: [
+          { field: "plan.tasks.0.title", message: title },
+          { field: "plan.tasks.1.review", message: "only with kind review" },
+          { field: "plan.tasks.2.priority", message: "must be one of LOW, MEDIUM, HIGH, URGENT" },
+        ],
+      },
+    });
+  });
   const bad: [string, unknown][] = [
     ["not an object", "plan"],
     ["a title of only control characters", { tasks: [{ title: "\n\t\u0007", prompt: "p" }] }],
@@ -230,6 +256,9 @@ describe("parsePlan (what a worker may report)", () => {
     ["a bad kind", { tasks: [{ title: "t", prompt: "p", kind: "epic" }] }],
     ["an unknown agent", { tasks: [{ title: "t", prompt: "p", agent: "gpt" }] }],
     ["a review without refs", { tasks: [{ title: "t", prompt: "p", kind: "review" }] }],
+    ["refs on a task of another kind", { tasks: [{ title: "t", prompt: "p", review: { base: "main", head: "x" } }] }],
+    ["a ref git would read as an option", { tasks: [{ title: "t", prompt: "p", kind: "review", review: { base: "main", head: "-x" } }] }],
+    ["a prompt of only NULs", { tasks: [{ title: "t", prompt: "\u0000" }] }],
     ["101 tasks", { tasks: Array.from({ length: 101 }, () => ({ title: "t", prompt: "p" })) }],
   ];
   for (const [name, plan] of bad) {

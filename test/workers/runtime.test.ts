@@ -265,6 +265,12 @@ describe("the timeline on its way out", () => {
     expect(refusal({ tasks: [{ title: "t", prompt: "p", agent: "gpt" }] })).toContain("tasks.0.agent:");
     expect(refusal({ tasks: [{ title: "t", prompt: "p", agent: "codex" }] })).toEqual({ tasks: [{ title: "t", prompt: "p", agent: "codex" }] });
     expect(refusal({ tasks: [{ title: "t", prompt: "p" }] })).toEqual({ tasks: [{ title: "t", prompt: "p" }] });
+    // In the server's words, every field the shape takes shown, the faults item by item (at most three).
+    expect(refusal({ tasks: [{ title: " ", prompt: "p", priority: "high" }, { title: "t", prompt: "p", kind: "review" }] })).toBe(
+      'plan.json does not have the shape {"tasks": [{"title", "prompt", "priority"?, "kind"?, "review"?, "agent"?}]} ' +
+        "(tasks.0.title: must be 1 to 200 characters, not only spaces and control characters (made one line); tasks.0.priority: must be one of LOW, MEDIUM, HIGH, URGENT; tasks.1.review: is required with kind review: {base, head})",
+    );
+    expect(refusal({ tasks: Array.from({ length: 4 }, () => ({ title: "t", prompt: "" })) })).toEndWith("; ...)");
     rmSync(dir, { recursive: true, force: true });
   });
 
