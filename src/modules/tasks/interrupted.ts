@@ -1,6 +1,7 @@
-// The tool calls an attempt started and never finished, closed on its timeline when the attempt is
-// stopped from outside (a person cancels or restarts the task): the worker's lease is gone then, so
-// the result it would have reported is refused, and the call would read as still running for good.
+// The tool calls an attempt started and never finished, closed on its timeline when the attempt
+// ends with them open: a person cancels or restarts the task, its worker is lost or revoked (the
+// lease is gone, so a result it would report is refused), or the worker reports the attempt over
+// (its agent died mid-call: nothing will report them). Without this they read as running for good.
 import { all, type Q } from "../../db/query";
 import type { TaskRow } from "./record";
 import type { EventInput } from "./store";

@@ -10,6 +10,7 @@ import type { TaskRow } from "../tasks/record";
 import { findTask, type Decision, type EventInput, type TaskPatch } from "../tasks/store";
 import { changeTaskBatched } from "../tasks/batch";
 import { parsePlan } from "../tasks/plan";
+import { interruptedCalls } from "../tasks/interrupted";
 import { emitTaskCompletedWithBranch } from "../tasks/results";
 import type { TaskStatus } from "../../db/schema";
 import { LEASE_HEADER, type ClaimResult, type EventsRequest, type RepositoryInfo, type TransitionRequest, type UsageReport } from "../../protocol/requests";
@@ -160,8 +161,9 @@ function invalidTransition(from: TaskStatus, to: string) {
 export async function transitionTask(core: Core, worker: WorkerRow, taskId: string, req: TransitionRequest) {
   const change = await changeTaskBatched(core, worker.org_id, taskId, (row) => {
     checkLease(row, worker, req.leaseToken);
-    // Only a budget question reads (in the same transaction); any other report decides from the row.
-    return req.needs?.kind === "budget" ? budgetTransition(core, worker, row, req) : decideTransition(worker, row, req, null);
+    // A budget question reads the costs, an end the calls left open (in the same transaction); any other report decides from the row.
+    if (req.needs?.kind === "budget") return budgetTransition(core, worker, row, req);
+    return TERMINAL.has(req.to) ? endingTransition(worker, row, req) : decideTransition(worker, row, req, null);
   });
   // After the commit: a pushed branch is a result the code-hosting app turns into a pull request.
   const changes = req.changes;
@@ -199,8 +201,17 @@ function* budgetTransition(core: Core, worker: WorkerRow, row: TaskRow, req: Tra
   return decideTransition(worker, row, req, { costUsd, allowanceUsd: budget?.allowanceUsd ?? null });
 }
 
-/** The change a worker's report makes to the row (its lease checked); `budget` for a budget question. */
-function decideTransition(worker: WorkerRow, row: TaskRow, req: TransitionRequest, budget: BudgetSoFar | null): Decision {
+/**
+ * A report that ends the attempt (completed, failed): the calls it left open, its agent gone
+ * mid-call, will never report, so they are closed before the status event. A repeat closes none.
+ */
+function* endingTransition(worker: WorkerRow, row: TaskRow, req: TransitionRequest): Q<Decision> {
+  const closed = row.status === req.to ? [] : yield* interruptedCalls(row, `stopped: the attempt ${req.to}`);
+  return decideTransition(worker, row, req, null, closed);
+}
+
+/** The change a worker's report makes to the row (its lease checked); `budget` for a budget question, `closed` the calls it ends. */
+function decideTransition(worker: WorkerRow, row: TaskRow, req: TransitionRequest, budget: BudgetSoFar | null, closed: EventInput[] = []): Decision {
   if (row.status === req.to && TERMINAL.has(row.status)) return { events: [] };
   if (!workerMayTransition(row.status, req.to)) throw invalidTransition(row.status, req.to);
   const patch: TaskPatch = { status: req.to };
@@ -243,7 +254,7 @@ function decideTransition(worker: WorkerRow, row: TaskRow, req: TransitionReques
     patch.paused_from = null;
   }
   if (req.error !== undefined) events.push({ type: "error", actor: workerActor(worker), attempt: row.attempt, data: { message: req.error, attempt: row.attempt } });
-  events.push({ type: "status", actor: workerActor(worker), data: status });
+  events.push(...closed, { type: "status", actor: workerActor(worker), data: status });
   return { patch, events };
 }
 

@@ -4,37 +4,34 @@
 import type { Core } from "../../server/core";
 import { iso } from "../../lib/time";
 import type { TaskRow } from "../tasks/record";
-import { publishChanges, txChangeTask, type EventInput, type TaskChange, type TaskPatch } from "../tasks/store";
+import { publishChanges, txChangeTask, type Decision, type TaskChange, type TaskPatch } from "../tasks/store";
+import { interruptedCalls } from "../tasks/interrupted";
 import { isHeld } from "./dispatcher-state";
 import { heldTaskIds } from "./registry";
 import { run, type Q } from "../../db/query";
 
 export const MAX_ATTEMPTS = 3;
 
-function decideLoss(row: TaskRow, workerId: string, reason: string): { patch?: TaskPatch; events: EventInput[] } {
+function* decideLoss(row: TaskRow, workerId: string, reason: string): Q<Decision> {
   if (row.worker_id !== workerId || !isHeld(row)) return { events: [] };
   const lost = `attempt ${row.attempt} was lost: ${reason}`;
   const base = { worker_id: null, lease_token_hash: null, needs: null } satisfies TaskPatch;
+  const error = (message: string) => ({ type: "error", attempt: row.attempt, data: { message, workerId, attempt: row.attempt } });
+  // The calls it was running will not report back (the lease goes): closed after the error that says why.
+  const closed = yield* interruptedCalls(row, `stopped: ${lost}`);
   if (row.status === "paused") {
     // Stays paused; resuming it now queues a new attempt (its worker is gone).
-    return { patch: { ...base, paused_from: "queued" }, events: [{ type: "error", attempt: row.attempt, data: { message: lost, workerId, attempt: row.attempt } }] };
+    return { patch: { ...base, paused_from: "queued" }, events: [error(lost), ...closed] };
   }
   if (row.attempt >= MAX_ATTEMPTS) {
-    const message = `${lost}; the task failed after ${row.attempt} attempts`;
     return {
       patch: { ...base, worker_id: row.worker_id, status: "failed", finished_at: iso() },
-      events: [
-        { type: "error", attempt: row.attempt, data: { message, workerId, attempt: row.attempt } },
-        { type: "status", data: { from: row.status, to: "failed", reason: "attempts exhausted" } },
-      ],
+      events: [error(`${lost}; the task failed after ${row.attempt} attempts`), ...closed, { type: "status", data: { from: row.status, to: "failed", reason: "attempts exhausted" } }],
     };
   }
   return {
     patch: { ...base, status: "queued", paused_from: null },
-    events: [
-      { type: "error", attempt: row.attempt, data: { message: `${lost}; the task goes back to the queue`, workerId, attempt: row.attempt } },
-      { type: "status", data: { from: row.status, to: "queued", reason: "attempt lost" } },
-    ],
+    events: [error(`${lost}; the task goes back to the queue`), ...closed, { type: "status", data: { from: row.status, to: "queued", reason: "attempt lost" } }],
   };
 }
 
