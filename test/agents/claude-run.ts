@@ -32,6 +32,18 @@ export interface ClaudeRun {
  */
 export function claudeRun(prefix: string, script: (body: any) => ScriptTurn, options: { beforeStop?: () => void } = {}) {
   const run = {} as ClaudeRun;
+  /** Workers started beside the run's own (stopped with it). */
+  const others: WorkerProcess[] = [];
+  /** `ao worker --agent claude` on `dataDir` (a prepared worker's), connected to the run's server and stand-in. */
+  const startClaudeWorker = async (dataDir: string) => {
+    // One retry of a failed model request, not ten with backoff: a scenario of API errors ends soon.
+    const env = { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")), CLAUDE_CODE_MAX_RETRIES: "1" };
+    const worker = startWorker(run.s, dataDir, ["--agent", "claude", "--capacity", "4"], env);
+    // Generous: the worker starts from source on a machine other tests load too.
+    await worker.waitFor(/agent claude/, 60_000);
+    await worker.waitFor(/connected as/, 60_000);
+    return worker;
+  };
   beforeAll(async () => {
     run.tmp = mkdtempSync(join(tmpdir(), prefix));
     mkdirSync(join(run.tmp, "marks"));
@@ -41,45 +53,61 @@ export function claudeRun(prefix: string, script: (body: any) => ScriptTurn, opt
     const org = await newOrg(run.s);
     run.dataDir = join(run.tmp, "worker");
     await preparedWorker(run.s, org.orgId, run.dataDir);
-    // One retry of a failed model request, not ten with backoff: a scenario of API errors ends soon.
-    const env = { PATH: `${BIN}:${process.env.PATH}`, ...claudeEnv(run.standin, join(run.tmp, "home")), CLAUDE_CODE_MAX_RETRIES: "1" };
-    run.worker = startWorker(run.s, run.dataDir, ["--agent", "claude", "--capacity", "4"], env);
-    // Generous: the worker starts from source on a machine other tests load too.
-    await run.worker.waitFor(/agent claude/, 60_000);
-    await run.worker.waitFor(/connected as/, 60_000);
+    run.worker = await startClaudeWorker(run.dataDir);
     run.orgId = org.orgId;
     run.token = org.accessToken;
   }, 150_000);
   afterAll(async () => {
     options.beforeStop?.();
-    await run.worker?.stop();
+    await Promise.all([run.worker, ...others].map((w) => w?.stop()));
     await run.s?.stop();
     await run.standin?.stop();
     if (run.tmp) rmSync(run.tmp, { recursive: true, force: true });
   });
 
-  const task = async (id: string) => (await run.s.api("GET", `/orgs/${run.orgId}/tasks/${id}`, { token: run.token })).body;
-  return Object.assign(run, {
+  return Object.assign(run, orgApi(run, run), {
     /** A file of the scenarios' marks/ directory. */
     marker: (name: string) => join(run.tmp, "marks", name),
+    /** The agent's pid the worker (in `root`) recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
+    findAgentPid: (taskId: string, root = run.dataDir) => findAgentPid(taskId, root),
+    /**
+     * A worker like the run's in an organization of its own, with that organization's API calls:
+     * for a test that ends its worker. `start` starts it again on the same data directory.
+     */
+    async ownWorker(name: string) {
+      const org = await newOrg(run.s);
+      const dataDir = join(run.tmp, name);
+      const made = await preparedWorker(run.s, org.orgId, dataDir);
+      const start = async () => {
+        const worker = await startClaudeWorker(dataDir);
+        others.push(worker);
+        return worker;
+      };
+      return { ...orgApi(run, { orgId: org.orgId, token: org.accessToken }), orgId: org.orgId, token: org.accessToken, workerId: made.workerId, dataDir, worker: await start(), start };
+    },
+  });
+}
+
+/** The API calls the tests make on an organization's tasks (`org` read at each call: the run's is filled in before the tests). */
+function orgApi(run: ClaudeRun, org: { orgId: string; token: string }) {
+  const task = async (id: string) => (await run.s.api("GET", `/orgs/${org.orgId}/tasks/${id}`, { token: org.token })).body;
+  return {
     /** A task of a new project (with `policy`) whose prompt names `scenario`. */
     async newTask(scenario: string, policy: Record<string, unknown> = {}) {
-      const r = await run.s.api("POST", `/orgs/${run.orgId}/projects`, { token: run.token, body: { name: `p-${scenario}`, policy } });
+      const r = await run.s.api("POST", `/orgs/${org.orgId}/projects`, { token: org.token, body: { name: `p-${scenario}`, policy } });
       expect(r.status).toBe(201);
-      const p = { orgId: run.orgId, projectId: r.body.id as string, token: run.token };
+      const p = { orgId: org.orgId, projectId: r.body.id as string, token: org.token };
       return { projectId: p.projectId, ...(await createTaskApi(run.s, p, { title: `Claude ${scenario}`, prompt: `SCENARIO:${scenario} please do the thing` })) };
     },
     task,
-    events: async (id: string) => (await run.s.api("GET", `/orgs/${run.orgId}/tasks/${id}/events?limit=200`, { token: run.token })).body.items as any[],
-    action: (id: string, body: Record<string, unknown>) => run.s.api("POST", `/orgs/${run.orgId}/tasks/${id}/actions`, { token: run.token, body }),
+    events: async (id: string) => (await run.s.api("GET", `/orgs/${org.orgId}/tasks/${id}/events?limit=200`, { token: org.token })).body.items as any[],
+    action: (id: string, body: Record<string, unknown>) => run.s.api("POST", `/orgs/${org.orgId}/tasks/${id}/actions`, { token: org.token, body }),
     waitStatus: (id: string, status: string, ms = 60_000) =>
       until(async () => {
         const t = await task(id);
         return t.status === status && t;
       }, ms, 100),
-    /** The agent's pid the worker (in `root`) recorded for the task's attempt (RUNS/<task>-a<N>/agent.pid). */
-    findAgentPid: (taskId: string, root = run.dataDir) => findAgentPid(taskId, root),
-  });
+  };
 }
 
 function findAgentPid(taskId: string, root: string): number {
