@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { presenceOf } from "../../src/modules/workers/presence";
 import { all, get } from "../../src/db/query";
+import { PROTOCOL_VERSION } from "../../src/protocol/messages";
 import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, until, workerApi } from "./helpers";
 
 let s: TestServer;
@@ -91,6 +92,47 @@ describe("lost attempts", () => {
     const again = await c.next("offer", (m) => m.taskId === task.id, FAST.heartbeatMs * 6);
     expect(again.attempt).toBe(2);
     c.close();
+  });
+
+  test("a server stalled past the offline timeout keeps the attempts of workers whose heartbeats wait in its sockets", async () => {
+    // Its own server, offline after 2 s (a loaded machine must not starve the worker's process that
+    // long) and with offers that outlast a slow claim.
+    const timeouts = { ...FAST, offerMs: 5000, offlineMs: 2000 };
+    const own = await startTestServer({ workerTimeouts: timeouts });
+    const p = await orgWithProject(own);
+    const w = await makeWorker(own, p.orgId);
+    const c = await ProtocolClient.connect(own, w.credential);
+    const task = await createTaskApi(own, p);
+    const offer = await c.next("offer", (m) => m.taskId === task.id);
+    const claimed = await workerApi(own, w.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: offer.offerId });
+    expect(claimed.status).toBe(200);
+    const got = claimed.body;
+    // The attempt moves to a worker in its own process, which beats on while this one (the server) stalls.
+    const running = [{ taskId: task.id, attempt: got.attempt }];
+    c.running = running;
+    const worker = Bun.spawn([process.execPath, join(import.meta.dir, "fixtures", "beating-worker.ts")], {
+      env: { ...process.env, AO_URL: own.url.replace("http", "ws") + "/api/v1/worker/ws", AO_CREDENTIAL: w.credential, AO_PROTOCOL: String(PROTOCOL_VERSION), AO_HEARTBEAT_MS: String(timeouts.heartbeatMs), AO_RUNNING: JSON.stringify(running) },
+      stdout: "pipe",
+    });
+    try {
+      const out = worker.stdout.getReader();
+      let said = "";
+      while (!said.includes("welcome")) said += new TextDecoder().decode((await out.read()).value);
+      expect((await c.waitClose()).code).toBe(4003);
+      const presence = presenceOf(own.core);
+      // A long synchronous task (or a suspended process); when it ends, the monitor's tick is overdue.
+      Bun.sleepSync(timeouts.offlineMs * 1.5);
+      const resumed = Date.now();
+      // The heartbeats sent meanwhile are read; the worker stayed connected throughout and keeps its lease.
+      await until(() => presence.dispatcher.conns.get(w.workerId)!.lastSeen >= resumed);
+      const api = workerApi(own, w.credential);
+      expect((await api("POST", `/worker/tasks/${task.id}/events`, { leaseToken: got.leaseToken, events: [{ seq: 1, type: "log", data: { line: "still here" } }] })).status).toBe(200);
+      expect((await own.api("GET", `/orgs/${p.orgId}/tasks/${task.id}`, { token: p.token })).body).toMatchObject({ status: "running", attempt: 1, workerId: w.workerId });
+    } finally {
+      worker.kill();
+      await worker.exited;
+      await own.stop();
+    }
   });
 
   test("controls for an away worker are delivered when it says hello", async () => {

@@ -37,6 +37,12 @@ export class Presence {
   private readonly lastSeen: LastSeenFlush;
   /** A tick still running (its queries awaited): the next one is skipped rather than run alongside. */
   private ticking = false;
+  /**
+   * When the previous tick began. Silence is judged as of then, not now: a server that was
+   * stalled (a long synchronous task, a starved or suspended process) has not yet read the
+   * heartbeats that wait in its sockets, and must not give up workers that sent them.
+   */
+  private lastTick = Date.now();
   readonly dispatcher: Dispatcher;
   /** Other servers may share the database (PostgreSQL): they hear of workers on the bus. */
   private readonly cluster: PresenceCluster | null;
@@ -293,9 +299,11 @@ export class Presence {
     this.ticking = true;
     try {
       const now = Date.now();
+      const judged = this.lastTick;
+      this.lastTick = now;
       const { offlineMs } = this.core.config.workerTimeouts;
       for (const conn of [...this.dispatcher.conns.values()]) {
-        if (now - conn.lastSeen > offlineMs) {
+        if (judged - conn.lastSeen > offlineMs) {
           const closed = this.closed(conn);
           conn.ws.close(CLOSE.silent, "silent for too long");
           await closed;
@@ -303,7 +311,7 @@ export class Presence {
       }
       const reason = `the worker was offline for more than ${Math.round(offlineMs / 1000)} s`;
       for (const [workerId, lastSeen] of [...this.departed]) {
-        if (now - lastSeen <= offlineMs) continue;
+        if (judged - lastSeen <= offlineMs) continue;
         this.departed.delete(workerId);
         publishLost(this.core, await this.core.store.write(this.giveUp(workerId, reason)));
       }
