@@ -12,8 +12,15 @@ import { all } from "../../src/db/query";
 let s: TestServer;
 let p: Awaited<ReturnType<typeof orgWithProject>>;
 
+/**
+ * Offline only after 10 s: nothing here waits for a worker to go silent, and on a loaded machine
+ * a test's worker (in this process) can miss FAST's 0.8 s mid-scenario and lose its lease. Offers
+ * last 2 s, so a slow claim still finds its offer; one scenario waits for one to run out.
+ */
+const TIMEOUTS = { ...FAST, offerMs: 2000, offlineMs: 10_000 };
+
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST, artifactLimitBytes: 64 * 1024 });
+  s = await startTestServer({ workerTimeouts: TIMEOUTS, artifactLimitBytes: 64 * 1024 });
   p = await orgWithProject(s);
 });
 afterAll(() => s.stop());
@@ -126,15 +133,15 @@ describe("offers and claims", () => {
     const first = await ca.next("offer", (m) => m.taskId === task.id);
     const b = await makeWorker(s, p.orgId);
     const cb = await ProtocolClient.connect(s, b.credential, { capacity: 1 });
-    // b connected while a's offer was live: b gets it only after a's offer expires (FAST.offerMs).
+    // b connected while a's offer was live: b gets it only after a's offer expires (TIMEOUTS.offerMs).
     const started = Date.now();
-    const second = await cb.next("offer", (m) => m.taskId === task.id, 2000);
-    expect(Date.now() - started).toBeGreaterThan(FAST.offerMs / 2);
+    const second = await cb.next("offer", (m) => m.taskId === task.id, TIMEOUTS.offerMs * 3);
+    expect(Date.now() - started).toBeGreaterThan(TIMEOUTS.offerMs / 2);
     expect(second.offerId).not.toBe(first.offerId);
     expect((await workerApi(s, a.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: first.offerId })).status).toBe(409);
-    // b goes away without claiming: the offer is void and a gets it again at once.
+    // b goes away without claiming: the offer is void and a gets it again at once (not after an expiry).
     cb.close();
-    const third = await ca.next("offer", (m) => m.taskId === task.id, 1000);
+    const third = await ca.next("offer", (m) => m.taskId === task.id, TIMEOUTS.offerMs * 0.75);
     expect((await workerApi(s, a.credential)("POST", `/worker/tasks/${task.id}/claim`, { offerId: third.offerId })).status).toBe(200);
     ca.close();
   });
@@ -161,7 +168,7 @@ describe("offers and claims", () => {
     const offer = await ca.next("offer", (m) => m.taskId === task.id);
     const cb = await ProtocolClient.connect(s, b.credential);
     ca.send({ type: "decline", offerId: offer.offerId });
-    await cb.next("offer", (m) => m.taskId === task.id, 1000);
+    await cb.next("offer", (m) => m.taskId === task.id, TIMEOUTS.offerMs * 0.75); // before a's offer would have run out
     ca.close();
     cb.close();
   });
