@@ -8,14 +8,14 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { onPostgres, startTestServer, type TestServer } from "../helpers/server";
 import { makeToken, newOrg } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { STEADY, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { principalFromApiToken } from "../../src/modules/auth/principal";
 import { all, type Op } from "../../src/db/query";
 
 let s: TestServer;
 
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST });
+  s = await startTestServer({ workerTimeouts: STEADY });
 });
 afterAll(() => s.stop());
 

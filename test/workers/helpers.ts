@@ -11,6 +11,12 @@ import { forgetProjects } from "../../src/modules/projects/cache";
 import { run } from "../../src/db/query";
 
 export const FAST = { offerMs: 400, offlineMs: 800, heartbeatMs: 200 };
+/**
+ * For scenarios that wait for neither an offer to run out nor a worker to go silent: on a loaded
+ * machine a test's worker (in the server's process) can miss FAST's 0.8 s and lose its lease
+ * mid-scenario, and a slow claim can miss a 0.4 s offer.
+ */
+export const STEADY = { ...FAST, offerMs: 2000, offlineMs: 10_000 };
 
 export async function orgWithProject(s: TestServer, owner?: Session, policy: Record<string, unknown> = {}) {
   const session = owner ?? (await createAdmin(s));

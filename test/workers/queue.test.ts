@@ -3,13 +3,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { STEADY, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { queuePage } from "../../src/modules/workers/dispatcher";
 
 let s: TestServer;
 
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST });
+  s = await startTestServer({ workerTimeouts: STEADY });
 });
 afterAll(() => s.stop());
 

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startTestServer, type TestServer } from "../helpers/server";
 import { newOrg } from "../helpers/identity";
-import { FAST, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
+import { STEADY, ProtocolClient, createTaskApi, makeWorker, orgWithProject, workerApi } from "./helpers";
 import { SOCKET_REQUEST_OPS, type SocketRequestOp } from "../../src/protocol/messages";
 import { answerSocketRequest } from "../../src/modules/workers/socket-requests";
 import { sha256Hex } from "../../src/lib/tokens";
@@ -19,7 +19,7 @@ let s: TestServer;
 const SCHEMAS_AT_LOAD = JSON.stringify({ claim: ClaimRequest, events: EventsRequest, transition: TransitionRequest });
 
 beforeAll(async () => {
-  s = await startTestServer({ workerTimeouts: FAST });
+  s = await startTestServer({ workerTimeouts: STEADY });
 });
 afterAll(() => s.stop());
 
