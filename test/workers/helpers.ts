@@ -116,15 +116,21 @@ export class ProtocolClient {
       return Promise.resolve(found);
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no ${type} message within ${ms} ms; got ${JSON.stringify(this.messages.map((m) => m.type))}`)), ms);
-      this.waiters.push({
+      const waiter = {
         pred: match,
-        resolve: (m) => {
+        resolve: (m: Msg) => {
           clearTimeout(timer);
           (m as any).__used = true;
           resolve(m);
         },
-      });
+      };
+      // A waiter that timed out leaves: left behind, it would consume the next match unseen (a
+      // quiet() followed by next() then missed the message it waited for).
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(`no ${type} message within ${ms} ms; got ${JSON.stringify(this.messages.map((m) => m.type))}`));
+      }, ms);
+      this.waiters.push(waiter);
     });
   }
 

@@ -46,6 +46,26 @@ describe("queue order, labels and policies", () => {
     c.close();
   });
 
+  // Offers run out after 2 s (STEADY) and the presence monitor re-places the queue every second: an
+  // offer within 300 ms of the answer is the change's own (the answer waits for it), not either.
+  test("new labels or a wider policy reach a connected worker at once: it is offered the task it now qualifies for", async () => {
+    const session = await newOrg(s);
+    const plain = await orgWithProject(s, session);
+    const gpu = await orgWithProject(s, session, { workerLabels: ["gpu"] });
+    const w = await makeWorker(s, gpu.orgId);
+    const c = await ProtocolClient.connect(s, w.credential, { capacity: 2 });
+    const path = `/orgs/${gpu.orgId}/workers/${w.workerId}`;
+    expect((await s.api("PATCH", path, { token: gpu.token, body: { policy: { projects: [gpu.projectId] } } })).status).toBe(200);
+    const gpuTask = await createTaskApi(s, gpu);
+    const plainTask = await createTaskApi(s, plain);
+    expect(await c.quiet("offer", 300)).toBe(true);
+    expect((await s.api("PATCH", path, { token: gpu.token, body: { labels: ["gpu"] } })).status).toBe(200);
+    expect((await c.next("offer", () => true, 300)).taskId).toBe(gpuTask.id);
+    expect((await s.api("PATCH", path, { token: gpu.token, body: { policy: {} } })).status).toBe(200);
+    expect((await c.next("offer", () => true, 300)).taskId).toBe(plainTask.id);
+    c.close();
+  });
+
   test("a queue longer than a page: offers go across priorities and past a page of tasks the worker may not take", async () => {
     const session = await newOrg(s);
     const plain = await orgWithProject(s, session);
