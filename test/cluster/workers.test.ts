@@ -1,8 +1,8 @@
 // Workers across servers (issue 13): two servers on one PostgreSQL database, a worker connected to
 // one of them. A person's control or a clone request made on the other reaches its socket, once
 // and in order; a worker that moves to the other server keeps its attempt, one that vanishes with
-// its server is still given up; a revocation closes its socket wherever it is; its record reaches
-// live subscribers on every server.
+// its server is still given up; a revocation closes its socket wherever it is; new labels, policy or
+// an approval reach its socket on the other server; its record reaches live subscribers on every server.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startCluster, type Cluster } from "../helpers/cluster";
 import type { TestServer } from "../helpers/server";
@@ -168,6 +168,28 @@ describe("revocation", () => {
     expect((await c.waitClose(TIMEOUTS.offlineMs / 2)).code).toBe(4001);
     await until(async () => (await workerApi(b, w.credential)("GET", "/worker/me")).status === 401, TIMEOUTS.offlineMs / 2);
     expect(await taskOf(b, p, t.id)).toMatchObject({ status: "queued", workerId: null });
+  });
+});
+
+describe("what a worker may take", () => {
+  test("new labels, a wider policy or an approval made on A reach the worker connected to B at once: it is offered what it now qualifies for", async () => {
+    const session = await newOrg(a);
+    const plain = await orgWithProject(a, session);
+    const gpu = await orgWithProject(a, session, { workerLabels: ["gpu"] });
+    const w = await makeWorker(a, gpu.orgId, { approved: false });
+    const c = await connect(b, w.credential, { capacity: 2 });
+    expect(c.messages.find((m) => m.type === "welcome")!.status).toBe("pending_approval");
+    const path = `/orgs/${gpu.orgId}/workers/${w.workerId}`;
+    expect((await a.api("PATCH", path, { token: gpu.token, body: { policy: { projects: [gpu.projectId] } } })).status).toBe(200);
+    const gpuTask = await createTaskApi(a, gpu);
+    const plainTask = await createTaskApi(a, plain);
+    expect((await a.api("POST", `${path}/approve`, { token: gpu.token })).status).toBe(200);
+    expect((await c.next("welcome")).status).toBe("active");
+    expect(await c.quiet("offer", 300)).toBe(true);
+    expect((await a.api("PATCH", path, { token: gpu.token, body: { labels: ["gpu"] } })).status).toBe(200);
+    expect((await c.next("offer")).taskId).toBe(gpuTask.id);
+    expect((await a.api("PATCH", path, { token: gpu.token, body: { policy: {} } })).status).toBe(200);
+    expect((await c.next("offer")).taskId).toBe(plainTask.id);
   });
 });
 

@@ -7,7 +7,9 @@
 // A worker is connected to one server, and the servers tell one another on the bus what the others
 // must act on: mail waits for it ("worker.mail"), it said hello somewhere ("worker.connected": a
 // socket of it elsewhere is stale) or went away ("worker.disconnected"), it was revoked
-// ("worker.revoked"), its record changed ("worker.updated", for live subscribers).
+// ("worker.revoked"), a person changed its labels, policy or approval ("worker.changed": its
+// server reads the row again and looks at the queue), its record changed ("worker.updated", for
+// live subscribers).
 //
 // Lost workers: the server a worker is connected to writes its last_seen_at every lastSeenEvery (a
 // quarter of the offline timeout, at most 5 s) and when its socket closes; one server, the
@@ -90,6 +92,10 @@ export class PresenceCluster {
       const conn = this.dispatcher.conns.get(w);
       if (conn) this.presence.drop(conn, CLOSE.revoked, "the worker was revoked");
     });
+    on("worker.changed", ({ w }) => {
+      if (!this.dispatcher.isConnected(w)) return;
+      void this.presence.reload(w).catch((err) => this.core.log.error("reloading a worker's labels and policy failed", { workerId: w, error: String((err as Error)?.stack ?? err) }));
+    });
     on("worker.updated", ({ w, o }) => {
       if (typeof o !== "string") return;
       void this.presence.publishHere(o, w).catch((err) => this.core.log.error("publishing a worker's change failed", { workerId: w, error: String((err as Error)?.stack ?? err) }));
@@ -127,6 +133,11 @@ export class PresenceCluster {
   /** Mail was kept for the worker: the server it is connected to sends it. */
   mailWaiting(workerId: string) {
     this.tell("worker.mail", { w: workerId });
+  }
+
+  /** A person changed what the worker may take (labels, policy, approval): the server it is connected to reads its row again. */
+  changed(workerId: string) {
+    this.tell("worker.changed", { w: workerId });
   }
 
   /** The worker's record changed: the other servers publish it to their live subscribers. */

@@ -11,7 +11,7 @@ import type { TaskRow } from "../tasks/record";
 import { dispatcherOf, type Dispatcher } from "./dispatcher";
 import { isHeld, type Conn } from "./dispatcher-state";
 import { failInterruptedReadinessRuns, failReadinessRuns, giveUpAttempts, loseAttempts, publishLost } from "./recovery";
-import { forgetWorkers, getWorkerRow, HELD_SQL, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
+import { forgetWorkers, getWorkerRow, HELD_SQL, mayTake, recordHello, recordLastSeen, toWorkerRecord, type WorkerRecord, type WorkerRow } from "./registry";
 import { all, get, type Q } from "../../db/query";
 import type { TaskChange } from "../tasks/store";
 import { pendingClones } from "./clones";
@@ -19,6 +19,9 @@ import { LastSeenFlush, PresenceCluster } from "./presence-cluster";
 
 /** A held attempt missing from this many heartbeats in a row is taken as lost. */
 const MISSED_HEARTBEATS = 2;
+
+/** What a person changed of what a worker may take. */
+export type WorkerChange = Partial<Pick<Conn, "labels" | "projects">> & { approved?: boolean };
 
 type HeldRow = Pick<TaskRow, "id" | "attempt" | "status" | "worker_id">;
 const HELD_ROWS = `SELECT id, attempt, status, worker_id FROM tasks WHERE worker_id = ? AND ${HELD_SQL}`;
@@ -239,10 +242,28 @@ export class Presence {
     if (reoffer) await this.core.store.read(reoffer);
   }
 
-  /** Approval or new labels/policy: the connection picks them up and looks at the queue. */
-  async refresh(workerId: string, update: Partial<Pick<Conn, "labels" | "projects">> & { approved?: boolean }) {
+  /**
+   * Approval or new labels/policy, after the commit: the connection picks them up and looks at the
+   * queue; with several servers, the one the worker is connected to does (reload).
+   */
+  async refresh(workerId: string, update: WorkerChange) {
+    const conn = this.dispatcher.conns.get(workerId);
+    if (conn) await this.apply(conn, update);
+    else this.cluster?.changed(workerId);
+  }
+
+  /** Another server changed the worker's row (presence-cluster.ts, "worker.changed"): read again if it is connected here. */
+  async reload(workerId: string) {
     const conn = this.dispatcher.conns.get(workerId);
     if (!conn) return;
+    const row = await this.core.store.read(getWorkerRow(this.core, conn.orgId, workerId));
+    // A revocation closes the socket on its own notice.
+    if (!row || row.revoked_at || this.dispatcher.conns.get(workerId) !== conn) return;
+    await this.apply(conn, { ...mayTake(row), approved: row.approved_at !== null });
+  }
+
+  private async apply(conn: Conn, update: WorkerChange) {
+    const workerId = conn.workerId;
     if (update.labels) conn.labels = update.labels;
     if (update.projects !== undefined) conn.projects = update.projects;
     if (update.approved && conn.greeted && !conn.active) {

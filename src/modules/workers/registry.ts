@@ -139,6 +139,12 @@ export function* recordLastSeen(_core: Core, workerId: string, at: string): Q<vo
 export const parseLabels = (row: Pick<WorkerRow, "labels">): string[] => JSON.parse(row.labels) as string[];
 export const parsePolicy = (row: Pick<WorkerRow, "policy">): WorkerPolicy & Record<string, unknown> => JSON.parse(row.policy) as WorkerPolicy & Record<string, unknown>;
 
+/** What the dispatcher matches a worker's row by: its labels, and the projects it is limited to (null: any). */
+export const mayTake = (row: Pick<WorkerRow, "labels" | "policy">) => {
+  const projects = parsePolicy(row).projects;
+  return { labels: new Set(parseLabels(row)), projects: projects ? new Set(projects) : null };
+};
+
 export function statusOf(row: WorkerRow, connected: boolean): WorkerStatus {
   if (row.revoked_at) return "revoked";
   if (!row.approved_at) return "pending_approval";
