@@ -8,7 +8,7 @@ import { decodeUtf8 } from "../../server/utf8";
 import { CLOSE, WorkerMessage, type SocketRequest } from "../../protocol/messages";
 import type { Conn } from "./dispatcher-state";
 import { presenceOf } from "./presence";
-import { bearerOf, parseLabels, parsePolicy, workerByCredential } from "./registry";
+import { bearerOf, mayTake, workerByCredential } from "./registry";
 import { sha256Hex } from "../../lib/tokens";
 import { compiledOnFirstUse } from "../../lib/checks";
 import { answerSocketRequest } from "./socket-requests";
@@ -61,21 +61,21 @@ export function workerSocket(core: Core): SocketHandler {
         const credential = bearerOf(request.headers.get("authorization"));
         const worker = await core.store.read(workerByCredential(core, credential));
         // Its requests look the worker up again by the credential's hash (a revoked one is refused at once), hashed here once.
-        return { credentialHash: sha256Hex(credential!), workerId: worker.id, orgId: worker.org_id, labels: parseLabels(worker), projects: parsePolicy(worker).projects ?? null, garbage: 0, queue: Promise.resolve() };
+        return { credentialHash: sha256Hex(credential!), workerId: worker.id, orgId: worker.org_id, ...mayTake(worker), garbage: 0, queue: Promise.resolve() };
       } catch (err) {
         if (err instanceof ApiError) return errorResponse(err);
         throw err;
       }
     },
     open(ws: Socket) {
-      const data = ws.data as unknown as WorkerSocketData & { labels: string[]; projects: string[] | null };
+      const data = ws.data as unknown as WorkerSocketData & ReturnType<typeof mayTake>;
       const conn: Conn = {
         ws,
         workerId: data.workerId,
         orgId: data.orgId,
-        labels: new Set(data.labels),
+        labels: data.labels,
         agents: new Set(),
-        projects: data.projects ? new Set(data.projects) : null,
+        projects: data.projects,
         capacity: 0,
         greeted: false,
         active: false,
