@@ -14,7 +14,7 @@ import { dailyBudgetsOf } from "../usage/budgets";
 import { dispatcherOf } from "./dispatcher";
 import { eligible, requiredLabels } from "./eligibility";
 import { presenceOf } from "./presence";
-import { parseLabels, parsePolicy, type WorkerRow } from "./registry";
+import { mayTake, type WorkerRow } from "./registry";
 
 type Task = Pick<TaskRow, "status" | "org_id" | "project_id" | "agent">;
 
@@ -36,9 +36,8 @@ function* onlineWorkers(core: Core, orgId: string): Q<Capable[]> {
   type Row = Pick<WorkerRow, "id" | "labels" | "policy" | "agents" | "last_seen_at" | "revoked_at">;
   for (const row of yield* all<Row>(APPROVED, orgId)) {
     if (dispatcher.isConnected(row.id) || !presence.isOnline(row)) continue;
-    const projects = parsePolicy(row).projects;
     const agents = (JSON.parse(row.agents) as { name: string }[]).map((a) => a.name);
-    online.push({ projects: projects ? new Set(projects) : null, agents: new Set(agents), labels: new Set(parseLabels(row)) });
+    online.push({ ...mayTake(row), agents: new Set(agents) });
   }
   return online;
 }
